@@ -1,0 +1,80 @@
+"""Reverse-mode automatic differentiation: ``Function``, ``backward``, ``grad``, grad modes and
+gradient checking.
+
+- ``function.py``: ``Function``/``Context``, how an op becomes a node of the graph
+- ``engine.py``: the backward walk over the graph
+- ``grad_mode.py``: ``no_grad``, ``enable_grad``, ``set_grad_enabled``
+- ``gradcheck.py``: ``gradcheck``/``gradgradcheck`` against finite differences
+
+May import: ``minitorch.tensor`` (lazily, to avoid a cycle) and numpy.
+"""
+from .engine import run_backward
+from .function import Context, Function
+from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+
+
+def _as_list(x):
+    return list(x) if isinstance(x, (list, tuple)) else [x]
+
+
+def _initial_grads(outputs, grad_outputs):
+    from ..tensor import Tensor
+    import numpy as np
+    grads = []
+    for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
+        if not out.requires_grad:
+            raise RuntimeError(f"element {i} of tensors does not require grad and does not have "
+                               "a grad_fn")
+        if g is None:
+            if out.numel() != 1:
+                raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
+                                   f"output {i} has shape {tuple(out.shape)}: pass a gradient")
+            g = Tensor._make(np.ones(out.shape, dtype=out._data.dtype))
+        elif not isinstance(g, Tensor):
+            g = Tensor(g, dtype=out.dtype)
+        if tuple(g.shape) != tuple(out.shape):
+            raise ValueError(f"gradient: shape {tuple(g.shape)} does not match output {i} of "
+                             f"shape {tuple(out.shape)}")
+        grads.append(g)
+    return grads
+
+
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
+    """Accumulate gradients of ``tensors`` into ``.grad`` of the leaves (or of ``inputs``)."""
+    outputs = _as_list(tensors)
+    grads = _initial_grads(outputs, _as_list(grad_tensors) if grad_tensors is not None
+                           else [None] * len(outputs))
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    if inputs is None:
+        run_backward(outputs, grads, retain_graph, create_graph)
+        return
+    inputs = _as_list(inputs)
+    results = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs)
+    for t, g in zip(inputs, results):
+        if g is not None:
+            g = g if create_graph else g.detach()
+            t.grad = g if t.grad is None else t.grad + g
+
+
+def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
+         allow_unused=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is untouched)."""
+    outputs, inputs = _as_list(outputs), _as_list(inputs)
+    for i, t in enumerate(inputs):
+        if not t.requires_grad:
+            raise RuntimeError(f"grad: inputs[{i}] does not require grad")
+    grads = _initial_grads(outputs, _as_list(grad_outputs) if grad_outputs is not None
+                           else [None] * len(outputs))
+    retain_graph = create_graph if retain_graph is None else retain_graph
+    results = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs)
+    for i, g in enumerate(results):
+        if g is None and not allow_unused:
+            raise RuntimeError(f"grad: inputs[{i}] was not used in the graph of the outputs; "
+                               "pass allow_unused=True if this is expected")
+    return tuple(r if r is None or create_graph else r.detach() for r in results)
+
+
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
+
+__all__ = ["Function", "Context", "backward", "grad", "no_grad", "enable_grad",
+           "set_grad_enabled", "is_grad_enabled", "gradcheck", "gradgradcheck", "GradcheckError"]

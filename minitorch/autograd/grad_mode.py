@@ -1,0 +1,76 @@
+"""Whether operations record the graph: ``no_grad``, ``enable_grad``, ``set_grad_enabled``.
+
+Each works as a context manager and as a decorator, like PyTorch's. The switch is one
+module-level flag: minitorch runs ops on one thread of Python, so no thread-local is needed.
+"""
+import functools
+
+_enabled = True
+
+
+def is_grad_enabled():
+    return _enabled
+
+
+class _GradMode:
+    """Sets grad mode to ``self.mode`` inside a ``with`` block or a decorated function."""
+
+    mode = True
+
+    def __enter__(self):
+        global _enabled
+        self._previous = _enabled
+        _enabled = self.mode
+
+    def __exit__(self, *exc):
+        global _enabled
+        _enabled = self._previous
+        return False
+
+    def __call__(self, fn):
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with self.__class__():
+                return fn(*args, **kwargs)
+        return wrapper
+
+
+class no_grad(_GradMode):
+    """Ops inside do not record the graph: their results have ``requires_grad=False``."""
+
+    mode = False
+
+
+class enable_grad(_GradMode):
+    """Ops inside record the graph, even within ``no_grad``."""
+
+    mode = True
+
+
+class set_grad_enabled(_GradMode):
+    """``set_grad_enabled(False)`` is ``no_grad()``; as a plain call it sets the mode for good."""
+
+    def __init__(self, mode):
+        global _enabled
+        self.mode = bool(mode)
+        self._previous = _enabled
+        _enabled = self.mode  # effective immediately, as torch.set_grad_enabled(False) is
+
+    def __enter__(self):
+        pass
+
+    def __exit__(self, *exc):
+        global _enabled
+        _enabled = self._previous
+        return False
+
+    def __call__(self, fn):
+        mode = self.mode
+        global _enabled
+        _enabled = self._previous  # used as a decorator: don't leave the mode changed
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with set_grad_enabled(mode):
+                return fn(*args, **kwargs)
+        return wrapper

@@ -1,0 +1,166 @@
+"""Gradient checking: the analytical Jacobian from backward against central differences.
+
+``gradcheck(fn, inputs)`` perturbs every element of every input that requires grad by ±eps,
+builds the numerical Jacobian column by column, and compares it with the rows that backward
+gives for one-hot output gradients: |analytical − numerical| ≤ atol + rtol·|numerical|.
+``fast_mode=True`` compares one random projection vᵀJu per input/output pair instead.
+``gradgradcheck`` runs the same check on the gradient itself (built with create_graph=True).
+
+A failure raises ``GradcheckError`` that names the input, the output, the element and both
+values, so a wrong backward formula is found at once. Semantics and defaults are PyTorch's.
+"""
+import warnings
+
+import numpy as np
+
+from .grad_mode import no_grad
+
+
+class GradcheckError(RuntimeError):
+    """A Jacobian entry (or projection) of backward differs from the finite-difference one."""
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _differentiable_outputs(fn, inputs):
+    return [o for o in _as_tuple(fn(*inputs)) if o is not None and o.dtype.is_floating_point]
+
+
+def _evaluate(fn, inputs):
+    with no_grad():
+        return [o._data.astype(np.float64).ravel().copy()
+                for o in _differentiable_outputs(fn, inputs)]
+
+
+def _numerical_columns(fn, inputs, t, eps):
+    """Yield (element index, [d output / d t[index] for each output]) by central differences."""
+    data = t._data
+    for index in np.ndindex(*data.shape):
+        original = data[index]
+        data[index] = original + eps
+        plus = _evaluate(fn, inputs)
+        data[index] = original - eps
+        minus = _evaluate(fn, inputs)
+        data[index] = original
+        yield index, [(p - m) / (2 * eps) for p, m in zip(plus, minus)]
+
+
+def _vjp(fn, inputs, wanted, output_index, grad_output):
+    """Gradients of one output, contracted with ``grad_output``, for the wanted inputs."""
+    from . import grad as autograd_grad
+    outputs = _differentiable_outputs(fn, inputs)
+    out = outputs[output_index]
+    if not out.requires_grad:
+        return [np.zeros(t.shape) for t in wanted]
+    from ..tensor import Tensor
+    grads = autograd_grad(out, wanted, Tensor._make(grad_output.astype(out._data.dtype)),
+                          allow_unused=True)
+    return [np.zeros(t.shape) if g is None else g._data.astype(np.float64) for t, g in
+            zip(wanted, grads)]
+
+
+def _fail(message, raise_exception):
+    if raise_exception:
+        raise GradcheckError(message)
+    return False
+
+
+def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, fast_mode=False):
+    """Check the gradients of ``fn(*inputs)`` against finite differences; True if they match."""
+    inputs = _as_tuple(inputs)
+    wanted = [(i, t) for i, t in enumerate(inputs) if getattr(t, "requires_grad", False)]
+    if not wanted:
+        raise ValueError("gradcheck: at least one input must be a tensor with requires_grad=True")
+    for i, t in wanted:
+        if t.dtype.name != "float64":
+            warnings.warn(f"gradcheck: input #{i} requires gradient and is not a double precision "
+                          "floating point tensor; the check is likely to fail in float32",
+                          UserWarning, stacklevel=2)
+        if not t._data.flags.writeable:
+            raise ValueError(f"gradcheck: input #{i} is a read-only (expanded) view; pass "
+                             ".contiguous() or the tensor it was expanded from")
+    outputs = _evaluate(fn, inputs)
+    with no_grad():
+        shapes = [tuple(o.shape) for o in _differentiable_outputs(fn, inputs)]
+    if fast_mode:
+        return _check_projection(fn, inputs, wanted, outputs, shapes, eps, atol, rtol,
+                                 raise_exception)
+    tensors = [t for _, t in wanted]
+    for position, (i, t) in enumerate(wanted):
+        numerical = {index: cols for index, cols in _numerical_columns(fn, inputs, t, eps)}
+        for o, out in enumerate(outputs):
+            shape = shapes[o]
+            for k in range(out.size):
+                one_hot = np.zeros(out.size)
+                one_hot[k] = 1.0
+                rows = _vjp(fn, inputs, tensors, o, one_hot.reshape(shape))
+                again = _vjp(fn, inputs, tensors, o, one_hot.reshape(shape))
+                if np.max(np.abs(rows[position] - again[position]), initial=0.0) > nondet_tol:
+                    return _fail(f"Backward is not reentrant: for input #{i} and output #{o}, two "
+                                 f"runs gave different gradients (max difference "
+                                 f"{np.max(np.abs(rows[position] - again[position])):.3e})",
+                                 raise_exception)
+                for index, cols in numerical.items():
+                    n, a = cols[o][k], rows[position][index]
+                    if not abs(a - n) <= atol + rtol * abs(n):
+                        return _fail(
+                            f"Jacobian mismatch for output {o} with respect to input {i}: "
+                            f"d output[{np.unravel_index(k, shape) if shape else ()}] / "
+                            f"d input[{index}]: numerical {n:.10g}, analytical {a:.10g} "
+                            f"(atol={atol}, rtol={rtol})", raise_exception)
+    return True
+
+
+def _check_projection(fn, inputs, wanted, outputs, shapes, eps, atol, rtol, raise_exception):
+    """Fast mode: vᵀ(J u) by differences against (vᵀJ)·u by backward, random u and v."""
+    rng = np.random.default_rng(0)
+    tensors = [t for _, t in wanted]
+    for position, (i, t) in enumerate(wanted):
+        u = rng.standard_normal(t.shape)
+        data, original = t._data, t._data.copy()
+        data += eps * u
+        plus = _evaluate(fn, inputs)
+        data[...] = original - eps * u
+        minus = _evaluate(fn, inputs)
+        data[...] = original
+        for o, out in enumerate(outputs):
+            v = rng.standard_normal(out.size)
+            numerical = float(v @ ((plus[o] - minus[o]) / (2 * eps)))
+            analytical = float(np.sum(_vjp(fn, inputs, tensors, o, v.reshape(shapes[o]))[position]
+                                      * u))
+            if not abs(analytical - numerical) <= atol + rtol * abs(numerical):
+                return _fail(f"Jacobian mismatch (fast mode) for output {o} with respect to input "
+                             f"{i}: vᵀJu numerical {numerical:.10g}, analytical {analytical:.10g} "
+                             f"(atol={atol}, rtol={rtol})", raise_exception)
+    return True
+
+
+def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  raise_exception=True, nondet_tol=0.0, fast_mode=False):
+    """gradcheck of the gradient: checks second derivatives through create_graph=True."""
+    from . import grad as autograd_grad
+    from ..tensor import Tensor
+    inputs = _as_tuple(inputs)
+    wanted = [t for t in inputs if getattr(t, "requires_grad", False)]
+    with no_grad():
+        outputs = _differentiable_outputs(fn, inputs)
+    if grad_outputs is None:
+        rng = np.random.default_rng(1)
+        grad_outputs = [Tensor._make(rng.standard_normal(o.shape).astype(o._data.dtype),
+                                     requires_grad=True) for o in outputs]
+    grad_outputs = list(_as_tuple(grad_outputs))
+    count = len(inputs)
+
+    def first_gradients(*args):
+        ins, gos = args[:count], args[count:]
+        outs = [o for o in _differentiable_outputs(fn, ins) if o.requires_grad]
+        grads = autograd_grad(outs, [t for t in ins if getattr(t, "requires_grad", False)],
+                              list(gos)[:len(outs)], create_graph=True, allow_unused=True)
+        return tuple(g for g in grads if g is not None)
+
+    return gradcheck(first_gradients, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
+                     rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
+                     fast_mode=fast_mode)

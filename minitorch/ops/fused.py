@@ -1,0 +1,257 @@
+"""Fused ops on the backend's kernels: softmax (with scale, mask, causal), log-softmax,
+cross-entropy from logits, and layer norm.
+
+Each op's forward and backward are kernels. The backward is a Function of its own
+(``SoftmaxBackward``, ...), so a gradient of a gradient works: its derivative is taken by autograd
+over the textbook composite of the same formula in Tensor ops (``_differentiate_composite``).
+The kernel gives the fast first derivative; the rarer second derivative reuses the engine.
+"""
+import numpy as np
+
+from .. import backends
+from ..autograd.function import Function
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
+from ..tensor import Tensor
+
+_make = Tensor._make
+
+
+class Alias(Function):
+    """The same values as a new graph node: lets autograd take partial derivatives."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return Tensor._make_view(a._data, a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+def _differentiate_composite(composite, inputs, needs, grad_outputs):
+    """Vector-Jacobian products of ``composite(*inputs)`` for the inputs in ``needs``.
+
+    Each input that needs a gradient enters through an ``Alias`` node, so the result is the
+    partial derivative even when inputs depend on each other, and (under create_graph) it
+    stays connected to the graph for yet another derivative.
+    """
+    from ..autograd import grad as autograd_grad
+    create_graph = is_grad_enabled()  # the engine sets grad mode to create_graph
+    with enable_grad():
+        aliases = [Alias.apply(t) if need else (None if t is None else t.detach())
+                   for t, need in zip(inputs, needs)]
+        outputs = composite(*aliases)
+    outputs = outputs if isinstance(outputs, tuple) else (outputs,)
+    pairs = [(o, g) for o, g in zip(outputs, grad_outputs) if o is not None and o.requires_grad]
+    wanted = [a for a, need in zip(aliases, needs) if need]
+    grads = iter(autograd_grad([o for o, _ in pairs], wanted, [g for _, g in pairs],
+                               create_graph=create_graph, allow_unused=True) if pairs and wanted
+                 else [None] * len(wanted))
+    results = []
+    for t, need in zip(inputs, needs):
+        g = next(grads) if need else None
+        results.append(g if g is not None or not need else t.detach() * 0.0)
+    return tuple(results)
+
+
+def _array(t):
+    return None if t is None else t._data
+
+
+# ----------------------------------------------------------------------------- softmax
+
+class Softmax(Function):
+    """softmax(x·scale + mask) over the last dim; mask is additive (float) or True = excluded."""
+
+    @staticmethod
+    def forward(ctx, x, scale=1.0, mask=None, causal=False):
+        out = _make(backends.current().softmax_forward(x._data, scale, _array(mask), causal))
+        ctx.scale = scale
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return SoftmaxBackward.apply(out, grad, ctx.scale), None, None, None
+
+
+class SoftmaxBackward(Function):
+    @staticmethod
+    def forward(ctx, y, dy, scale):
+        ctx.scale = scale
+        ctx.save_for_backward(y, dy)
+        return _make(backends.current().softmax_backward(y._data, dy._data, scale))
+
+    @staticmethod
+    def backward(ctx, grad):
+        scale = ctx.scale
+
+        def composite(y, dy):
+            return scale * y * (dy - (dy * y).sum(-1, keepdim=True))
+        return _differentiate_composite(composite, ctx.saved_tensors, ctx.needs_input_grad[:2],
+                                        (grad,)) + (None,)
+
+
+class LogSoftmax(Function):
+    @staticmethod
+    def forward(ctx, x):
+        out = _make(backends.current().log_softmax_forward(x._data))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return LogSoftmaxBackward.apply(out, grad)
+
+
+class LogSoftmaxBackward(Function):
+    @staticmethod
+    def forward(ctx, y, dy):
+        ctx.save_for_backward(y, dy)
+        return _make(backends.current().log_softmax_backward(y._data, dy._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        def composite(y, dy):
+            return dy - y.exp() * dy.sum(-1, keepdim=True)
+        return _differentiate_composite(composite, ctx.saved_tensors, ctx.needs_input_grad,
+                                        (grad,))
+
+
+# ----------------------------------------------------------------------------- cross-entropy
+
+class CrossEntropy(Function):
+    """Cross-entropy of logits (N, C) against class indices (N,), from log-sum-exp."""
+
+    @staticmethod
+    def forward(ctx, logits, target, ignore_index, label_smoothing, reduction):
+        loss, lse = backends.current().cross_entropy_forward(
+            logits._data, target._data, ignore_index, label_smoothing, reduction)
+        ctx.options = (target, ignore_index, label_smoothing, reduction)
+        ctx.lse = lse
+        ctx.save_for_backward(logits)
+        return _make(np.asarray(loss))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (logits,) = ctx.saved_tensors
+        return (CrossEntropyBackward.apply(logits, grad, ctx.lse, *ctx.options),
+                None, None, None, None)
+
+
+class CrossEntropyBackward(Function):
+    @staticmethod
+    def forward(ctx, logits, grad, lse, target, ignore_index, label_smoothing, reduction):
+        ctx.options = (target, ignore_index, label_smoothing, reduction)
+        ctx.save_for_backward(logits, grad)
+        return _make(backends.current().cross_entropy_backward(
+            logits._data, target._data, lse, grad._data, ignore_index, label_smoothing, reduction))
+
+    @staticmethod
+    def backward(ctx, g):
+        target, ignore_index, smoothing, reduction = ctx.options
+        logits = ctx.saved_tensors[0]
+        classes = logits.shape[-1]
+        valid = target._data != ignore_index
+        # dlogits = w · (softmax(logits) − q), q the smoothed one-hot target.
+        q = np.full(logits.shape, smoothing / classes, dtype=logits._data.dtype)
+        rows = np.nonzero(valid)[0]
+        q[rows, target._data[rows]] += 1.0 - smoothing
+        q[~valid] = 0.0
+        row_weight = valid.astype(logits._data.dtype)
+        if reduction == "mean":
+            row_weight /= max(int(valid.sum()), 1)
+        q, row_weight = _make(q), _make(row_weight)
+
+        def composite(x, grad_in):
+            w = (grad_in * row_weight if reduction == "none" else grad_in * row_weight)
+            probs = Softmax.apply(x, 1.0, None, False)
+            return w.unsqueeze(-1) * (probs - q)
+        return _differentiate_composite(composite, ctx.saved_tensors, ctx.needs_input_grad[:2],
+                                        (g,)) + (None,) * 5
+
+
+# ----------------------------------------------------------------------------- layer norm
+
+class LayerNorm(Function):
+    """Normalize over the last dim, then scale by weight and shift by bias (either may be None)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        y, mean, rstd = backends.current().layer_norm_forward(
+            x._data, _array(weight), _array(bias), eps)
+        ctx.eps, ctx.has_bias = eps, bias is not None
+        ctx.stats = (_make(mean), _make(rstd))
+        ctx.save_for_backward(x, weight)
+        return _make(y)
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        mean, rstd = ctx.stats
+        if weight is None:
+            return LayerNormBackward.apply(grad, x, None, mean, rstd, ctx.eps), None, None, None
+        dx, dweight, dbias = LayerNormBackward.apply(grad, x, weight, mean, rstd, ctx.eps)
+        return dx, dweight, dbias if ctx.has_bias else None, None
+
+
+class LayerNormBackward(Function):
+    @staticmethod
+    def forward(ctx, dy, x, weight, mean, rstd, eps):
+        ctx.eps = eps
+        ctx.save_for_backward(dy, x, weight)
+        dx, dweight, dbias = backends.current().layer_norm_backward(
+            dy._data, x._data, _array(weight), mean._data, rstd._data)
+        if weight is None:
+            return _make(dx)
+        return _make(dx), _make(dweight), _make(dbias)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        eps = ctx.eps
+        dy, x, weight = ctx.saved_tensors
+
+        def composite(dy, x, weight):
+            mu = x.mean(-1, keepdim=True)
+            rstd = ((x - mu) ** 2).mean(-1, keepdim=True).add(eps).rsqrt()
+            xhat = (x - mu) * rstd
+            dxhat = dy if weight is None else dy * weight
+            dx = rstd * (dxhat - dxhat.mean(-1, keepdim=True)
+                         - xhat * (dxhat * xhat).mean(-1, keepdim=True))
+            if weight is None:
+                return dx
+            lead = tuple(range(dy.ndim - 1))
+            return dx, (dy * xhat).sum(lead), dy.sum(lead)
+        needs = ctx.needs_input_grad[:3]
+        return _differentiate_composite(composite, (dy, x, weight), needs, grads) + (None,) * 3
+
+
+# ----------------------------------------------------------------------------- functions
+
+def softmax(x, dim=-1, *, scale=1.0, mask=None, causal=False):
+    """softmax over ``dim``; ``scale``, ``mask`` and ``causal`` fuse the attention case."""
+    from ._helpers import normalize_dim
+    if not x.dtype.is_floating_point:
+        x = x.float()
+    d = normalize_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return Softmax.apply(x.reshape(1), scale, mask, causal).reshape(())
+    if d != x.ndim - 1:
+        if mask is not None or causal:
+            raise ValueError("softmax: mask and causal apply only when dim is the last dim")
+        return Softmax.apply(x.transpose(d, -1), scale, None, False).transpose(d, -1)
+    return Softmax.apply(x, scale, mask, causal)
+
+
+def log_softmax(x, dim=-1):
+    from ._helpers import normalize_dim
+    if not x.dtype.is_floating_point:
+        x = x.float()
+    d = normalize_dim(dim, x.ndim)
+    if x.ndim == 0:
+        return LogSoftmax.apply(x.reshape(1)).reshape(())
+    if d != x.ndim - 1:
+        return LogSoftmax.apply(x.transpose(d, -1)).transpose(d, -1)
+    return LogSoftmax.apply(x)

@@ -1,0 +1,184 @@
+"""Reductions over ``dim`` (an int, a tuple, or None for all) with ``keepdim``:
+sum, mean, amax/amin, max/min (values and indices), argmax/argmin, var/std, logsumexp, all/any.
+
+The backward of a reduction spreads the gradient back over the reduced dims with ``expand``
+(itself an op whose backward is a sum), so every formula here differentiates again.
+"""
+import builtins
+import collections
+
+import numpy as np
+
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._helpers import normalize_dim, normalize_dims
+
+_make = Tensor._make
+
+values_indices = collections.namedtuple("values_indices", ["values", "indices"])
+
+
+def _kept_shape(shape, dims):
+    return tuple(1 if i in dims else n for i, n in enumerate(shape))
+
+
+class Sum(Function):
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        ctx.shape, ctx.kept = a.shape, _kept_shape(a.shape, dims)
+        return _make(np.sum(a._data, axis=dims, keepdims=keepdim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.kept).expand(ctx.shape), None, None
+
+
+class Amax(Function):
+    """max over dims; the gradient is shared evenly among tied maxima, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, a, dims, keepdim, largest):
+        x = a._data
+        out = (np.max if largest else np.min)(x, axis=dims, keepdims=True)
+        hit = (x == out).astype(x.dtype)
+        ctx.share = _make(hit / np.sum(hit, axis=dims, keepdims=True))
+        ctx.kept = out.shape
+        return _make(out if keepdim else out.reshape([n for i, n in enumerate(x.shape)
+                                                      if i not in dims]))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.kept) * ctx.share, None, None, None
+
+
+class LogSumExp(Function):
+    @staticmethod
+    def forward(ctx, a, dims, keepdim):
+        x = a._data
+        m = np.max(x, axis=dims, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0.0)  # all -inf rows give -inf, not NaN
+        with np.errstate(divide="ignore"):
+            out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
+        out = out.astype(x.dtype, copy=False)
+        ctx.save_for_backward(a)
+        ctx.out_kept = _make(out)
+        ctx.dims = dims
+        return _make(out if keepdim else np.squeeze(out, axis=dims))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        grad = grad.reshape(ctx.out_kept.shape)
+        return grad * (a - ctx.out_kept).exp(), None, None
+
+
+def sum(a, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        a = a.to(dtype)
+    elif a.dtype.name == "bool":
+        a = a.long()
+    return Sum.apply(a, normalize_dims(dim, a.ndim), keepdim)
+
+
+def mean(a, dim=None, keepdim=False, dtype=None):
+    if dtype is not None:
+        a = a.to(dtype)
+    if not a.dtype.is_floating_point:
+        raise TypeError(f"mean: input dtype should be floating point, got {a.dtype}")
+    dims = normalize_dims(dim, a.ndim)
+    count = int(np.prod([a.shape[d] for d in dims])) if dims else 1
+    return Sum.apply(a, dims, keepdim) * (1.0 / count if count else float("nan"))
+
+
+def _check_nonempty(a, dims, name):
+    if builtins.any(a.shape[d] == 0 for d in dims) or (a.numel() == 0 and not dims):
+        raise IndexError(f"{name}: cannot reduce over an empty dimension of a tensor of shape "
+                         f"{tuple(a.shape)}")
+
+
+def amax(a, dim=None, keepdim=False):
+    dims = normalize_dims(dim if dim != () else None, a.ndim)
+    _check_nonempty(a, dims, "amax")
+    return Amax.apply(a, dims, keepdim, True)
+
+
+def amin(a, dim=None, keepdim=False):
+    dims = normalize_dims(dim if dim != () else None, a.ndim)
+    _check_nonempty(a, dims, "amin")
+    return Amax.apply(a, dims, keepdim, False)
+
+
+def _extreme(a, dim, keepdim, largest, name):
+    if dim is None:
+        return (amax if largest else amin)(a)
+    d = normalize_dim(dim, a.ndim)
+    _check_nonempty(a, (d,) if a.ndim else (), name)
+    indices = (argmax if largest else argmin)(a, d, keepdim=True)
+    values = a.gather(d, indices) if a.ndim else a
+    if not keepdim and a.ndim:
+        values, indices = values.squeeze(d), indices.squeeze(d)
+    return values_indices(values, indices)
+
+
+def max(a, dim=None, keepdim=False):
+    """max(a) -> the largest value; max(a, dim) -> (values, indices), as in PyTorch."""
+    if isinstance(dim, Tensor):
+        from .elementwise import maximum
+        return maximum(a, dim)
+    return _extreme(a, dim, keepdim, True, "max")
+
+
+def min(a, dim=None, keepdim=False):
+    if isinstance(dim, Tensor):
+        from .elementwise import minimum
+        return minimum(a, dim)
+    return _extreme(a, dim, keepdim, False, "min")
+
+
+def _arg(np_fn, name):
+    def op(a, dim=None, keepdim=False):
+        if dim is None:
+            _check_nonempty(a, (), name)
+            out = np.asarray(np_fn(a._data.reshape(-1)))
+            return _make(out.reshape((1,) * a.ndim) if keepdim else out.astype(np.int64))
+        d = normalize_dim(dim, a.ndim)
+        _check_nonempty(a, (d,) if a.ndim else (), name)
+        if a.ndim == 0:
+            return _make(np.zeros((), np.int64))
+        return _make(np_fn(a._data, axis=d, keepdims=keepdim).astype(np.int64))
+    op.__name__ = name
+    return op
+
+
+argmax, argmin = _arg(np.argmax, "argmax"), _arg(np.argmin, "argmin")
+
+
+def var(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    """Variance with Bessel's correction by default (``correction=1``), as torch.var."""
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    dims = normalize_dims(dim, a.ndim)
+    count = int(np.prod([a.shape[d] for d in dims])) if dims else 1
+    centered = a - mean(a, dims, keepdim=True)
+    denominator = count - correction
+    return Sum.apply(centered * centered, dims, keepdim) * (
+        1.0 / denominator if denominator > 0 else float("nan"))
+
+
+def std(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(a, dim, unbiased, keepdim, correction=correction).sqrt()
+
+
+def logsumexp(a, dim, keepdim=False):
+    if not a.dtype.is_floating_point:
+        a = a.float()
+    return LogSumExp.apply(a, normalize_dims(dim, a.ndim), keepdim)
+
+
+def all(a, dim=None, keepdim=False):
+    return _make(np.all(a._data, axis=normalize_dims(dim, a.ndim), keepdims=keepdim))
+
+
+def any(a, dim=None, keepdim=False):
+    return _make(np.any(a._data, axis=normalize_dims(dim, a.ndim), keepdims=keepdim))
+

@@ -1,0 +1,440 @@
+"""Shape ops: reshape/view, permute/transpose, expand, cat, indexing, gather, index_select.
+
+Wherever numpy can, the result is a view that shares memory with the input (``reshape`` of a
+contiguous tensor, ``transpose``, ``expand``, basic slicing), exactly as in PyTorch; views share
+the version counter of their base, so an in-place change through either is seen by autograd.
+Indexing with integer arrays or masks copies, and its backward scatter-adds, so an index that
+repeats accumulates its gradient.
+"""
+import numpy as np
+
+from ..autograd.function import Function
+from ..tensor import Tensor
+from ._helpers import normalize_dim
+
+_make = Tensor._make
+_view = Tensor._make_view
+
+
+def _shape_arg(shape):
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = tuple(shape[0])
+    for n in shape:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError(f"shape: expected ints, got {shape!r}")
+    return tuple(int(n) for n in shape)
+
+
+def _infer(shape, numel, name):
+    """Resolve one -1 in ``shape``; ValueError naming both shapes when sizes do not match."""
+    if list(shape).count(-1) > 1:
+        raise ValueError(f"{name}: only one dimension can be -1, got {shape}")
+    known = int(np.prod([n for n in shape if n != -1]))
+    if -1 in shape:
+        if known == 0 or numel % known:
+            raise ValueError(f"{name}: shape {shape} is invalid for input of size {numel}")
+        shape = tuple(numel // known if n == -1 else n for n in shape)
+    if int(np.prod(shape)) != numel or any(n < 0 for n in shape):
+        raise ValueError(f"{name}: shape {shape} is invalid for input of size {numel}")
+    return shape
+
+
+class Reshape(Function):
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.shape = a.shape
+        return _view(np.reshape(a._data, shape), a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.reshape(ctx.shape), None
+
+
+class Permute(Function):
+    @staticmethod
+    def forward(ctx, a, dims):
+        ctx.inverse = tuple(np.argsort(dims))
+        return _view(np.transpose(a._data, dims), a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.permute(ctx.inverse), None
+
+
+class Expand(Function):
+    @staticmethod
+    def forward(ctx, a, shape):
+        ctx.shape = a.shape
+        return _view(np.broadcast_to(a._data, shape), a)
+
+    @staticmethod
+    def backward(ctx, grad):
+        from ._helpers import unbroadcast
+        return unbroadcast(grad, ctx.shape), None
+
+
+class Copy(Function):
+    """A fresh C-contiguous copy (``clone``/``contiguous``); the gradient passes unchanged."""
+
+    @staticmethod
+    def forward(ctx, a):
+        return _make(np.array(a._data, order="C", copy=True))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad
+
+
+class Cat(Function):
+    @staticmethod
+    def forward(ctx, *tensors, dim):
+        ctx.dim = dim
+        ctx.sizes = [t.shape[dim] for t in tensors]
+        return _make(np.concatenate([t._data for t in tensors], axis=dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return tuple(grad.split(ctx.sizes, dim=ctx.dim))
+
+
+class GetItem(Function):
+    @staticmethod
+    def forward(ctx, a, index):
+        ctx.shape, ctx.index = a.shape, index
+        out = a._data[index]
+        return _view(out, a) if _is_basic(index) else _make(np.asarray(out))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return IndexAdd.apply(grad, ctx.shape, ctx.index), None
+
+
+class IndexAdd(Function):
+    """zeros(shape) with ``grad`` added at ``index`` (repeats accumulate): GetItem's adjoint."""
+
+    @staticmethod
+    def forward(ctx, grad, shape, index):
+        ctx.index = index
+        out = np.zeros(shape, dtype=grad._data.dtype)
+        if _is_basic(index):
+            out[index] = grad._data
+        else:
+            np.add.at(out, index, grad._data)
+        return _make(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return GetItem.apply(grad, ctx.index), None, None
+
+
+class Gather(Function):
+    @staticmethod
+    def forward(ctx, a, dim, index):
+        ctx.shape, ctx.dim, ctx.index = a.shape, dim, index
+        return _make(np.take_along_axis(a._data, index._data, axis=dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return ScatterAdd.apply(grad, ctx.shape, ctx.dim, ctx.index), None, None
+
+
+class ScatterAdd(Function):
+    """zeros(shape) with ``src`` added along ``dim`` at ``index``: Gather's adjoint."""
+
+    @staticmethod
+    def forward(ctx, src, shape, dim, index):
+        ctx.dim, ctx.index = dim, index
+        out = np.zeros(shape, dtype=src._data.dtype)
+        np.add.at(out, _along_axis(index._data, dim), src._data)
+        return _make(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Gather.apply(grad, ctx.dim, ctx.index), None, None, None
+
+
+def _along_axis(index, dim):
+    """The full fancy index that addresses ``out[..., index[...], ...]`` along ``dim``."""
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _is_basic(index):
+    items = index if isinstance(index, tuple) else (index,)
+    return all(i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
+               for i in items)
+
+
+# ----------------------------------------------------------------------------- functions
+
+def reshape(a, *shape):
+    shape = _infer(_shape_arg(shape), a.numel(), "reshape")
+    if shape == tuple(a.shape):
+        return Reshape.apply(a, shape) if a.requires_grad else _view(a._data, a)
+    return Reshape.apply(a, shape)
+
+
+def view(a, *shape):
+    """Like reshape, but never copies: RuntimeError when the strides do not allow a view."""
+    shape = _infer(_shape_arg(shape), a.numel(), "view")
+    probe = a._data.view()
+    try:
+        probe.shape = shape
+    except AttributeError:
+        raise RuntimeError(f"view: shape {shape} is incompatible with the input's size and "
+                           f"strides (shape {tuple(a.shape)}); use .reshape(...) instead") from None
+    return Reshape.apply(a, shape)
+
+
+def permute(a, *dims):
+    dims = _shape_arg(dims)
+    if len(dims) != a.ndim:
+        raise ValueError(f"permute: expected {a.ndim} dims for a tensor of shape "
+                         f"{tuple(a.shape)}, got {dims}")
+    dims = tuple(normalize_dim(d, a.ndim, "dims") for d in dims)
+    if sorted(dims) != list(range(a.ndim)):
+        raise ValueError(f"permute: dims {dims} is not a permutation of {a.ndim} dims")
+    return Permute.apply(a, dims)
+
+
+def transpose(a, dim0, dim1):
+    if a.ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
+        return Reshape.apply(a, tuple(a.shape))
+    dims = list(range(a.ndim))
+    i, j = normalize_dim(dim0, a.ndim, "dim0"), normalize_dim(dim1, a.ndim, "dim1")
+    dims[i], dims[j] = dims[j], dims[i]
+    return Permute.apply(a, tuple(dims))
+
+
+def t(a):
+    if a.ndim > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dims, got shape {tuple(a.shape)}")
+    return transpose(a, 0, -1) if a.ndim == 2 else a.view(tuple(a.shape))
+
+
+def expand(a, *shape):
+    shape = _shape_arg(shape)
+    if len(shape) < a.ndim:
+        raise ValueError(f"expand: the number of sizes ({len(shape)}) must be >= the tensor's "
+                         f"dims ({a.ndim}); shape {tuple(a.shape)}")
+    lead = len(shape) - a.ndim
+    full = tuple(a.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
+    for i, n in enumerate(a.shape):
+        if n != 1 and n != full[lead + i]:
+            raise ValueError(f"expand: size {n} of dim {i} of shape {tuple(a.shape)} must match "
+                             f"size {full[lead + i]} of target {full} (or be 1)")
+    return Expand.apply(a, full)
+
+
+def broadcast_to(a, shape):
+    return expand(a, *shape)
+
+
+def unsqueeze(a, dim):
+    d = normalize_dim(dim, a.ndim + 1)
+    shape = list(a.shape)
+    shape.insert(d, 1)
+    return Reshape.apply(a, tuple(shape))
+
+
+def squeeze(a, dim=None):
+    if dim is None:
+        shape = tuple(n for n in a.shape if n != 1)
+    else:
+        dims = dim if isinstance(dim, (tuple, list)) else (dim,)
+        dims = {normalize_dim(d, a.ndim) for d in dims}
+        shape = tuple(n for i, n in enumerate(a.shape) if not (i in dims and n == 1))
+    return Reshape.apply(a, shape)
+
+
+def flatten(a, start_dim=0, end_dim=-1):
+    if a.ndim == 0:
+        return Reshape.apply(a, (1,))
+    s, e = normalize_dim(start_dim, a.ndim), normalize_dim(end_dim, a.ndim)
+    if s > e:
+        raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    shape = tuple(a.shape[:s]) + (int(np.prod(a.shape[s:e + 1])),) + tuple(a.shape[e + 1:])
+    return Reshape.apply(a, shape)
+
+
+def unflatten(a, dim, sizes):
+    d = normalize_dim(dim, a.ndim)
+    sizes = _infer(tuple(sizes), a.shape[d], "unflatten")
+    return Reshape.apply(a, tuple(a.shape[:d]) + sizes + tuple(a.shape[d + 1:]))
+
+
+def contiguous(a):
+    return a if a._data.flags["C_CONTIGUOUS"] else Copy.apply(a)
+
+
+def clone(a):
+    return Copy.apply(a)
+
+
+def cat(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("cat: expected a non-empty list of tensors")
+    from ._helpers import promote_types
+    dtype = tensors[0].dtype
+    for t_ in tensors[1:]:
+        dtype = promote_types(dtype, t_.dtype)
+    tensors = [t_.to(dtype) for t_ in tensors]
+    # PyTorch lets 1-d empty tensors join anything; skip them.
+    ref = next((t_ for t_ in tensors if not (t_.ndim == 1 and t_.shape[0] == 0)), tensors[0])
+    tensors = [t_ for t_ in tensors if not (t_.ndim == 1 and t_.shape[0] == 0)] or [ref]
+    d = normalize_dim(dim, ref.ndim)
+    for i, t_ in enumerate(tensors):
+        if t_.ndim != ref.ndim or any(n != m for k, (n, m) in enumerate(zip(t_.shape, ref.shape))
+                                      if k != d):
+            raise ValueError(f"cat: tensors[{i}] has shape {tuple(t_.shape)}, expected "
+                             f"{tuple(ref.shape)} except in dim {d}")
+    return Cat.apply(*tensors, dim=d)
+
+
+def stack(tensors, dim=0):
+    tensors = list(tensors)
+    if not tensors:
+        raise ValueError("stack: expected a non-empty list of tensors")
+    for i, t_ in enumerate(tensors):
+        if tuple(t_.shape) != tuple(tensors[0].shape):
+            raise ValueError(f"stack: tensors[{i}] has shape {tuple(t_.shape)}, expected "
+                             f"{tuple(tensors[0].shape)} (all equal)")
+    d = normalize_dim(dim, tensors[0].ndim + 1)
+    return cat([unsqueeze(t_, d) for t_ in tensors], d)
+
+
+def narrow(a, dim, start, length):
+    d = normalize_dim(dim, a.ndim)
+    return getitem(a, (slice(None),) * d + (slice(start, start + length),))
+
+
+def split(a, split_size_or_sections, dim=0):
+    d = normalize_dim(dim, a.ndim)
+    n = a.shape[d]
+    if isinstance(split_size_or_sections, (int, np.integer)):
+        size = int(split_size_or_sections)
+        if size <= 0:
+            raise ValueError(f"split: split_size must be positive, got {size}")
+        sizes = [min(size, n - s) for s in range(0, n, size)] or [0]
+    else:
+        sizes = list(split_size_or_sections)
+        if sum(sizes) != n:
+            raise ValueError(f"split: sections {sizes} must sum to the size of dim {d} ({n})")
+    out, start = [], 0
+    for size in sizes:
+        out.append(narrow(a, d, start, size))
+        start += size
+    return tuple(out)
+
+
+def chunk(a, chunks, dim=0):
+    if chunks <= 0:
+        raise ValueError(f"chunk: chunks must be positive, got {chunks}")
+    n = a.shape[normalize_dim(dim, a.ndim)]
+    return split(a, max(-(-n // chunks), 1), dim)
+
+
+def unbind(a, dim=0):
+    d = normalize_dim(dim, a.ndim)
+    return tuple(getitem(a, (slice(None),) * d + (i,)) for i in range(a.shape[d]))
+
+
+def _convert_index(index):
+    """A numpy index from a user's index: Tensors become arrays; ranges are checked."""
+    items = index if isinstance(index, tuple) else (index,)
+    converted = []
+    for item in items:
+        if isinstance(item, Tensor):
+            if item.dtype.name not in ("int64", "bool"):
+                raise IndexError(f"index: tensors used as indices must be int64 or bool, got "
+                                 f"{item.dtype}")
+            item = item._data
+        elif isinstance(item, (list,)):
+            item = np.asarray(item)
+            if item.size == 0:
+                item = item.astype(np.int64)
+        elif isinstance(item, bool):
+            item = np.asarray(item)
+        converted.append(item)
+    return tuple(converted) if isinstance(index, tuple) or len(converted) != 1 else converted[0]
+
+
+def getitem(a, index):
+    index = _convert_index(index)
+    # Index a zero-strided stand-in of the same shape first: numpy checks every index for
+    # range and shape there, at no memory cost, and we can name the tensor's shape in the error.
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros((), np.int8), a.shape, (0,) * a.ndim)
+    try:
+        stand_in[index]
+    except IndexError as error:
+        raise IndexError(f"index {index!r} is out of range for a tensor of shape "
+                         f"{tuple(a.shape)}: {error}") from None
+    return GetItem.apply(a, index)
+
+
+def gather(a, dim, index):
+    d = normalize_dim(dim, a.ndim)
+    if not isinstance(index, Tensor) or index.dtype.name != "int64":
+        raise TypeError("gather: index must be an int64 tensor")
+    if index.ndim != a.ndim:
+        raise ValueError(f"gather: index has {index.ndim} dims but input has {a.ndim} "
+                         f"(shapes {tuple(index.shape)} and {tuple(a.shape)})")
+    for k in range(a.ndim):
+        if k != d and index.shape[k] > a.shape[k]:
+            raise ValueError(f"gather: index shape {tuple(index.shape)} exceeds input shape "
+                             f"{tuple(a.shape)} in dim {k}")
+    idx = index._data
+    if idx.size and (idx.min() < -a.shape[d] or idx.max() >= a.shape[d]):
+        raise IndexError(f"gather: index out of range for dim {d} of size {a.shape[d]} "
+                         f"(min {idx.min()}, max {idx.max()})")
+    if any(index.shape[k] != a.shape[k] for k in range(a.ndim) if k != d):
+        a = getitem(a, tuple(slice(0, index.shape[k]) if k != d else slice(None)
+                             for k in range(a.ndim)))
+    return Gather.apply(a, d, index)
+
+
+def index_select(a, dim, index):
+    d = normalize_dim(dim, a.ndim)
+    if not isinstance(index, Tensor) or index.dtype.name != "int64" or index.ndim > 1:
+        raise TypeError("index_select: index must be a 0-d or 1-d int64 tensor")
+    idx = index._data.reshape(-1)
+    if idx.size and (idx.min() < -a.shape[d] or idx.max() >= a.shape[d]):
+        raise IndexError(f"index_select: index out of range for dim {d} of size {a.shape[d]} "
+                         f"(min {idx.min()}, max {idx.max()})")
+    return GetItem.apply(a, (slice(None),) * d + (idx,))
+
+
+def flip(a, dims):
+    dims = dims if isinstance(dims, (tuple, list)) else (dims,)
+    index = [slice(None)] * a.ndim
+    for d in dims:
+        index[normalize_dim(d, a.ndim)] = slice(None, None, -1)
+    return GetItem.apply(a, tuple(index))
+
+
+def repeat(a, *sizes):
+    sizes = _shape_arg(sizes)
+    if len(sizes) < a.ndim:
+        raise ValueError(f"repeat: got {len(sizes)} sizes for a tensor with {a.ndim} dims")
+    a = a.reshape((1,) * (len(sizes) - a.ndim) + tuple(a.shape))
+    interleaved = []
+    for n, r in zip(a.shape, sizes):
+        interleaved += [r, n]
+    expanded = a.reshape([x for n in a.shape for x in (1, n)]).expand(*interleaved)
+    return expanded.reshape(tuple(n * r for n, r in zip(a.shape, sizes)))
+
+
+def tril(a, diagonal=0):
+    rows, cols = a.shape[-2], a.shape[-1]
+    keep = np.tri(rows, cols, k=diagonal, dtype=bool)
+    from .elementwise import masked_fill
+    return masked_fill(a, _make(~keep), 0)
+
+
+def triu(a, diagonal=0):
+    rows, cols = a.shape[-2], a.shape[-1]
+    keep = ~np.tri(rows, cols, k=diagonal - 1, dtype=bool)
+    from .elementwise import masked_fill
+    return masked_fill(a, _make(~keep), 0)

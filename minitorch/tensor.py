@@ -1,0 +1,421 @@
+"""``Tensor``: an n-dimensional array, its gradient, and the graph node that produced it.
+
+The data is a numpy array (``._data``); the ops that read and write it live in
+``minitorch/ops``, one family per file, and the methods here only forward to them, so this
+file holds what is specific to a tensor: its identity in the graph (``requires_grad``,
+``grad``, ``grad_fn``, ``is_leaf``), views and version counting, in-place updates, hooks,
+``backward``, and printing.
+"""
+import numpy as np
+
+from .autograd.grad_mode import is_grad_enabled, no_grad
+from .dtype import as_dtype, bool_, float32, float64, int64
+
+
+class Tensor:
+    """A multi-dimensional array with optional gradient tracking, as ``torch.Tensor``."""
+
+    __slots__ = ("_data", "requires_grad", "grad", "_ctx", "_output_nr", "_version", "_base",
+                 "_hooks", "_retains_grad", "__weakref__")
+    __array_priority__ = 1000  # numpy_scalar * tensor goes to Tensor.__rmul__
+
+    def __init__(self, data, dtype=None, requires_grad=False):
+        array = _to_array(data, dtype)
+        self._init(array, requires_grad)
+
+    def _init(self, array, requires_grad=False, base=None):
+        self._data = array
+        self.requires_grad = requires_grad
+        self.grad = None
+        self._ctx = None          # the Context (graph node) that produced this tensor
+        self._output_nr = 0       # which output of that node this tensor is
+        self._base = base
+        # Views share one counter with their base: an in-place change through any of them
+        # must invalidate what autograd saved from the others.
+        self._version = base._version if base is not None else [0]
+        self._hooks = []
+        self._retains_grad = False
+
+    @classmethod
+    def _make(cls, array, requires_grad=False):
+        """A tensor around an existing numpy array (no copy, no checks): the ops' fast path."""
+        t = cls.__new__(cls)
+        array = np.asarray(array)
+        if array.dtype not in _NUMPY_OK:
+            array = array.astype(as_dtype(array.dtype).numpy)
+        t._init(array, requires_grad)
+        return t
+
+    @classmethod
+    def _make_view(cls, array, base_tensor):
+        """A tensor over ``array``, a numpy view of ``base_tensor``'s data."""
+        t = cls.__new__(cls)
+        root = base_tensor._base if base_tensor._base is not None else base_tensor
+        t._init(array, False, root)
+        return t
+
+    # ------------------------------------------------------------------ properties
+    @property
+    def shape(self):
+        return Size(self._data.shape)
+
+    def size(self, dim=None):
+        if dim is None:
+            return self.shape
+        from .ops._helpers import normalize_dim
+        return self._data.shape[normalize_dim(dim, self.ndim)]
+
+    @property
+    def ndim(self):
+        return self._data.ndim
+
+    def dim(self):
+        return self._data.ndim
+
+    def numel(self):
+        return int(self._data.size)
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    @property
+    def dtype(self):
+        return _BY_NUMPY[self._data.dtype]
+
+    @property
+    def device(self):
+        return "cpu"
+
+    @property
+    def is_leaf(self):
+        return self._ctx is None
+
+    @property
+    def grad_fn(self):
+        return self._ctx
+
+    @property
+    def data(self):
+        """The same storage without the graph (as ``torch.Tensor.data``)."""
+        return Tensor._make_view(self._data, self)
+
+    @data.setter
+    def data(self, value):
+        self._data = _to_array(value._data if isinstance(value, Tensor) else value, None)
+
+    def is_contiguous(self):
+        return bool(self._data.flags["C_CONTIGUOUS"])
+
+    def stride(self, dim=None):
+        strides = tuple(s // self._data.itemsize for s in self._data.strides)
+        return strides if dim is None else strides[dim]
+
+    def data_ptr(self):
+        return self._data.__array_interface__["data"][0]
+
+    @property
+    def T(self):
+        return self.permute(*reversed(range(self.ndim)))
+
+    @property
+    def mT(self):
+        return self.transpose(-2, -1)
+
+    # ------------------------------------------------------------------ conversion
+    def numpy(self):
+        if self.requires_grad:
+            raise RuntimeError("Can't call numpy() on a Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        return self._data
+
+    def item(self):
+        if self._data.size != 1:
+            raise ValueError(f"item: only a tensor with one element can be converted to a "
+                             f"Python scalar, got shape {tuple(self.shape)}")
+        return self._data.reshape(()).item()
+
+    def tolist(self):
+        return self._data.tolist()
+
+    def __float__(self):
+        return float(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __bool__(self):
+        if self._data.size != 1:
+            raise RuntimeError(f"Boolean value of a tensor with {self._data.size} elements is "
+                               "ambiguous")
+        return bool(self._data.reshape(()))
+
+    def __index__(self):
+        if self.dtype is not int64 or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be used as an index")
+        return int(self.item())
+
+    def __array__(self, dtype=None, copy=None):
+        return self._data if dtype is None else self._data.astype(dtype)
+
+    def to(self, dtype=None, *args, **kwargs):
+        """``.to(dtype)``; a device argument is accepted for ``"cpu"`` only."""
+        if dtype in ("cpu", None) and not args:
+            dtype = kwargs.get("dtype")
+            if dtype is None:
+                return self
+        if isinstance(dtype, str) and dtype not in ("float32", "float64", "int64", "bool"):
+            if dtype != "cpu":
+                raise ValueError(f"to: minitorch runs on the CPU only, got device {dtype!r}")
+            dtype = args[0] if args else kwargs.get("dtype")
+            if dtype is None:
+                return self
+        dtype = as_dtype(dtype)
+        if dtype is self.dtype:
+            return self
+        from .ops.elementwise import Cast
+        if self.requires_grad and dtype.is_floating_point and self.dtype.is_floating_point:
+            return Cast.apply(self, dtype)
+        return Tensor._make(self._data.astype(dtype.numpy))
+
+    def float(self):
+        return self.to(float32)
+
+    def double(self):
+        return self.to(float64)
+
+    def long(self):
+        return self.to(int64)
+
+    def bool(self):
+        return self.to(bool_)
+
+    def type_as(self, other):
+        return self.to(other.dtype)
+
+    def is_floating_point(self):
+        return self.dtype.is_floating_point
+
+    def cpu(self):
+        return self
+
+    # ------------------------------------------------------------------ autograd
+    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
+        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf (or of ``inputs``)."""
+        from .autograd import backward
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self):
+        return Tensor._make_view(self._data, self)
+
+    def detach_(self):
+        self._ctx, self.requires_grad = None, False
+        return self
+
+    def requires_grad_(self, requires_grad=True):
+        if not self.is_leaf and not requires_grad:
+            raise RuntimeError("requires_grad_: you can only change requires_grad of leaf "
+                               "tensors; use .detach() for a non-leaf")
+        if requires_grad and not self.dtype.is_floating_point:
+            raise RuntimeError(f"only tensors of floating point dtype can require gradients, "
+                               f"got {self.dtype}")
+        self.requires_grad = requires_grad
+        return self
+
+    def register_hook(self, hook):
+        """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require grad")
+        hooks = self._hooks if self._ctx is None else \
+            self._ctx.output_hooks.setdefault(self._output_nr, [])
+        hooks.append(hook)
+        return _RemovableHandle(hooks, hook)
+
+    def retain_grad(self):
+        """Keep ``.grad`` of this non-leaf tensor after backward (leaves always keep it)."""
+        if self._ctx is None or self._retains_grad:
+            return
+        import weakref
+        ref = weakref.ref(self)
+
+        def store(grad):
+            t = ref()
+            if t is not None:
+                t.grad = grad.detach().clone() if t.grad is None else t.grad + grad.detach()
+        self._retains_grad = True
+        self.register_hook(store)
+
+    @property
+    def retains_grad(self):
+        return self._retains_grad
+
+    # ------------------------------------------------------------------ in-place updates
+    def _check_inplace(self):
+        if is_grad_enabled() and self.requires_grad and self.is_leaf:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                               "operation (wrap it in `with minitorch.no_grad():`)")
+        if not self._data.flags.writeable:
+            raise RuntimeError("in-place operation on a tensor whose memory is read-only "
+                               "(an expanded view); call .clone() first")
+
+    def _inplace(self, result):
+        """Write ``result`` (a new tensor computed from self) into self's memory, and re-point
+        self's history at the op that made it, so gradients flow through the update."""
+        self._check_inplace()
+        if tuple(result.shape) != tuple(self.shape):
+            raise ValueError(f"in-place operation: result shape {tuple(result.shape)} does not "
+                             f"match the tensor's shape {tuple(self.shape)}")
+        if result.requires_grad and self._base is not None and self._base.requires_grad:
+            raise RuntimeError("in-place operation on a view of a tensor that requires grad is "
+                               "not supported by minitorch; use an out-of-place op or .clone()")
+        np.copyto(self._data, result._data, casting="unsafe")
+        self._version[0] += 1
+        if result.requires_grad:
+            self._ctx, self._output_nr, self.requires_grad = result._ctx, result._output_nr, True
+        return self
+
+    def _history_alias(self):
+        """A separate Python object standing for self's current value in the graph."""
+        alias = Tensor._make_view(self._data, self)
+        alias._ctx, alias._output_nr, alias.requires_grad = self._ctx, self._output_nr, \
+            self.requires_grad
+        return alias
+
+    def _apply_inplace(self, op, *args):
+        return self._inplace(op(self._history_alias(), *args))
+
+    def add_(self, other, alpha=1):
+        from .ops import elementwise as E
+        return self._apply_inplace(lambda s: E.add(s, other if alpha == 1 else E.mul(other, alpha)))
+
+    def sub_(self, other, alpha=1):
+        from .ops import elementwise as E
+        return self._apply_inplace(lambda s: E.sub(s, other if alpha == 1 else E.mul(other, alpha)))
+
+    def mul_(self, other):
+        from .ops import elementwise as E
+        return self._apply_inplace(lambda s: E.mul(s, other))
+
+    def div_(self, other):
+        from .ops import elementwise as E
+        return self._apply_inplace(lambda s: E.div(s, other))
+
+    def pow_(self, exponent):
+        from .ops import elementwise as E
+        return self._apply_inplace(lambda s: E.pow(s, exponent))
+
+    def clamp_(self, min=None, max=None):
+        from .ops import elementwise as E
+        return self._apply_inplace(lambda s: E.clamp(s, min, max))
+
+    def masked_fill_(self, mask, value):
+        from .ops import elementwise as E
+        return self._apply_inplace(lambda s: E.masked_fill(s, mask, value))
+
+    def copy_(self, src):
+        from .ops import elementwise as E
+        src = src if isinstance(src, Tensor) else Tensor(src)
+        return self._apply_inplace(lambda s: E.add(s * 0, src.to(self.dtype)).expand(self.shape))
+
+    def zero_(self):
+        self._check_inplace()
+        self._data[...] = 0
+        self._version[0] += 1
+        return self
+
+    def fill_(self, value):
+        self._check_inplace()
+        self._data[...] = value
+        self._version[0] += 1
+        return self
+
+    def uniform_(self, a=0.0, b=1.0):
+        from .random import generator
+        self._check_inplace()
+        self._data[...] = generator().uniform(a, b, self.shape)
+        self._version[0] += 1
+        return self
+
+    def normal_(self, mean=0.0, std=1.0):
+        from .random import generator
+        self._check_inplace()
+        self._data[...] = generator().normal(mean, std, self.shape)
+        self._version[0] += 1
+        return self
+
+    def __setitem__(self, index, value):
+        from .ops import shape as S
+        from .ops.indexing_put import index_put
+        self._inplace(index_put(self._history_alias(), S._convert_index(index), value))
+
+    __iadd__ = add_
+    __isub__ = sub_
+    __imul__ = mul_
+    __itruediv__ = div_
+
+    # ------------------------------------------------------------------ printing
+    def __repr__(self):
+        body = np.array2string(self._data, separator=", ", precision=4, prefix="tensor(",
+                               threshold=1000, edgeitems=3)
+        extras = []
+        if self.dtype not in (float32, int64, bool_) or self._data.size == 0 and self.dtype is not float32:
+            extras.append(f"dtype={self.dtype}")
+        if self._data.size == 0 and self.ndim != 1:
+            extras.append(f"size={tuple(self.shape)}")
+        if self._ctx is not None:
+            extras.append(f"grad_fn={self._ctx!r}")
+        elif self.requires_grad:
+            extras.append("requires_grad=True")
+        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+
+    __str__ = __repr__
+
+    def __hash__(self):
+        return id(self)
+
+    def __reduce__(self):
+        raise TypeError("minitorch tensors are not pickled: use minitorch.save (no pickle)")
+
+
+class Size(tuple):
+    """A tensor's shape: a tuple that prints like ``minitorch.Size([2, 3])``."""
+
+    def __repr__(self):
+        return f"minitorch.Size({list(self)})"
+
+    def numel(self):
+        return int(np.prod(self))
+
+
+class _RemovableHandle:
+    def __init__(self, hooks, hook):
+        self._hooks, self._hook = hooks, hook
+
+    def remove(self):
+        if self._hook in self._hooks:
+            self._hooks.remove(self._hook)
+
+
+_BY_NUMPY = {np.dtype(np.float32): float32, np.dtype(np.float64): float64,
+             np.dtype(np.int64): int64, np.dtype(np.bool_): bool_}
+_NUMPY_OK = frozenset(_BY_NUMPY)
+
+
+def _to_array(data, dtype):
+    """A numpy array of a minitorch dtype from nested lists, scalars, arrays or tensors.
+
+    Without a dtype: floats give float32 (the default), ints int64, bools bool, as in PyTorch.
+    """
+    if isinstance(data, Tensor):
+        data = data._data
+    if dtype is not None:
+        return np.array(data, dtype=as_dtype(dtype).numpy)
+    array = np.array(data)
+    if array.dtype in _NUMPY_OK and not (isinstance(data, (list, tuple, float)) and
+                                         array.dtype == np.float64):
+        return array
+    if array.dtype == object:
+        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data")
+    return array.astype(as_dtype(array.dtype).numpy if array.dtype.kind != "f"
+                        or isinstance(data, np.ndarray) else np.float32)
