@@ -374,6 +374,16 @@ class Tensor:
     def __hash__(self):
         return id(self)
 
+    def __deepcopy__(self, memo):
+        """A new leaf with copied data (and grad), of the same class (so Parameters stay so)."""
+        if not self.is_leaf:
+            raise RuntimeError("only leaf tensors (created by the user) support deepcopy")
+        t = type(self).__new__(type(self))
+        t._init(self._data.copy(), self.requires_grad)
+        t.grad = None if self.grad is None else self.grad.__deepcopy__(memo)
+        memo[id(self)] = t
+        return t
+
     def __reduce__(self):
         raise TypeError("minitorch tensors are not pickled: use minitorch.save (no pickle)")
 
