@@ -1,0 +1,91 @@
+"""Gradient clipping: ``clip_grad_norm_`` (rescale all gradients together) and
+``clip_grad_value_`` (clamp each element), as ``torch.nn.utils``.
+
+Both work in place on each parameter's ``.grad`` storage, between ``backward()`` and
+``optimizer.step()``.
+
+May import: math, numpy, ``minitorch.tensor``.
+"""
+import math
+
+import numpy as np
+
+from ...tensor import Tensor
+
+
+def _grads(parameters, caller):
+    if isinstance(parameters, Tensor):
+        parameters = [parameters]
+    grads = []
+    for index, p in enumerate(parameters):
+        if not isinstance(p, Tensor):
+            raise TypeError(f"{caller}: parameters must be Tensors, but parameters[{index}] is a "
+                            f"{type(p).__name__}")
+        if p.grad is not None:
+            grads.append(p.grad)
+    return grads
+
+
+def _vector_norm(array, norm_type):
+    """The ``norm_type``-norm of all elements of ``array``, as ``torch.linalg.vector_norm``."""
+    if array.size == 0:
+        return array.dtype.type(0)
+    magnitudes = np.abs(array)
+    if norm_type == math.inf:
+        return magnitudes.max()
+    if norm_type == -math.inf:
+        return magnitudes.min()
+    if norm_type == 0:
+        return array.dtype.type(np.count_nonzero(array))
+    if norm_type == 1:
+        return magnitudes.sum(dtype=array.dtype)
+    if norm_type == 2:
+        flat = array.ravel()
+        return np.sqrt(np.dot(flat, flat))
+    return (magnitudes ** norm_type).sum(dtype=array.dtype) ** (1.0 / norm_type)
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+    """Scale the gradients of ``parameters`` so that their total norm is at most ``max_norm``.
+
+    The total norm is the ``norm_type``-norm of all gradients together (as if concatenated into
+    one vector; ``math.inf`` for the largest magnitude). Every gradient is multiplied by
+    ``min(1, max_norm / (total_norm + 1e-6))``. Returns the total norm from *before* clipping,
+    a 0-d tensor of the gradients' dtype (``tensor(0.)`` when no parameter has a gradient).
+
+    A NaN or infinite total norm raises RuntimeError (as PyTorch) if ``error_if_nonfinite``;
+    otherwise the gradients are scaled by it anyway (and so become NaN or 0).
+    """
+    grads = _grads(parameters, "clip_grad_norm_")
+    max_norm, norm_type = float(max_norm), float(norm_type)
+    if max_norm < 0 or math.isnan(max_norm):
+        raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, got {max_norm}")
+    if len(grads) == 0:
+        return Tensor._make(np.array(0.0, dtype=np.float32))
+    dtype = np.result_type(*(g._data.dtype for g in grads))
+    per_grad = np.array([_vector_norm(g._data, norm_type) for g in grads], dtype=dtype)
+    total_norm = _vector_norm(per_grad, norm_type)
+    if error_if_nonfinite and not np.isfinite(total_norm):
+        raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} for gradients "
+                           f"from `parameters` is non-finite ({total_norm}), so it cannot be "
+                           "clipped. To disable this error and scale the gradients by the "
+                           "non-finite norm anyway, set `error_if_nonfinite=False`")
+    clip_coef = min(dtype.type(max_norm) / (total_norm + dtype.type(1e-6)), dtype.type(1.0))
+    for g in grads:
+        g._data *= clip_coef
+        g._version[0] += 1
+    return Tensor._make(np.array(total_norm, dtype=dtype))
+
+
+def clip_grad_value_(parameters, clip_value):
+    """Clamp every gradient element of ``parameters`` into ``[-clip_value, clip_value]``.
+
+    Differs from PyTorch only in refusing a negative ``clip_value`` (ValueError) instead of
+    silently setting every gradient to it.
+    """
+    clip_value = float(clip_value)
+    if not clip_value >= 0:
+        raise ValueError(f"clip_grad_value_: clip_value must be >= 0, got {clip_value}")
+    for g in _grads(parameters, "clip_grad_value_"):
+        np.clip(g._data, -clip_value, clip_value, out=g._data)
+        g._version[0] += 1
