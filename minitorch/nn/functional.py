@@ -1,0 +1,410 @@
+"""``minitorch.nn.functional`` (``import minitorch.nn.functional as F``): the stateless forms of
+the layers, with ``torch.nn.functional``'s names, arguments, defaults and shapes.
+
+- activations: ``relu``, ``gelu``, ``tanh``, ``sigmoid``, ``softmax``, ``log_softmax``
+- layers: ``linear``, ``dropout``, ``layer_norm``, ``embedding``
+- losses: ``cross_entropy``, ``nll_loss``, ``mse_loss``
+- attention: ``scaled_dot_product_attention``
+
+The hot paths run on the fused kernels of ``minitorch/ops/fused.py`` (softmax with scale, mask
+and causal; layer norm; cross-entropy). Where minitorch differs from PyTorch (a fully masked
+attention row gives zeros instead of NaN; a "mean" loss over only ignored targets is 0 instead
+of NaN) the docstring says so.
+May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.random``.
+"""
+import math
+
+import numpy as np
+
+from .. import ops
+from ..autograd.function import Function
+from ..dtype import bool_, int64
+from ..ops.fused import CrossEntropy, LayerNorm as _LayerNormFunction, Softmax
+from ..ops.shape import IndexAdd
+from ..random import generator
+from ..tensor import Tensor
+
+_make = Tensor._make
+
+
+def _check_tensor(value, name):
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{name}: expected a minitorch Tensor, got {type(value).__name__}")
+
+
+# ----------------------------------------------------------------------------- activations
+
+def relu(input, inplace=False):
+    return ops.relu(input)
+
+
+def gelu(input, approximate="none"):
+    """x·Φ(x) (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
+    return ops.gelu(input, approximate=approximate)
+
+
+def tanh(input):
+    return ops.tanh(input)
+
+
+def sigmoid(input):
+    return ops.sigmoid(input)
+
+
+def _require_dim(dim, name):
+    if dim is None:
+        raise ValueError(f"{name}: pass dim explicitly (PyTorch's implicit choice of dim is "
+                         "deprecated and minitorch does not guess)")
+
+
+def softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _require_dim(dim, "softmax")
+    if dtype is not None:
+        input = input.to(dtype)
+    return ops.softmax(input, dim)
+
+
+def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
+    _require_dim(dim, "log_softmax")
+    if dtype is not None:
+        input = input.to(dtype)
+    return ops.log_softmax(input, dim)
+
+
+# ----------------------------------------------------------------------------- layers
+
+def linear(input, weight, bias=None):
+    """input @ weightᵀ + bias, with weight (out_features, in_features) as in PyTorch."""
+    _check_tensor(input, "linear: input")
+    if weight.ndim != 2:
+        raise ValueError(f"linear: weight must be 2-D (out_features, in_features), got shape "
+                         f"{tuple(weight.shape)}")
+    if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
+        raise ValueError(f"linear: input's last dim must be in_features={weight.shape[1]}, got "
+                         f"input shape {tuple(input.shape)}")
+    if input.ndim > 2:
+        # One 2-D GEMM over all rows instead of a broadcast batch (whose weight gradient
+        # would be a batch of products summed afterwards).
+        lead = tuple(input.shape[:-1])
+        out = ops.matmul(input.reshape(-1, weight.shape[1]), weight.mT)
+        out = out.reshape(*lead, weight.shape[0])
+    else:
+        out = ops.matmul(input, weight.mT)
+    return out if bias is None else out + bias
+
+
+def dropout(input, p=0.5, training=True, inplace=False):
+    """Inverted dropout: zero each element with probability p, scale the rest by 1/(1-p).
+
+    Identity when ``training`` is False or p == 0; all zeros when p == 1. The mask is drawn
+    from minitorch's global generator, so ``manual_seed`` makes it reproducible.
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0.0
+    keep = generator().random(tuple(input.shape)) >= p
+    return input * _make((keep / (1.0 - p)).astype(input._data.dtype))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the trailing ``normalized_shape`` dims (one or several), then scale/shift.
+
+    Several trailing dims are flattened into one so the fused kernel normalizes them together.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise ValueError(f"layer_norm: normalized_shape {list(shape)} must match the trailing "
+                         f"dims of input, got input shape {tuple(input.shape)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != shape:
+            raise ValueError(f"layer_norm: {name} must have shape {shape} (normalized_shape), "
+                             f"got {tuple(p.shape)}")
+    size = int(np.prod(shape))
+    lead = tuple(input.shape[:input.ndim - k])
+    x = input.reshape(*lead, size) if k > 1 else input
+    w = None if weight is None else weight.reshape(size)
+    b = None if bias is None else bias.reshape(size)
+    if w is None and b is not None:
+        # The fused Function carries a bias only together with a weight.
+        y = _LayerNormFunction.apply(x, None, None, eps) + b
+    else:
+        y = _LayerNormFunction.apply(x, w, b, eps)
+    return y.reshape(input.shape) if k > 1 else y
+
+
+def _check_indices(input, num_embeddings, name):
+    _check_tensor(input, f"{name}: input")
+    if input.dtype is not int64:
+        raise TypeError(f"{name}: input must be an int64 tensor of indices, got {input.dtype}")
+    idx = input._data
+    if idx.size and (idx.min() < 0 or idx.max() >= num_embeddings):
+        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+        raise IndexError(f"{name}: index {bad} is out of range for num_embeddings="
+                         f"{num_embeddings} (valid indices are 0..{num_embeddings - 1})")
+
+
+class Embedding(Function):
+    """Rows of ``weight`` picked by integer indices; the padding row receives no gradient."""
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx):
+        ctx.weight_shape, ctx.indices, ctx.padding_idx = tuple(weight.shape), indices, padding_idx
+        return _make(weight._data[indices._data])
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.padding_idx is not None:
+            pad = _make((ctx.indices._data == ctx.padding_idx)[..., None])
+            grad = ops.masked_fill(grad, pad, 0.0)
+        # Scatter-add (repeated indices accumulate); its backward gathers, so this is
+        # differentiable again.
+        return IndexAdd.apply(grad, ctx.weight_shape, ctx.indices._data), None, None
+
+
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """``weight[input]``: (*) int64 indices → (*, embedding_dim).
+
+    The ``padding_idx`` row receives no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported by minitorch")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got "
+                         f"shape {tuple(weight.shape)}")
+    num = weight.shape[0]
+    _check_indices(input, num, "embedding")
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise ValueError(f"embedding: padding_idx must be within num_embeddings={num}, got "
+                             f"{padding_idx}")
+        padding_idx = padding_idx % num
+    return Embedding.apply(weight, input, padding_idx)
+
+
+# ----------------------------------------------------------------------------- losses
+
+def _check_reduction(reduction, size_average=None, reduce=None):
+    if size_average is not None or reduce is not None:
+        raise NotImplementedError("size_average and reduce are deprecated in PyTorch and not "
+                                  "supported by minitorch: use reduction=")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction: expected 'mean', 'sum' or 'none', got {reduction!r}")
+
+
+def _classes_last(input, target, name):
+    """(M, C) logits and (M,) targets from (N, C, d1, ...) / (N, d1, ...) or (C,) / ()."""
+    _check_tensor(input, f"{name}: input")
+    _check_tensor(target, f"{name}: target")
+    if input.ndim == 0:
+        raise ValueError(f"{name}: input must have at least 1 dim (C,), got a 0-d tensor")
+    if input.ndim == 1:
+        if target.ndim != 0:
+            raise ValueError(f"{name}: for input of shape (C,) = {tuple(input.shape)} the target "
+                             f"must be 0-d, got shape {tuple(target.shape)}")
+        return input.unsqueeze(0), target.reshape(1)
+    expected = (input.shape[0],) + tuple(input.shape[2:])
+    if tuple(target.shape) != expected:
+        raise ValueError(f"{name}: target must have shape {expected} for input of shape "
+                         f"{tuple(input.shape)}, got {tuple(target.shape)}")
+    classes = input.shape[1]
+    if input.ndim > 2:
+        dims = (0,) + tuple(range(2, input.ndim)) + (1,)
+        input = input.permute(*dims).reshape(-1, classes)
+        target = target.reshape(-1)
+    return input, target
+
+
+def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
+                  reduce=None, reduction="mean", label_smoothing=0.0):
+    """Cross-entropy between logits and class indices (or class probabilities).
+
+    Shapes as PyTorch: input (N, C) or (N, C, d1, ...) with int64 target (N,) or (N, d1, ...);
+    input (C,) with a 0-d target; or a float target of input's shape (class probabilities).
+    Class ``weight`` is supported with ``label_smoothing=0`` only (NotImplementedError
+    otherwise). Differs from PyTorch: "mean" over targets that are all ``ignore_index`` is 0,
+    not NaN.
+    """
+    _check_reduction(reduction, size_average, reduce)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    _check_tensor(target, "cross_entropy: target")
+    if target.dtype.is_floating_point:
+        return _soft_cross_entropy(input, target, weight, reduction, label_smoothing)
+    if weight is not None:
+        if label_smoothing != 0.0:
+            raise NotImplementedError("cross_entropy: class weights together with "
+                                      "label_smoothing are not supported by minitorch")
+        return nll_loss(log_softmax(input, 1 if input.ndim > 1 else 0), target, weight,
+                        ignore_index=ignore_index, reduction=reduction)
+    if target.dtype is not int64:
+        raise TypeError(f"cross_entropy: target must be int64 class indices, got {target.dtype}")
+    out_shape = tuple(target.shape)
+    logits, flat_target = _classes_last(input, target, "cross_entropy")
+    if not logits.dtype.is_floating_point:
+        raise TypeError(f"cross_entropy: input must be floating point, got {logits.dtype}")
+    loss = CrossEntropy.apply(logits, flat_target, ignore_index, float(label_smoothing), reduction)
+    return loss.reshape(out_shape) if reduction == "none" else loss
+
+
+def _soft_cross_entropy(input, target, weight, reduction, label_smoothing):
+    if tuple(target.shape) != tuple(input.shape):
+        raise ValueError(f"cross_entropy: a float target (class probabilities) must have the "
+                         f"input's shape {tuple(input.shape)}, got {tuple(target.shape)}")
+    class_dim = 1 if input.ndim > 1 else 0
+    classes = input.shape[class_dim]
+    if label_smoothing:
+        target = target * (1.0 - label_smoothing) + label_smoothing / classes
+    logp = log_softmax(input, class_dim)
+    if weight is not None:
+        shape = [1] * input.ndim
+        shape[class_dim] = classes
+        logp = logp * weight.reshape(*shape)
+    loss = -(logp * target).sum(class_dim)
+    if reduction == "none":
+        return loss
+    return loss.sum() if reduction == "sum" else loss.mean()
+
+
+def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
+             reduction="mean"):
+    """Negative log-likelihood of log-probabilities ``input`` at class indices ``target``.
+
+    Shapes as ``cross_entropy``; "mean" divides by the summed weight of the non-ignored
+    targets (0 rather than NaN when there are none).
+    """
+    _check_reduction(reduction, size_average, reduce)
+    _check_tensor(target, "nll_loss: target")
+    if target.dtype is not int64:
+        raise TypeError(f"nll_loss: target must be int64 class indices, got {target.dtype}")
+    out_shape = tuple(target.shape)
+    logp, flat = _classes_last(input, target, "nll_loss")
+    classes = logp.shape[1]
+    t = flat._data
+    valid = t != ignore_index
+    bad = valid & ((t < 0) | (t >= classes))
+    if bad.any():
+        raise IndexError(f"nll_loss: target value {int(t[np.argmax(bad)])} is out of range "
+                         f"[0, {classes}) and is not ignore_index ({ignore_index})")
+    safe = np.where(valid, t, 0)
+    row_weight = valid.astype(logp._data.dtype)
+    if weight is not None:
+        if tuple(weight.shape) != (classes,):
+            raise ValueError(f"nll_loss: weight must have shape ({classes},), got "
+                             f"{tuple(weight.shape)}")
+        row_weight = row_weight * weight._data.astype(logp._data.dtype)[safe]
+    picked = logp.gather(1, _make(safe[:, None])).reshape(-1)
+    losses = -picked * _make(row_weight)
+    if reduction == "none":
+        return losses.reshape(out_shape)
+    if reduction == "sum":
+        return losses.sum()
+    total = float(row_weight.sum())
+    return losses.sum() / (total if total != 0 else 1.0)
+
+
+def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
+    """(input − target)², averaged, summed, or per element; shapes broadcast as in PyTorch."""
+    _check_reduction(reduction, size_average, reduce)
+    squared = (input - target) ** 2
+    if reduction == "none":
+        return squared
+    return squared.sum() if reduction == "sum" else squared.mean()
+
+
+# ----------------------------------------------------------------------------- attention
+
+def _as_kernel_mask(mask, dtype, name, true_means_excluded):
+    """A mask in the fused softmax's convention: bool True = excluded, or an additive float."""
+    if mask is None:
+        return None
+    _check_tensor(mask, name)
+    if mask.dtype is bool_:
+        return mask if true_means_excluded else ~mask
+    if not mask.dtype.is_floating_point:
+        raise TypeError(f"{name}: expected a bool or floating point mask, got {mask.dtype}")
+    return mask.to(dtype)
+
+
+def _merge_masks(a, b):
+    """One mask equivalent to applying both (kernel convention): OR of bools, else a sum."""
+    if a is None or b is None:
+        return a if b is None else b
+    if a.dtype is bool_ and b.dtype is bool_:
+        return a | b
+    dtype = a.dtype if a.dtype is not bool_ else b.dtype
+
+    def additive(m):
+        if m.dtype is bool_:
+            return _make(np.where(m._data, -np.inf, 0.0).astype(dtype.numpy))
+        return m
+    return additive(a) + additive(b)
+
+
+def _attention(query, key, value, mask=None, causal=False, scale=1.0, dropout_p=0.0):
+    """softmax(q·kᵀ·scale + mask)·v with the fused softmax; returns (output, weights).
+
+    ``mask`` is in the kernel's convention (bool True = excluded, float added). A row with
+    every key excluded has all-zero weights, so its output and gradients are zeros.
+    """
+    scores = ops.matmul(query, key.mT)
+    if mask is not None:
+        try:
+            np.broadcast_shapes(tuple(mask.shape), tuple(scores.shape))
+        except ValueError:
+            raise ValueError(f"attention mask of shape {tuple(mask.shape)} does not broadcast to "
+                             f"the attention scores' shape {tuple(scores.shape)} (..., L, S)"
+                             ) from None
+        if tuple(np.broadcast_shapes(tuple(mask.shape), tuple(scores.shape))) != \
+                tuple(scores.shape):
+            mask = mask.expand(*np.broadcast_shapes(tuple(mask.shape), tuple(scores.shape)))
+            scores = scores.expand(*mask.shape)
+    if mask is not None and mask.requires_grad:
+        # A learned additive bias: add it in the graph so it gets its gradient.
+        weights = Softmax.apply(scores * scale + mask, 1.0, None, causal)
+    else:
+        weights = Softmax.apply(scores, float(scale), None if mask is None else mask.detach(),
+                                causal)
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return ops.matmul(weights, value), weights
+
+
+def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.0,
+                                 is_causal=False, scale=None, enable_gqa=False):
+    """softmax(Q Kᵀ · scale + mask) V for Q (..., L, E), K (..., S, E), V (..., S, Ev).
+
+    As ``torch.nn.functional.scaled_dot_product_attention``: a bool ``attn_mask`` says which
+    positions TAKE PART (True = attend), a float one is added to the scores; ``is_causal``
+    masks key j > query i (top-left aligned when L != S); default scale 1/sqrt(E).
+    Differs from PyTorch: a query row whose keys are all masked gives zeros in the output
+    and in every gradient (PyTorch gives NaN).
+    """
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        _check_tensor(t, f"scaled_dot_product_attention: {name}")
+        if t.ndim < 2:
+            raise ValueError(f"scaled_dot_product_attention: {name} needs at least 2 dims "
+                             f"(..., length, features), got shape {tuple(t.shape)}")
+    if enable_gqa:
+        raise NotImplementedError("scaled_dot_product_attention: enable_gqa is not supported")
+    if query.shape[-1] != key.shape[-1]:
+        raise ValueError(f"scaled_dot_product_attention: query and key must have the same last "
+                         f"dim E, got {query.shape[-1]} and {key.shape[-1]}")
+    if key.shape[-2] != value.shape[-2]:
+        raise ValueError(f"scaled_dot_product_attention: key and value must have the same "
+                         f"length S, got {key.shape[-2]} and {value.shape[-2]}")
+    if is_causal and attn_mask is not None:
+        raise ValueError("scaled_dot_product_attention: pass either attn_mask or is_causal=True, "
+                         "not both (as in PyTorch)")
+    if not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
+                         f"{dropout_p}")
+    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    mask = _as_kernel_mask(attn_mask, query.dtype, "scaled_dot_product_attention: attn_mask",
+                           true_means_excluded=False)
+    out, _ = _attention(query, key, value, mask, bool(is_causal), scale, dropout_p)
+    return out

@@ -1,0 +1,394 @@
+"""``Module``: the base class of layers, as ``torch.nn.Module``.
+
+A module owns parameters, buffers and sub-modules, registered by plain attribute assignment
+(``self.linear = Linear(2, 3)``), and gives them back by dotted name (``linear.weight``) for
+optimizers (``parameters()``) and checkpoints (``state_dict``/``load_state_dict``, whose keys
+match PyTorch's for the same architecture). It also switches train/eval mode, casts dtypes
+(``to``/``double``/``float``), and prints itself as a nested tree like PyTorch's repr.
+May import: ``minitorch.tensor``, ``minitorch.autograd``, ``.parameter``.
+"""
+from collections import OrderedDict, namedtuple
+
+import numpy as np
+
+from ..autograd.grad_mode import no_grad
+from ..dtype import as_dtype
+from ..tensor import Tensor
+from .parameter import Parameter
+
+
+_DTYPE_NAMES = ("float32", "float", "float64", "double", "int64", "long", "bool")
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    """What ``load_state_dict`` returns: keys expected but not given, and given but unexpected."""
+
+    def __repr__(self):
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+
+def _addindent(text, spaces):
+    lines = text.split("\n")
+    if len(lines) == 1:
+        return text
+    return lines[0] + "\n" + "\n".join(" " * spaces + line for line in lines[1:])
+
+
+class Module:
+    """Base class of every layer: subclasses set attributes in ``__init__``, define ``forward``."""
+
+    training: bool
+
+    def __init__(self):
+        # object.__setattr__: our own __setattr__ needs these dicts to exist already.
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", OrderedDict())
+        object.__setattr__(self, "_buffers", OrderedDict())
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", OrderedDict())
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
+                                  '"forward" function')
+
+    def __call__(self, *args, **kwargs):
+        return self.forward(*args, **kwargs)
+
+    # ------------------------------------------------------------------ registration
+    def _check_name(self, name, kind):
+        if "_parameters" not in self.__dict__:
+            raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
+        if "." in name or name == "":
+            raise KeyError(f'{kind} name can\'t contain "." or be empty, got {name!r}')
+        if hasattr(self, name) and name not in self._parameters and name not in self._buffers \
+                and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def register_parameter(self, name, param):
+        """Register ``param`` (a Parameter or None) under ``name``."""
+        self._check_name(name, "parameter")
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"cannot assign '{type(param).__name__}' object to parameter "
+                            f"'{name}' (minitorch.nn.Parameter or None required)")
+        self._parameters[name] = param
+
+    def register_buffer(self, name, tensor, persistent=True):
+        """Register a tensor that is state but not a parameter (saved unless not persistent)."""
+        self._check_name(name, "buffer")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"cannot assign '{type(tensor).__name__}' object to buffer '{name}' "
+                            "(minitorch Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name, module):
+        """Register ``module`` (a Module or None) as a child under ``name``."""
+        self._check_name(name, "module")
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def __setattr__(self, name, value):
+        params = self.__dict__.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._forget(name)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as parameter '{name}' "
+                                "(minitorch.nn.Parameter or None expected)")
+            params[name] = None
+        elif isinstance(value, Module):
+            if params is None:
+                raise AttributeError("cannot assign module before Module.__init__() call")
+            self._forget(name)
+            self._modules[name] = value
+        elif params is not None and name in self._modules:
+            if value is not None:
+                raise TypeError(f"cannot assign '{type(value).__name__}' as child module "
+                                f"'{name}' (minitorch.nn.Module or None expected)")
+            self._modules[name] = None
+        elif params is not None and name in self._buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign '{type(value).__name__}' as buffer '{name}' "
+                                "(minitorch Tensor or None expected)")
+            self._buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _forget(self, name):
+        """Drop ``name`` from every registry, so one name means one thing."""
+        self.__dict__.pop(name, None)
+        for registry in (self._parameters, self._buffers, self._modules):
+            registry.pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __getattr__(self, name):
+        # Only called when normal lookup fails: the registered things live in the dicts.
+        d = self.__dict__
+        for registry in ("_parameters", "_buffers", "_modules"):
+            if registry in d and name in d[registry]:
+                return d[registry][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name):
+        for registry in (self._parameters, self._buffers, self._modules):
+            if name in registry:
+                del registry[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+    # ------------------------------------------------------------------ traversal
+    def named_modules(self, memo=None, prefix="", remove_duplicate=True):
+        """Yield (dotted name, module) for this module and every descendant, depth first."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, module in self._modules.items():
+            if module is None:
+                continue
+            yield from module.named_modules(memo, prefix + ("." if prefix else "") + name,
+                                            remove_duplicate)
+
+    def modules(self):
+        for _, module in self.named_modules():
+            yield module
+
+    def named_children(self):
+        seen = set()
+        for name, module in self._modules.items():
+            if module is not None and id(module) not in seen:
+                seen.add(id(module))
+                yield name, module
+
+    def children(self):
+        for _, module in self.named_children():
+            yield module
+
+    def _named_members(self, registry, prefix, recurse, remove_duplicate=True):
+        modules = self.named_modules(prefix=prefix) if recurse else [(prefix, self)]
+        seen = set()
+        for module_prefix, module in modules:
+            for name, value in getattr(module, registry).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield module_prefix + ("." if module_prefix else "") + name, value
+
+    def named_parameters(self, prefix="", recurse=True, remove_duplicate=True):
+        """Yield (dotted name, Parameter); a parameter shared by two modules comes once."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse=True):
+        for _, param in self.named_parameters(recurse=recurse):
+            yield param
+
+    def named_buffers(self, prefix="", recurse=True, remove_duplicate=True):
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse=True):
+        for _, buffer in self.named_buffers(recurse=recurse):
+            yield buffer
+
+    def get_submodule(self, target):
+        module = self
+        for item in target.split(".") if target else []:
+            if item not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no attribute `{item}`")
+            module = module._modules[item]
+        return module
+
+    def get_parameter(self, target):
+        module_path, _, name = target.rpartition(".")
+        module = self.get_submodule(module_path)
+        if name not in module._parameters:
+            raise AttributeError(f"{type(module).__name__} has no parameter `{name}`")
+        return module._parameters[name]
+
+    # ------------------------------------------------------------------ modes and gradients
+    def train(self, mode=True):
+        """Set training mode (dropout active) on this module and every descendant."""
+        if not isinstance(mode, bool):
+            raise ValueError(f"training mode is expected to be boolean, got {mode!r}")
+        for module in self.modules():
+            object.__setattr__(module, "training", mode)
+        return self
+
+    def eval(self):
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad=True):
+        for param in self.parameters():
+            param.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none=True):
+        for param in self.parameters():
+            if param.grad is None:
+                continue
+            if set_to_none:
+                param.grad = None
+            else:
+                param.grad = param.grad.detach()
+                param.grad._data[...] = 0
+
+    def apply(self, fn):
+        """Call ``fn`` on every child (recursively) and then on self, as PyTorch's ``apply``."""
+        for module in self.children():
+            module.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------------ dtypes
+    def _apply_to_tensors(self, convert):
+        """Replace the data of every parameter, gradient and buffer by ``convert(array)``.
+
+        Parameters keep their identity (an optimizer built before ``.double()`` still sees
+        them), as in PyTorch, where ``param.data`` is swapped in place.
+        """
+        for module in self.modules():
+            for param in module._parameters.values():
+                if param is None:
+                    continue
+                param._data = convert(param._data)
+                if param.grad is not None:
+                    param.grad = Tensor._make(convert(param.grad._data))
+            for name, buffer in module._buffers.items():
+                if buffer is not None:
+                    buffer._data = convert(buffer._data)
+        return self
+
+    def to(self, *args, **kwargs):
+        """``to(dtype)``, ``to("cpu")``, ``to("cpu", dtype)`` or ``to(dtype=...)``: casts floating
+        point parameters and buffers (integer buffers are left alone, as in PyTorch)."""
+        dtype = kwargs.pop("dtype", None)
+        device = kwargs.pop("device", None)
+        if kwargs:
+            raise TypeError(f"to: unexpected keyword arguments {sorted(kwargs)}")
+        for arg in args:
+            if isinstance(arg, str) and arg not in _DTYPE_NAMES:
+                device = arg
+            elif isinstance(arg, Tensor):
+                dtype = arg.dtype
+            else:
+                dtype = arg
+        if device is not None and str(device).split(":")[0] != "cpu":
+            raise ValueError(f"to: minitorch runs on the CPU only, got device {device!r}")
+        if dtype is None:
+            return self
+        dtype = as_dtype(dtype)
+        if not dtype.is_floating_point:
+            raise TypeError(f"to: nn.Module.to only accepts floating point dtypes, got {dtype}")
+        return self._apply_to_tensors(
+            lambda a: a.astype(dtype.numpy) if a.dtype.kind == "f" else a)
+
+    def double(self):
+        return self.to("float64")
+
+    def float(self):
+        return self.to("float32")
+
+    def cpu(self):
+        return self
+
+    # ------------------------------------------------------------------ checkpoints
+    def state_dict(self, destination=None, prefix="", keep_vars=False):
+        """OrderedDict of dotted name → tensor (detached unless keep_vars) sharing memory with
+        the parameters and persistent buffers, in registration order, as PyTorch's."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, param in self._parameters.items():
+            if param is not None:
+                destination[prefix + name] = param if keep_vars else param.detach()
+        for name, buffer in self._buffers.items():
+            if buffer is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = buffer if keep_vars else buffer.detach()
+        for name, module in self._modules.items():
+            if module is not None:
+                module.state_dict(destination, prefix + name + ".", keep_vars)
+        return destination
+
+    def load_state_dict(self, state_dict, strict=True):
+        """Copy ``state_dict``'s values into the parameters and buffers, in place.
+
+        Values may be minitorch tensors or numpy arrays; they are cast to the destination dtype.
+        With ``strict``, missing keys, unexpected keys and mis-shaped values raise a
+        RuntimeError listing all of them; a mis-shaped value raises even without ``strict``
+        (as in PyTorch). Returns ``(missing_keys, unexpected_keys)``.
+        """
+        if not hasattr(state_dict, "keys"):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict).__name__}")
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        mismatched = []
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            array = value._data if isinstance(value, Tensor) else np.asarray(value)
+            if tuple(array.shape) != tuple(target.shape):
+                mismatched.append(
+                    f'size mismatch for {key}: copying a param with shape {tuple(array.shape)} '
+                    f'from checkpoint, the shape in current model is {tuple(target.shape)}.')
+        errors = []
+        if strict and unexpected:
+            errors.append("Unexpected key(s) in state_dict: "
+                          + ", ".join(f'"{k}"' for k in unexpected) + ". ")
+        if strict and missing:
+            errors.append("Missing key(s) in state_dict: "
+                          + ", ".join(f'"{k}"' for k in missing) + ". ")
+        errors.extend(mismatched)
+        if errors:
+            raise RuntimeError(f"Error(s) in loading state_dict for {type(self).__name__}:\n\t"
+                               + "\n\t".join(errors))
+        with no_grad():
+            for key, target in own.items():
+                if key in state_dict:
+                    value = state_dict[key]
+                    array = value._data if isinstance(value, Tensor) else np.asarray(value)
+                    np.copyto(target._data, array, casting="unsafe")
+                    target._version[0] += 1
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------ printing
+    def extra_repr(self):
+        """The text inside this module's parentheses (its own settings); override it."""
+        return ""
+
+    def _get_name(self):
+        return type(self).__name__
+
+    def __repr__(self):
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({name}): " + _addindent(repr(module), 2)
+                       for name, module in self._modules.items()]
+        lines = extra_lines + child_lines
+        text = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                text += extra_lines[0]
+            else:
+                text += "\n  " + "\n  ".join(lines) + "\n"
+        return text + ")"
