@@ -103,11 +103,11 @@ def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     return _finish(np.eye(n, m, dtype=dtype.numpy), requires_grad)
 
 
-def _random_float(draw):
+def _random_float(draw, name):
     def make(*size, dtype=None, requires_grad=False, device=None):
         dtype = as_dtype(dtype) if dtype is not None else float32
         if not dtype.is_floating_point:
-            raise TypeError(f"{draw.__name__}: dtype must be floating point, got {dtype}")
+            raise TypeError(f"{name}: dtype must be floating point, got {dtype}")
         return _finish(draw(_shape(size)).astype(dtype.numpy), requires_grad)
     return make
 
@@ -120,7 +120,7 @@ def _uniform(shape):
     return generator().random(shape)
 
 
-randn, rand = _random_float(_normal), _random_float(_uniform)
+randn, rand = _random_float(_normal, "randn"), _random_float(_uniform, "rand")
 randn.__name__, rand.__name__ = "randn", "rand"
 
 

@@ -356,8 +356,11 @@ class Tensor:
 
     # ------------------------------------------------------------------ printing
     def __repr__(self):
-        body = np.array2string(self._data, separator=", ", precision=4, prefix="tensor(",
-                               threshold=1000, edgeitems=3)
+        options = dict(separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
+                       max_line_width=80)
+        if self.dtype.is_floating_point and self._data.size:
+            options["formatter"] = {"float_kind": _float_formatter(self._data)}
+        body = np.array2string(self._data, **options)
         extras = []
         if self.dtype not in (float32, int64, bool_) or self._data.size == 0 and self.dtype is not float32:
             extras.append(f"dtype={self.dtype}")
@@ -386,6 +389,29 @@ class Tensor:
 
     def __reduce__(self):
         raise TypeError("minitorch tensors are not pickled: use minitorch.save (no pickle)")
+
+
+def _float_formatter(array):
+    """PyTorch's float printing: ``1.`` when all values are whole, else 4 decimals fixed
+    (``0.4194``), or scientific (``1.0000e-05``) when magnitudes span more than 1000x or leave
+    [1e-4, 1e8]; every element padded to the width of the widest finite one."""
+    finite = np.abs(array[np.isfinite(array)].astype(np.float64))
+    nonzero = finite[finite != 0]
+    whole = bool(np.all(finite == np.round(finite)))
+    big, small = (nonzero.max(), nonzero.min()) if nonzero.size else (0.0, 0.0)
+    if whole:
+        fmt = "{:.4e}" if big > 1e8 else "{:.0f}."
+    elif nonzero.size and (big / small > 1000.0 or big > 1e8 or small < 1e-4):
+        fmt = "{:.4e}"
+    else:
+        fmt = "{:.4f}"
+    # Only the finite values set the width: nan/inf print as they are, like PyTorch.
+    width = max((len(fmt.format(v)) for v in array[np.isfinite(array)].ravel()), default=0)
+
+    def format_one(value):
+        text = fmt.format(value) if np.isfinite(value) else str(value)
+        return text.rjust(width)
+    return format_one
 
 
 class Size(tuple):
@@ -422,10 +448,12 @@ def _to_array(data, dtype):
     if dtype is not None:
         return np.array(data, dtype=as_dtype(dtype).numpy)
     array = np.array(data)
-    if array.dtype in _NUMPY_OK and not (isinstance(data, (list, tuple, float)) and
-                                         array.dtype == np.float64):
+    # Python floats (and lists of them) default to float32; numpy float64 data stays float64.
+    python_float = isinstance(data, (list, tuple, float)) and not isinstance(data, np.floating)
+    if array.dtype in _NUMPY_OK and not (python_float and array.dtype == np.float64):
         return array
     if array.dtype == object:
-        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data")
+        raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data: expected "
+                        f"numbers (or nested lists of them), got elements of dtype object")
     return array.astype(as_dtype(array.dtype).numpy if array.dtype.kind != "f"
-                        or isinstance(data, np.ndarray) else np.float32)
+                        or isinstance(data, (np.ndarray, np.floating)) else np.float32)

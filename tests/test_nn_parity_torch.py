@@ -406,8 +406,9 @@ def test_init_statistics_match_torch_definitions():
         getattr(nn.init, fn)(w, **kw)
         tw = getattr(torch.nn.init, fn)(torch.empty(200, 300), **kw)
         assert abs(w.numpy().std() - tw.numpy().std()) < 0.05 * tw.numpy().std(), fn
-        assert abs(np.abs(w.numpy()).max() - np.abs(tw.numpy()).max()) < 0.2 * np.abs(
-            tw.numpy()).max(), fn
+        if "uniform" in fn:  # the max of 60,000 uniform draws sits at the bound; of normals it wanders
+            assert abs(np.abs(w.numpy()).max() - np.abs(tw.numpy()).max()) < 0.01 * np.abs(
+                tw.numpy()).max(), fn
     for name in ["linear", "relu", "tanh", "sigmoid", "selu"]:
         assert nn.init.calculate_gain(name) == pytest.approx(torch.nn.init.calculate_gain(name))
     assert nn.init.calculate_gain("leaky_relu", 0.2) == pytest.approx(

@@ -25,9 +25,9 @@ def _reachable(roots):
             continue
         seen.add(id(node))
         stack.append((node, True))
-        for t in node.inputs:
-            if t is not None and t._ctx is not None and id(t._ctx) not in seen:
-                stack.append((t._ctx, False))
+        for edge in node.input_edges:
+            if edge is not None and id(edge[0]) not in seen:
+                stack.append((edge[0], False))
     return order
 
 
@@ -35,8 +35,8 @@ def _leading_to(order, wanted):
     """The nodes of ``order`` with a path to a wanted tensor; only these need to run."""
     useful = set()
     for node in order:  # inputs come before consumers, so one pass suffices
-        if any(t is not None and (id(t) in wanted or (t._ctx is not None and id(t._ctx) in useful))
-               for t in node.inputs):
+        if any(t is not None and (id(t) in wanted or (edge is not None and id(edge[0]) in useful))
+               for t, edge in zip(node.inputs, node.input_edges)):
             useful.add(id(node))
     return [n for n in order if id(n) in useful]
 
@@ -54,7 +54,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
     pending = {}  # node id -> gradients waiting for it, one slot per output of the node
     roots = []
     for out, grad in zip(outputs, grad_outputs):
-        _deliver(out, grad, wanted, results, create_graph, pending, None)
+        edge = None if out._ctx is None else (out._ctx, out._output_nr)
+        _deliver(out, edge, grad, wanted, results, create_graph, pending, None)
         if out._ctx is not None:
             roots.append(out._ctx)
 
@@ -64,9 +65,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
     nodes = {id(n): n for n in order}
     dependencies = dict.fromkeys(nodes, 0)
     for node in order:
-        for t in node.inputs:
-            if t is not None and t._ctx is not None and id(t._ctx) in nodes:
-                dependencies[id(t._ctx)] += 1
+        for edge in node.input_edges:
+            if edge is not None and id(edge[0]) in nodes:
+                dependencies[id(edge[0])] += 1
 
     ready = [n for n in order if dependencies[id(n)] == 0 and id(n) in pending]
     with set_grad_enabled(create_graph):
@@ -75,14 +76,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
             input_grads = _run_node(node, pending.pop(id(node)))
             if not retain_graph:
                 node.free()
-            for t, g in zip(node.inputs, input_grads):
+            for t, edge, g in zip(node.inputs, node.input_edges, input_grads):
                 if t is None or g is None:
                     continue
                 if tuple(g.shape) != tuple(t.shape):
                     raise RuntimeError(f"{node.name()} returned a gradient of shape "
                                        f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
-                _deliver(t, g, wanted, results, create_graph, pending, nodes)
-                producer = t._ctx
+                _deliver(t, edge, g, wanted, results, create_graph, pending, nodes)
+                producer = None if edge is None else edge[0]
                 if producer is not None and id(producer) in nodes:
                     dependencies[id(producer)] -= 1
                     if dependencies[id(producer)] == 0:
@@ -109,15 +110,18 @@ def _run_node(node, slots):
     return input_grads
 
 
-def _deliver(t, grad, wanted, results, create_graph, pending, nodes):
-    """Hand ``grad`` to tensor ``t``: a wanted result, a waiting node slot, or a leaf's .grad."""
+def _deliver(t, edge, grad, wanted, results, create_graph, pending, nodes):
+    """Hand ``grad`` to tensor ``t``: a wanted result, a waiting node slot, or a leaf's .grad.
+
+    ``edge`` is (node, output index) of the node that made ``t``, or None for a leaf."""
     if wanted is not None and id(t) in wanted:
         i = wanted[id(t)]
         results[i] = grad if results[i] is None else results[i] + grad
-    if t._ctx is not None:
-        if nodes is None or id(t._ctx) in nodes:
-            slots = pending.setdefault(id(t._ctx), [None] * len(t._ctx.output_meta))
-            slots[t._output_nr] = grad if slots[t._output_nr] is None else slots[t._output_nr] + grad
+    if edge is not None:
+        producer, output_nr = edge
+        if nodes is None or id(producer) in nodes:
+            slots = pending.setdefault(id(producer), [None] * len(producer.output_meta))
+            slots[output_nr] = grad if slots[output_nr] is None else slots[output_nr] + grad
         return
     if wanted is None and t.requires_grad:
         _accumulate_into_leaf(t, grad, create_graph)

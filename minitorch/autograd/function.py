@@ -32,8 +32,17 @@ class Context:
 
     def __init__(self, fn, args):
         self.fn = fn
-        self.needs_input_grad = tuple(_is_tensor(a) and a.requires_grad for a in args)
-        self.inputs = tuple(a if need else None for a, need in zip(args, self.needs_input_grad))
+        tensor = _tensor_class()
+        needs, inputs, edges = [], [], []
+        for a in args:
+            need = isinstance(a, tensor) and a.requires_grad
+            needs.append(need)
+            inputs.append(a if need else None)
+            # The node that made the input *now*: an in-place op later re-points the tensor's
+            # own ``_ctx`` at its new history, which must not change what this node computes.
+            edges.append((a._ctx, a._output_nr) if need and a._ctx is not None else None)
+        self.needs_input_grad, self.inputs, self.input_edges = \
+            tuple(needs), tuple(inputs), tuple(edges)
         self._saved = ()
         self._saved_versions = ()
         self._freed = False
@@ -75,9 +84,16 @@ class Context:
         return f"<{self.name()}>"
 
 
-def _is_tensor(value):
-    from ..tensor import Tensor
-    return isinstance(value, Tensor)
+_Tensor = None
+
+
+def _tensor_class():
+    """``minitorch.Tensor``, imported on first use (tensor.py imports this package)."""
+    global _Tensor
+    if _Tensor is None:
+        from ..tensor import Tensor
+        _Tensor = Tensor
+    return _Tensor
 
 
 class Function:

@@ -17,6 +17,14 @@ class _GradMode:
 
     mode = True
 
+    def __new__(cls, fn=None):
+        # ``@no_grad`` without parentheses decorates ``fn`` directly, as in PyTorch.
+        instance = super().__new__(cls)
+        return instance if fn is None else instance(fn)
+
+    def __init__(self, fn=None):
+        pass
+
     def __enter__(self):
         global _enabled
         self._previous = _enabled
@@ -49,6 +57,9 @@ class enable_grad(_GradMode):
 
 class set_grad_enabled(_GradMode):
     """``set_grad_enabled(False)`` is ``no_grad()``; as a plain call it sets the mode for good."""
+
+    def __new__(cls, mode):
+        return object.__new__(cls)
 
     def __init__(self, mode):
         global _enabled

@@ -13,7 +13,7 @@ import warnings
 
 import numpy as np
 
-from .grad_mode import no_grad
+from .grad_mode import enable_grad, no_grad
 
 
 class GradcheckError(RuntimeError):
@@ -59,6 +59,11 @@ def _vjp(fn, inputs, wanted, output_index, grad_output):
                           allow_unused=True)
     return [np.zeros(t.shape) if g is None else g._data.astype(np.float64) for t, g in
             zip(wanted, grads)]
+
+
+def _index_text(index):
+    """An element index as plain ints, ``(2, 0)``, whatever integer types numpy gave."""
+    return str(tuple(int(i) for i in index))
 
 
 def _fail(message, raise_exception):
@@ -108,8 +113,9 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
                     if not abs(a - n) <= atol + rtol * abs(n):
                         return _fail(
                             f"Jacobian mismatch for output {o} with respect to input {i}: "
-                            f"d output[{np.unravel_index(k, shape) if shape else ()}] / "
-                            f"d input[{index}]: numerical {n:.10g}, analytical {a:.10g} "
+                            f"d output[{_index_text(np.unravel_index(k, shape))}] / "
+                            f"d input[{_index_text(index)}]: numerical {n:.10g}, "
+                            f"analytical {a:.10g} "
                             f"(atol={atol}, rtol={rtol})", raise_exception)
     return True
 
@@ -155,11 +161,19 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
     count = len(inputs)
 
     def first_gradients(*args):
-        ins, gos = args[:count], args[count:]
-        outs = [o for o in _differentiable_outputs(fn, ins) if o.requires_grad]
-        grads = autograd_grad(outs, [t for t in ins if getattr(t, "requires_grad", False)],
-                              list(gos)[:len(outs)], create_graph=True, allow_unused=True)
-        return tuple(g for g in grads if g is not None)
+        # Grad mode on even when gradcheck evaluates this under no_grad (finite differences):
+        # otherwise there would be no graph, no gradient, and nothing would be checked.
+        with enable_grad():
+            ins, gos = args[:count], args[count:]
+            pairs = [(o, g) for o, g in zip(_differentiable_outputs(fn, ins), gos)
+                     if o.requires_grad]
+            wanted_now = [t for t in ins if getattr(t, "requires_grad", False)]
+            if not pairs:
+                return tuple(t.detach() * 0.0 for t in wanted_now)
+            grads = autograd_grad([o for o, _ in pairs], wanted_now, [g for _, g in pairs],
+                                  create_graph=True, allow_unused=True)
+            # An unused input's gradient is zero (not absent), so the outputs keep their count.
+            return tuple(t.detach() * 0.0 if g is None else g for t, g in zip(wanted_now, grads))
 
     return gradcheck(first_gradients, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
                      rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,

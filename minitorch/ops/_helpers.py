@@ -30,6 +30,21 @@ def as_operands(a, b):
     return to_tensor(a, target), to_tensor(b, target)
 
 
+def broadcast_operands(a, b, name):
+    """``as_operands``, then a ValueError naming ``name`` and both shapes if they don't broadcast
+    (numpy's own message names neither the op nor which argument is which)."""
+    a, b = as_operands(a, b)
+    if a._data.shape == b._data.shape or not a._data.ndim or not b._data.ndim:
+        return a, b  # the common cases, checked without the cost of broadcast_shapes
+    try:
+        np.broadcast_shapes(a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"{name}: shape of input {tuple(a.shape)} and shape of other "
+                         f"{tuple(b.shape)} do not broadcast (each trailing dim must be equal "
+                         f"or 1)") from None
+    return a, b
+
+
 def _with_scalar(tensor_dtype, scalar):
     if isinstance(scalar, (bool, np.bool_)):
         return tensor_dtype

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..autograd.function import Function
 from ..tensor import Tensor
-from ._helpers import as_operands, to_tensor, unbroadcast
+from ._helpers import as_operands, broadcast_operands, to_tensor, unbroadcast
 
 _make = Tensor._make
 
@@ -228,7 +228,12 @@ class ReLU(Function):
         return grad * ctx.positive
 
 
-_erf = np.frompyfunc(math.erf, 1, 1)
+_erf_object = np.frompyfunc(math.erf, 1, 1)
+
+
+def _erf(x):
+    # frompyfunc gives a Python float for 0-d input and object arrays otherwise: fix both.
+    return np.asarray(_erf_object(x), dtype=x.dtype)
 
 
 class Erf(Function):
@@ -332,10 +337,12 @@ class Cast(Function):
 # ----------------------------------------------------------------------------- functions
 
 def _binary(fn):
+    name = fn.__name__.lower()
+
     def op(a, b):
-        a, b = as_operands(a, b)
+        a, b = broadcast_operands(a, b, name)
         return fn.apply(a, b)
-    op.__name__ = fn.__name__.lower()
+    op.__name__ = name
     return op
 
 
@@ -343,7 +350,7 @@ add, sub, mul = _binary(Add), _binary(Sub), _binary(Mul)
 
 
 def div(a, b, rounding_mode=None):
-    a, b = as_operands(a, b)
+    a, b = broadcast_operands(a, b, "div")
     if rounding_mode is None:
         if not a.dtype.is_floating_point:  # true division of integers gives float32
             a, b = a.float(), b.float()
@@ -361,17 +368,17 @@ def pow(a, exponent):
         if not a.dtype.is_floating_point and isinstance(exponent, float):
             a = a.float()
         return PowScalar.apply(a, exponent)
-    a, exponent = as_operands(a, exponent)
+    a, exponent = broadcast_operands(a, exponent, "pow")
     return Pow.apply(a, exponent)
 
 
 def maximum(a, b):
-    a, b = as_operands(a, b)
+    a, b = broadcast_operands(a, b, "maximum")
     return Maximum.apply(a, b)
 
 
 def minimum(a, b):
-    a, b = as_operands(a, b)
+    a, b = broadcast_operands(a, b, "minimum")
     return -Maximum.apply(-a, -b)
 
 
@@ -458,7 +465,12 @@ def where(condition, a, b):
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
         dtype = Tensor._make(np.asarray(a)).dtype
         a = to_tensor(a, dtype if dtype.is_floating_point else _default_float(a, b))
-    a, b = as_operands(a, b)
+    a, b = broadcast_operands(a, b, "where")
+    try:
+        np.broadcast_shapes(condition.shape, a.shape, b.shape)
+    except ValueError:
+        raise ValueError(f"where: condition of shape {tuple(condition.shape)} does not broadcast "
+                         f"with input {tuple(a.shape)} and other {tuple(b.shape)}") from None
     return Where.apply(condition, a, b)
 
 
@@ -493,17 +505,19 @@ def _as_bool(t, name):
     return t
 
 
-def _compare(np_fn):
+def _compare(np_fn, name):
     def op(a, b):
-        a, b = as_operands(a, b)
+        a, b = broadcast_operands(a, b, name)
         return _make(np_fn(a._data, b._data))
+    op.__name__ = name
     return op
 
 
-eq, ne, lt, le, gt, ge = (_compare(f) for f in (np.equal, np.not_equal, np.less, np.less_equal,
-                                                 np.greater, np.greater_equal))
-logical_and, logical_or, logical_xor = (_compare(f) for f in (np.logical_and, np.logical_or,
-                                                              np.logical_xor))
+eq, ne, lt, le, gt, ge = (_compare(f, n) for f, n in (
+    (np.equal, "eq"), (np.not_equal, "ne"), (np.less, "lt"), (np.less_equal, "le"),
+    (np.greater, "gt"), (np.greater_equal, "ge")))
+logical_and, logical_or, logical_xor = (_compare(f, f.__name__) for f in (
+    np.logical_and, np.logical_or, np.logical_xor))
 
 
 def logical_not(a):

@@ -10,6 +10,7 @@ import collections
 import numpy as np
 
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from ._helpers import normalize_dim, normalize_dims
 
@@ -55,7 +56,7 @@ class LogSumExp(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         x = a._data
-        m = np.max(x, axis=dims, keepdims=True)
+        m = np.max(x, axis=dims, keepdims=True, initial=-np.inf)  # initial: empty dims work
         m = np.where(np.isfinite(m), m, 0.0)  # all -inf rows give -inf, not NaN
         with np.errstate(divide="ignore"):
             out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
@@ -69,7 +70,10 @@ class LogSumExp(Function):
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         grad = grad.reshape(ctx.out_kept.shape)
-        return grad * (a - ctx.out_kept).exp(), None, None
+        # Under create_graph the result must be a function of ``a`` too (not a saved constant),
+        # or the second derivative would miss the softmax's own dependence on ``a``.
+        out = LogSumExp.apply(a, ctx.dims, True) if is_grad_enabled() else ctx.out_kept
+        return grad * (a - out).exp(), None, None
 
 
 def sum(a, dim=None, keepdim=False, dtype=None):

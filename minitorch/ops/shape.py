@@ -101,8 +101,13 @@ class GetItem(Function):
     @staticmethod
     def forward(ctx, a, index):
         ctx.shape, ctx.index = a.shape, index
-        out = a._data[index]
-        return _view(out, a) if _is_basic(index) else _make(np.asarray(out))
+        if _is_basic(index):
+            # A trailing Ellipsis makes numpy return a 0-d view instead of a scalar copy.
+            items = index if isinstance(index, tuple) else (index,)
+            if not any(i is Ellipsis for i in items):
+                items = items + (Ellipsis,)
+            return _view(a._data[items], a)
+        return _make(np.asarray(a._data[index]))
 
     @staticmethod
     def backward(ctx, grad):

@@ -1,0 +1,133 @@
+"""One training step of the same small seq2seq Transformer in minitorch and in PyTorch.
+
+d_model 128, 4 heads, 2+2 layers, feed-forward 512, dropout 0, batch 32, source and target
+length 32, vocabulary 1000, Adam; with 1 and 2 threads. Prints target tokens per second, ms per
+step, peak RSS, and the ratio minitorch / PyTorch, all from one run. Each configuration runs in
+a fresh subprocess, so peak RSS is that configuration's own. PyTorch columns are omitted, with a
+note, where it is not installed.
+
+    python benchmarks/bench_transformer.py [--steps 20] [--warmup 3]
+"""
+import argparse
+import json
+import os
+import resource
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+CONFIG = dict(d_model=128, nhead=4, layers=2, ff=512, batch=32, src_len=32, tgt_len=32, vocab=1000)
+
+
+def _build(lib, nn, cfg):
+    """Embeddings → nn.Transformer(batch_first) → Linear to the vocabulary; same code for both."""
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src_embed = nn.Embedding(cfg["vocab"], cfg["d_model"])
+            self.tgt_embed = nn.Embedding(cfg["vocab"], cfg["d_model"])
+            self.transformer = nn.Transformer(cfg["d_model"], cfg["nhead"], cfg["layers"],
+                                              cfg["layers"], cfg["ff"], dropout=0.0,
+                                              batch_first=True)
+            self.generator = nn.Linear(cfg["d_model"], cfg["vocab"])
+
+        def forward(self, src, tgt, tgt_mask):
+            h = self.transformer(self.src_embed(src), self.tgt_embed(tgt), tgt_mask=tgt_mask)
+            return self.generator(h)
+    return Seq2Seq()
+
+
+def worker(framework, threads, steps, warmup):
+    cfg = CONFIG
+    rng = np.random.default_rng(0)
+    src = rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["src_len"]))
+    tgt = rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["tgt_len"] + 1))
+    if framework == "torch":
+        import torch as lib
+        import torch.nn as nn
+        import torch.nn.functional as F
+        lib.set_num_threads(threads)
+    else:
+        import minitorch as lib
+        import minitorch.nn as nn
+        import minitorch.nn.functional as F
+        lib.set_num_threads(threads)
+    lib.manual_seed(0)
+    model = _build(lib, nn, cfg)
+    optimizer = lib.optim.Adam(model.parameters(), lr=1e-4)
+    src_t = lib.tensor(src)
+    tgt_in, tgt_out = lib.tensor(tgt[:, :-1]), lib.tensor(tgt[:, 1:])
+    mask = nn.Transformer.generate_square_subsequent_mask(cfg["tgt_len"])
+
+    def step():
+        logits = model(src_t, tgt_in, mask)
+        loss = F.cross_entropy(logits.reshape(-1, cfg["vocab"]), tgt_out.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss.item()
+
+    for _ in range(warmup):
+        step()
+    times = []
+    for _ in range(steps):
+        start = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - start)
+    ms = 1000 * float(np.median(times))
+    print(json.dumps({"ms": ms, "tok_s": cfg["batch"] * cfg["tgt_len"] / (ms / 1000),
+                      "rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                      "backend": lib.backend() if framework == "minitorch" else "torch"}))
+
+
+def _run(framework, threads, steps, warmup):
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    out = subprocess.run([sys.executable, __file__, "--worker", framework, str(threads),
+                          "--steps", str(steps), "--warmup", str(warmup)],
+                         capture_output=True, text=True, env=env)
+    if out.returncode != 0:
+        return {"error": out.stderr.strip().splitlines()[-1] if out.stderr else "failed"}
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "THREADS"))
+    args = parser.parse_args()
+    if args.worker:
+        worker(args.worker[0], int(args.worker[1]), args.steps, args.warmup)
+        return
+    try:
+        import torch  # noqa: F401
+        have_torch = True
+    except ImportError:
+        have_torch = False
+    print("small seq2seq Transformer, one training step:",
+          ", ".join(f"{k}={v}" for k, v in CONFIG.items()), "dropout=0, Adam")
+    header = f"{'threads':>7} {'framework':>10} {'ms/step':>9} {'tgt tok/s':>10} {'peak RSS MB':>12}"
+    print(header + f" {'speed vs torch':>15}")
+    for threads in (1, 2):
+        mt = _run("minitorch", threads, args.steps, args.warmup)
+        th = _run("torch", threads, args.steps, args.warmup) if have_torch else None
+        for name, r in (("minitorch", mt), ("torch", th)):
+            if r is None:
+                continue
+            if "error" in r:
+                print(f"{threads:>7} {name:>10}  error: {r['error']}")
+                continue
+            ratio = ""
+            if name == "minitorch" and th and "error" not in th:
+                ratio = f"{th['ms'] / r['ms']:.2f}x"
+            print(f"{threads:>7} {name:>10} {r['ms']:9.1f} {r['tok_s']:10.0f} {r['rss_mb']:12.0f}"
+                  f" {ratio:>15}")
+    if not have_torch:
+        print("PyTorch not installed: its columns are omitted (pip install torch==2.13.0)")
+    print("speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,445 @@
+"""The op table: every op, its numpy reference, and sample inputs; each compared and gradchecked.
+
+One ``Op`` row per public op: the minitorch call, the numpy call that defines what it must
+compute, and cases (input shapes and keyword arguments). Shapes cover 0-d, size-1, empty and
+broadcast cases, and non-contiguous inputs (``T``: a transposed array; ``step``: every other
+column of a wider one). Every case is compared with numpy in float32 and float64; every
+differentiable case with at least one element is gradchecked in float64, and every differentiable
+row is gradgradchecked on its first non-empty case. The kernel-backed rows (matmul, softmax,
+log_softmax) run on every built backend through the ``backend`` fixture.
+"""
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+
+import minitorch as mt
+from minitorch.autograd import gradcheck, gradgradcheck
+
+# ----------------------------------------------------------------------------- inputs
+
+
+def T(*shape):
+    """A non-contiguous input: the transpose of a C-contiguous array."""
+    return ("T", shape)
+
+
+def step(*shape):
+    """A non-contiguous input: every other element of the last dim of a wider array."""
+    return ("step", shape)
+
+
+def make_array(spec, rng, domain):
+    kind, shape = spec if isinstance(spec, tuple) and spec and isinstance(spec[0], str) \
+        else ("plain", spec)
+    shape = tuple(shape)
+    if kind == "T":
+        base = rng.standard_normal(shape[::-1]).T
+    elif kind == "step":
+        wide = shape[:-1] + (2 * shape[-1],)
+        base = rng.standard_normal(wide)[..., ::2]
+    else:
+        base = rng.standard_normal(shape)
+    base = np.asarray(base)
+    if kind == "plain":
+        assert base.flags.c_contiguous
+    else:
+        assert not base.flags.c_contiguous or base.size <= 1
+    # Keep the (possibly strided) layout: transform in place on the original memory.
+    if domain == "positive":
+        np.abs(base, out=base)
+        base += 0.5
+    elif domain == "nonzero":
+        base += np.where(base >= 0, 0.5, -0.5)
+    return base
+
+
+@dataclass
+class Op:
+    name: str
+    fn: object            # minitorch: fn(*tensors, **kwargs)
+    ref: object           # numpy: ref(*arrays, **kwargs)
+    cases: list           # [(input specs tuple, kwargs dict)]
+    differentiable: bool = True
+    gradgrad: bool = True    # every differentiable row is gradgradchecked unless set False
+    kernel: bool = False
+    domains: tuple = ()   # per input: None, "positive" or "nonzero"
+    tolerance: dict = field(default_factory=dict)
+
+
+def case(*specs, **kwargs):
+    return (specs, kwargs)
+
+
+UNARY_SHAPES = [case(()), case((1,)), case((4,)), case((2, 3)), case((0, 3)), case(T(2, 3)),
+                case(step(2, 3))]
+BINARY_SHAPES = [case((), ()), case((3,), (3,)), case((2, 3), (3,)), case((2, 1), (1, 3)),
+                 case((1,), (2, 3)), case((2, 3), ()), case((0, 3), (3,)), case(T(2, 3), (2, 1)),
+                 case(step(2, 3), T(2, 3))]
+
+
+def _erf(x):
+    return np.vectorize(math.erf, otypes=[x.dtype])(x) if x.size else x.copy()
+
+
+def _gelu(x):
+    return 0.5 * x * (1.0 + _erf(x / np.sqrt(2.0)))
+
+
+def _sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def _softmax(x, dim=-1):
+    e = np.exp(x - x.max(axis=dim, keepdims=True))
+    return e / e.sum(axis=dim, keepdims=True)
+
+
+def _logsumexp(x, dim, keepdim=False):
+    if x.size == 0:  # the sum of no exponentials is 0, so the result is log(0) = -inf
+        return np.log(np.exp(x).sum(axis=dim, keepdims=keepdim))
+    m = x.max(axis=dim, keepdims=True)
+    out = np.log(np.exp(x - m).sum(axis=dim, keepdims=True)) + m
+    return out if keepdim else np.squeeze(out, axis=dim)
+
+
+def _tensor_index(index):
+    return tuple(mt.tensor(i) if isinstance(i, np.ndarray) else i for i in index) \
+        if isinstance(index, tuple) else (mt.tensor(index) if isinstance(index, np.ndarray)
+                                          else index)
+
+
+def _to_int64(a):
+    return a.astype(np.int64)
+
+
+def _unary(name, mt_fn, np_fn, domain=None, gradgrad=True, differentiable=True):
+    return Op(name, mt_fn, np_fn, UNARY_SHAPES, differentiable=differentiable,
+              gradgrad=gradgrad, domains=(domain,))
+
+
+def _binary(name, mt_fn, np_fn, domains=(None, None), gradgrad=True, differentiable=True):
+    return Op(name, mt_fn, np_fn, BINARY_SHAPES, differentiable=differentiable, gradgrad=gradgrad,
+              domains=domains)
+
+
+REDUCE_CASES = [case(()), case((4,)), case((2, 3)), case((2, 3), dim=1),
+                case((2, 3), dim=0, keepdim=True), case((2, 3, 2), dim=(0, 2)),
+                case((2, 3, 2), dim=(-1,), keepdim=True), case(T(3, 2), dim=-1),
+                case((1, 3), dim=0)]
+REDUCE_NONEMPTY_DIM_CASES = [c for c in REDUCE_CASES if "dim" in c[1]] + [
+    case((0, 3), dim=1), case((2, 0, 3), dim=(0, 2))]
+
+
+def _np_reduce(fn):
+    def ref(x, dim=None, keepdim=False):
+        axis = dim if dim is None or isinstance(dim, int) else tuple(dim)
+        return fn(x, axis=axis, keepdims=keepdim)
+    return ref
+
+
+def _max_values(a, dim, keepdim=False):
+    return mt.max(a, dim, keepdim).values
+
+
+def _min_values(a, dim, keepdim=False):
+    return mt.min(a, dim, keepdim).values
+
+
+SHAPE_OPS = [
+    Op("reshape", lambda a, shape: a.reshape(shape), lambda x, shape: x.reshape(shape),
+       [case((2, 3), shape=(3, 2)), case((2, 3), shape=(-1,)), case(T(2, 3), shape=(6,)),
+        case((), shape=(1, 1)), case((0, 3), shape=(3, 0))]),
+    Op("view", lambda a, shape: a.view(shape), lambda x, shape: x.reshape(shape),
+       [case((2, 3), shape=(3, 2)), case((2, 3), shape=(1, 6)), case((4,), shape=(2, -1))]),
+    Op("transpose", lambda a, d0, d1: a.transpose(d0, d1), lambda x, d0, d1: np.swapaxes(x, d0, d1),
+       [case((2, 3), d0=0, d1=1), case((2, 3, 1), d0=-1, d1=0), case(T(2, 3), d0=1, d1=0)]),
+    Op("permute", lambda a, dims: a.permute(*dims), lambda x, dims: np.transpose(x, dims),
+       [case((2, 3, 1), dims=(2, 0, 1)), case(step(2, 3), dims=(1, 0)), case((), dims=())]),
+    Op("unsqueeze", lambda a, dim: a.unsqueeze(dim), lambda x, dim: np.expand_dims(x, dim),
+       [case((2, 3), dim=0), case((2, 3), dim=-1), case((), dim=0), case(T(2, 3), dim=1)]),
+    Op("squeeze", lambda a, dim=None: a.squeeze() if dim is None else a.squeeze(dim),
+       lambda x, dim=None: np.squeeze(x) if dim is None else
+       (np.squeeze(x, dim) if x.shape[dim] == 1 else x),
+       [case((2, 1, 3)), case((2, 1, 3), dim=1), case((2, 1, 3), dim=0), case((1,)),
+        case((1, 1), dim=-1)]),
+    Op("expand", lambda a, shape: a.expand(*shape), lambda x, shape: np.broadcast_to(
+       x, tuple(x.shape[i - len(shape) + x.ndim] if n == -1 else n for i, n in enumerate(shape))),
+       [case((3,), shape=(2, 3)), case((2, 1), shape=(2, 4)), case((), shape=(3,)),
+        case((2, 1), shape=(-1, 3)), case((1, 3), shape=(0, 3))]),
+    Op("flatten", lambda a, **k: a.flatten(**k),
+       lambda x, start_dim=0, end_dim=-1: x.reshape(
+           x.shape[:start_dim] + (-1,) + x.shape[end_dim % x.ndim + 1:]) if x.ndim else
+       x.reshape(1), [case((2, 3, 2)), case((2, 3, 2), start_dim=1), case(T(2, 3)), case(())]),
+    Op("contiguous", lambda a: a.contiguous(), lambda x: np.ascontiguousarray(x),
+       [case((2, 3)), case(T(2, 3)), case(step(2, 2))]),
+    Op(".T", lambda a: a.T, lambda x: x.T, [case((2, 3)), case((2, 3, 4)), case((3,))]),
+    Op(".mT", lambda a: a.mT, lambda x: np.swapaxes(x, -1, -2), [case((2, 3)), case((2, 1, 3))]),
+    Op("cat", lambda *ts, dim: mt.cat(ts, dim=dim), lambda *xs, dim: np.concatenate(xs, dim),
+       [case((2, 3), (1, 3), dim=0), case((2, 3), T(2, 2), dim=1), case((2, 0), (2, 2), dim=-1),
+        case((3,), (0,), dim=0)]),
+    Op("stack", lambda *ts, dim: mt.stack(ts, dim=dim), lambda *xs, dim: np.stack(xs, dim),
+       [case((2, 3), (2, 3), dim=0), case((3,), (3,), dim=1), case((), (), dim=0)]),
+    Op("split", lambda a, size, dim: a.split(size, dim),
+       lambda x, size, dim: tuple(np.split(x, np.cumsum(size)[:-1] if isinstance(size, list)
+                                           else range(size, x.shape[dim], size), axis=dim)),
+       [case((5, 2), size=2, dim=0), case((2, 5), size=[1, 4], dim=1), case(T(3, 4), size=3,
+                                                                             dim=1)]),
+    Op("chunk", lambda a, chunks, dim: a.chunk(chunks, dim),
+       lambda x, chunks, dim: tuple(np.split(x, range(-(-x.shape[dim] // chunks), x.shape[dim],
+                                                      -(-x.shape[dim] // chunks)), axis=dim)),
+       [case((5, 2), chunks=2, dim=0), case((2, 6), chunks=3, dim=-1)]),
+    Op("getitem", lambda a, index: a[_tensor_index(index)], lambda x, index: x[index],
+       [case((4,), index=2), case((4, 3), index=(slice(1, 4, 2), -1)),
+        case((2, 3, 4), index=(Ellipsis, None, 1)), case((4, 3), index=np.array([0, 2, 0])),
+        case((4, 3), index=(np.array([[1], [3]]), np.array([0, 2]))),
+        case((2, 3), index=np.array([[True, False, True], [False, False, True]])),
+        case(T(3, 4), index=(slice(None), np.array([1, 1]))),
+        case((3, 2), index=np.array([], dtype=np.int64)), case((), index=None)]),
+    Op("gather", lambda a, dim, index: a.gather(dim, mt.tensor(index)),
+       lambda x, dim, index: np.take_along_axis(x, index, dim),
+       [case((3, 4), dim=1, index=np.array([[0, 0], [3, 1], [2, 2]])),
+        case((3, 2), dim=0, index=np.array([[2, 0], [2, 2]])),
+        case(T(3, 2), dim=-1, index=np.array([[1], [1], [0]]))]),
+    Op("index_select", lambda a, dim, index: a.index_select(dim, mt.tensor(index)),
+       lambda x, dim, index: np.take(x, index, axis=dim),
+       [case((4, 3), dim=0, index=np.array([3, 0, 3])), case((2, 3), dim=1,
+                                                             index=np.array([2])),
+        case((2, 3), dim=1, index=np.array([], dtype=np.int64))]),
+    Op("flip", lambda a, dims: a.flip(dims), lambda x, dims: np.flip(x, dims),
+       [case((2, 3), dims=(0,)), case((2, 3), dims=(0, 1))]),
+    Op("repeat", lambda a, sizes: a.repeat(*sizes), lambda x, sizes: np.tile(x, sizes),
+       [case((2, 3), sizes=(2, 1)), case((3,), sizes=(2, 2))]),
+    Op("tril", lambda a, **k: a.tril(**k), lambda x, diagonal=0: np.tril(x, diagonal),
+       [case((3, 3)), case((2, 3, 4), diagonal=1)]),
+    Op("triu", lambda a, **k: a.triu(**k), lambda x, diagonal=0: np.triu(x, diagonal),
+       [case((3, 3)), case((3, 2), diagonal=-1)]),
+]
+
+OPS = [
+    # arithmetic
+    _binary("add", mt.add, np.add),
+    _binary("sub", lambda a, b: a - b, np.subtract),
+    _binary("mul", lambda a, b: a * b, np.multiply),
+    _binary("div", lambda a, b: a / b, np.divide, domains=(None, "nonzero")),
+    _binary("pow", lambda a, b: a ** b, np.power, domains=("positive", None)),
+    Op("pow_scalar", lambda a, e: a ** e, lambda x, e: x ** e,
+       [case((3,), e=2), case((2, 3), e=3.0), case((), e=0.5), case(T(2, 2), e=-1),
+        case((0,), e=2)], domains=("positive",)),
+    Op("rpow", lambda a: 2.0 ** a, lambda x: 2.0 ** x, [case((3,)), case(())]),
+    Op("scalar_ops", lambda a: (1.5 - a) * 2 / (a + 3.0), lambda x: (1.5 - x) * 2 / (x + 3.0),
+       [case((4,)), case(T(2, 2))], domains=("positive",)),
+    _binary("maximum", mt.maximum, np.maximum),
+    _binary("minimum", mt.minimum, np.minimum),
+    # unary math and activations
+    _unary("neg", lambda a: -a, np.negative),
+    _unary("abs", mt.abs, np.abs, domain="nonzero"),
+    _unary("exp", mt.exp, np.exp),
+    _unary("log", mt.log, np.log, domain="positive"),
+    _unary("sqrt", mt.sqrt, np.sqrt, domain="positive"),
+    _unary("rsqrt", mt.rsqrt, lambda x: 1 / np.sqrt(x), domain="positive"),
+    _unary("sin", mt.sin, np.sin),
+    _unary("cos", mt.cos, np.cos),
+    _unary("tanh", mt.tanh, np.tanh),
+    _unary("sigmoid", mt.sigmoid, _sigmoid),
+    _unary("relu", mt.relu, lambda x: np.maximum(x, 0), domain="nonzero"),
+    _unary("gelu", mt.gelu, _gelu),
+    _unary("gelu_tanh", lambda a: mt.gelu(a, approximate="tanh"),
+           lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
+    _unary("erf", mt.erf, _erf),
+    _unary("sign", mt.sign, np.sign, differentiable=False),
+    Op("clamp", lambda a, **k: a.clamp(**k), lambda x, min=None, max=None: np.clip(x, min, max),
+       [case((4,), min=-0.5, max=0.5), case((2, 3), min=0.1), case(T(2, 3), max=-0.1),
+        case((), min=-0.3)]),
+    Op("clamp_tensor_bounds", lambda a, lo, hi: mt.clamp(a, lo, hi),
+       lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
+       [case((2, 3), (3,), (2, 1))]),
+    # comparisons and selection
+    _binary("eq", lambda a, b: a == b, np.equal, differentiable=False),
+    _binary("lt", lambda a, b: a < b, np.less, differentiable=False),
+    _binary("ge", lambda a, b: a >= b, np.greater_equal, differentiable=False),
+    _binary("ne", mt.ne, np.not_equal, differentiable=False),
+    Op("where", lambda c, a, b: mt.where(c > 0, a, b), lambda c, x, y: np.where(c > 0, x, y),
+       [case((2, 3), (2, 3), (2, 3)), case((2, 3), (3,), ()), case((2, 1), (1, 3), (2, 3)),
+        case(T(2, 3), step(2, 3), (1,)), case((0, 3), (3,), (0, 1))]),
+    Op("masked_fill", lambda a, m: a.masked_fill(m > 0, -1.5),
+       lambda x, m: np.where(m > 0, -1.5, x),
+       [case((2, 3), (2, 3)), case((2, 3), (3,)), case(T(2, 3), (2, 1)), case((), ())]),
+    # reductions
+    Op("sum", lambda a, **k: a.sum(**k), _np_reduce(np.sum), REDUCE_CASES + [
+        case((0, 3), dim=0), case((0,))]),
+    Op("mean", lambda a, **k: a.mean(**k), _np_reduce(np.mean), REDUCE_CASES),
+    Op("amax", lambda a, **k: a.amax(**k), _np_reduce(np.max), REDUCE_CASES),
+    Op("amin", lambda a, **k: a.amin(**k), _np_reduce(np.min), REDUCE_CASES),
+    Op("max_dim", _max_values, _np_reduce(np.max),
+       [case((2, 3), dim=1), case((2, 3), dim=0, keepdim=True), case(T(3, 2), dim=-1),
+        case((), dim=0)]),
+    Op("min_dim", _min_values, _np_reduce(np.min), [case((2, 3), dim=1), case((4,), dim=0)]),
+    Op("max_all", lambda a: a.max(), np.max, [case((2, 3)), case(()), case(T(2, 2))]),
+    Op("argmax", lambda a, **k: a.argmax(**k), lambda x, dim=None, keepdim=False:
+       np.argmax(x, axis=dim, keepdims=keepdim) if dim is not None else np.argmax(x),
+       [case((2, 3)), case((2, 3), dim=1), case((2, 3), dim=0, keepdim=True), case(T(3, 2), dim=1)],
+       differentiable=False),
+    Op("var", lambda a, **k: a.var(**k),
+       lambda x, dim=None, keepdim=False, correction=1: np.var(
+           x, axis=dim if dim is None or isinstance(dim, int) else tuple(dim), ddof=correction,
+           keepdims=keepdim),
+       [case((4,)), case((2, 3), dim=1), case((2, 3), dim=0, keepdim=True),
+        case((2, 3, 2), dim=(0, 2)), case(T(3, 2), dim=-1, correction=0)]),
+    Op("std", lambda a, **k: a.std(**k),
+       lambda x, dim=None, keepdim=False: np.std(x, axis=dim, ddof=1, keepdims=keepdim),
+       [case((4,)), case((2, 3), dim=1)]),
+    Op("logsumexp", lambda a, **k: a.logsumexp(**k), _logsumexp,
+       [case((4,), dim=0), case((2, 3), dim=1), case((2, 3), dim=0, keepdim=True),
+        case((2, 3, 2), dim=(0, 2)), case(T(3, 2), dim=-1), case((0, 3), dim=0)]),
+] + SHAPE_OPS
+
+KERNEL_OPS = [
+    Op("matmul", lambda a, b: a @ b, np.matmul,
+       [case((2, 3), (3, 4)), case((3,), (3,)), case((3,), (3, 2)), case((2, 3), (3,)),
+        case((2, 2, 3), (3, 2)), case((2, 1, 2, 3), (3, 3, 2)), case(T(3, 2), step(2, 4)),
+        case((0, 3), (3, 2)), case((2, 0), (0, 3)), case((1, 1), (1, 1))],
+       kernel=True),
+    Op("softmax", lambda a, dim=-1: mt.softmax(a, dim), lambda x, dim=-1: _softmax(x, dim),
+       [case((4,)), case((2, 3)), case((2, 3), dim=0), case(T(2, 3)), case((1,)),
+        case((0, 3)), case(())], kernel=True),
+    Op("softmax_scaled_causal", lambda a: mt.softmax(a, scale=0.5, causal=True),
+       lambda x: _softmax(np.where(np.triu(np.ones(x.shape[-2:], bool), 1), -np.inf, 0.5 * x)),
+       [case((3, 3)), case((2, 2, 3))], kernel=True),
+    Op("log_softmax", lambda a, dim=-1: mt.log_softmax(a, dim),
+       lambda x, dim=-1: np.log(_softmax(x, dim)),
+       [case((4,)), case((2, 3)), case((2, 3), dim=0), case(step(2, 3)), case((0, 3)), case(())],
+       kernel=True),
+]
+
+
+# ----------------------------------------------------------------------------- the checks
+
+
+def _inputs(op, case_index, dtype):
+    specs, kwargs = op.cases[case_index]
+    rng = np.random.default_rng(1000 + case_index)
+    domains = op.domains or (None,) * len(specs)
+    arrays = [make_array(spec, rng, domains[i] if i < len(domains) else None)
+              for i, spec in enumerate(specs)]
+    # Cast without losing the layout: a copy keeps only values, so cast the base and re-view.
+    arrays = [a if a.dtype == dtype else _same_layout(a, dtype) for a in arrays]
+    return arrays, kwargs
+
+
+def _same_layout(array, dtype):
+    if array.flags.c_contiguous:
+        return array.astype(dtype)
+    if array.T.flags.c_contiguous:
+        return array.T.astype(dtype).T
+    wide = np.empty(array.shape[:-1] + (2 * array.shape[-1],), dtype)
+    wide[..., ::2] = array
+    return wide[..., ::2]
+
+
+def _as_tuple(x):
+    return tuple(x) if isinstance(x, (tuple, list)) else (x,)
+
+
+def _check_values(op, case_index, dtype):
+    arrays, kwargs = _inputs(op, case_index, dtype)
+    expected = _as_tuple(op.ref(*[a.copy() for a in arrays], **kwargs))
+    tensors = [mt.from_numpy(a) for a in arrays]
+    for t, a in zip(tensors, arrays):
+        assert t.stride() == tuple(s // a.itemsize for s in a.strides)  # layout really kept
+    got = _as_tuple(op.fn(*tensors, **kwargs))
+    assert len(got) == len(expected)
+    tol = 1e-5 if dtype == np.float32 else 1e-12
+    for g, e in zip(got, expected):
+        e = np.asarray(e)
+        assert tuple(g.shape) == e.shape, (op.name, g.shape, e.shape)
+        if e.dtype.kind == "f":
+            assert g.dtype == (mt.float32 if dtype == np.float32 else mt.float64)
+            np.testing.assert_allclose(g.numpy(), e, rtol=tol, atol=tol)
+        else:
+            np.testing.assert_array_equal(g.numpy(), e)
+
+
+def _check_gradients(op, case_index):
+    arrays, kwargs = _inputs(op, case_index, np.float64)
+    if not op.differentiable or any(a.size == 0 for a in arrays):
+        return False
+    tensors = [mt.from_numpy(a).requires_grad_() for a in arrays]
+    assert gradcheck(lambda *ts: op.fn(*ts, **kwargs), tensors)
+    return True
+
+
+def _ids(ops):
+    return [f"{op.name}[{i}]" for op in ops for i in range(len(op.cases))]
+
+
+def _pairs(ops):
+    return [(op, i) for op in ops for i in range(len(op.cases))]
+
+
+def test_table_covers_the_issue_list():
+    names = {op.name for op in OPS + KERNEL_OPS}
+    wanted = """add sub mul div pow neg abs exp log sqrt tanh sigmoid relu gelu clamp maximum
+        minimum eq lt where masked_fill sum mean amax argmax var logsumexp max_dim min_dim
+        reshape view transpose permute unsqueeze squeeze expand flatten contiguous .T .mT cat
+        stack split chunk getitem gather index_select matmul softmax log_softmax""".split()
+    assert set(wanted) <= names, set(wanted) - names
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op,case_index", _pairs(OPS), ids=_ids(OPS))
+def test_values_match_numpy(op, case_index, dtype):
+    _check_values(op, case_index, dtype)
+
+
+@pytest.mark.parametrize("op,case_index", _pairs(OPS), ids=_ids(OPS))
+def test_gradcheck(op, case_index):
+    if not _check_gradients(op, case_index):
+        pytest.skip("not differentiable or empty: gradcheck has nothing to check")
+
+
+@pytest.mark.parametrize("op", [op for op in OPS + KERNEL_OPS if op.gradgrad and op.differentiable],
+                         ids=lambda op: op.name)
+def test_gradgradcheck(op, backend):
+    if not op.kernel and backend != "numpy":
+        pytest.skip("not kernel-backed: one backend suffices")
+    for i in range(len(op.cases)):
+        arrays, kwargs = _inputs(op, i, np.float64)
+        if all(a.size for a in arrays) and all(a.ndim for a in arrays):
+            break
+    tensors = [mt.from_numpy(a).requires_grad_() for a in arrays]
+    assert gradgradcheck(lambda *ts: op.fn(*ts, **kwargs), tensors)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
+@pytest.mark.parametrize("op,case_index", _pairs(KERNEL_OPS), ids=_ids(KERNEL_OPS))
+def test_kernel_values_match_numpy(op, case_index, dtype, backend):
+    _check_values(op, case_index, dtype)
+
+
+@pytest.mark.parametrize("op,case_index", _pairs(KERNEL_OPS), ids=_ids(KERNEL_OPS))
+def test_kernel_gradcheck(op, case_index, backend):
+    if not _check_gradients(op, case_index):
+        pytest.skip("empty input: gradcheck has nothing to check")
+
+
+def test_shape_ops_return_views():
+    base = mt.arange(24.0).reshape(2, 3, 4)
+    views = [base.reshape(6, 4), base.view(2, 12), base.transpose(0, 2), base.permute(2, 0, 1),
+             base.unsqueeze(1), base[:, None, 1:3].squeeze(1), base[0].expand(2, 3, 4),
+             base.flatten(1), base.mT, base[..., ::2], base[1]]
+    for v in views:
+        assert np.shares_memory(v.numpy(), base.numpy())
+    copies = [base[mt.tensor([0, 1])], base[base > 3], base.transpose(0, 1).contiguous(),
+              base.transpose(0, 1).reshape(-1)]
+    for c in copies:
+        assert not np.shares_memory(c.numpy(), base.numpy())
+    contiguous = base.contiguous()
+    assert contiguous is base
+
+
+def test_repeated_integer_index_accumulates_gradient():
+    x = mt.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    x[mt.tensor([0, 2, 0, 0])].sum().backward()
+    assert x.grad.tolist() == [3.0, 0.0, 1.0]
