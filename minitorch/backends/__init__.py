@@ -12,7 +12,7 @@ every built backend); ``using(name)`` does it for a ``with`` block.
 """
 import contextlib
 import os
-import warnings
+import sys
 
 from . import numpy_backend
 
@@ -80,9 +80,9 @@ def _choose_at_import():
     elif "c" in available:
         use("c")
     else:
-        warnings.warn("minitorch: C extension not built, running on the numpy backend "
-                      "(slower; install with a C compiler to build it)", RuntimeWarning,
-                      stacklevel=3)
+        # One line on stderr rather than a warning, whose display adds a second (source) line.
+        print("minitorch: C extension not built, running on the numpy backend (slower; "
+              "reinstall with a C compiler present to build it)", file=sys.stderr)
         use("numpy")
 
 
