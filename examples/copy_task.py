@@ -14,19 +14,16 @@ from __future__ import annotations
 
 import argparse
 import os
-import sys
 import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import minitorch  # noqa: E402
-from minitorch import optim  # noqa: E402
-from minitorch.text.batching import make_batch  # noqa: E402
-from minitorch.text.decoding import greedy_decode  # noqa: E402
-from minitorch.text.model import Seq2SeqTransformer  # noqa: E402
-from minitorch.text.training import train_step  # noqa: E402
+import minitorch
+from minitorch import optim
+from minitorch.text.batching import make_batch
+from minitorch.text.decoding import greedy_decode
+from minitorch.text.model import Seq2SeqTransformer
+from minitorch.text.training import train_step
 
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 FIRST_SYMBOL = 4  # ids 0-3 are the specials, as in BPETokenizer

@@ -27,15 +27,13 @@ import time
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-
-import minitorch  # noqa: E402
-from minitorch import optim  # noqa: E402
-from minitorch.text import BPETokenizer, bleu, load_corpus  # noqa: E402
-from minitorch.text.batching import count_batches, iterate_batches  # noqa: E402
-from minitorch.text.decoding import greedy_decode, translate  # noqa: E402
-from minitorch.text.model import Seq2SeqTransformer, count_parameters  # noqa: E402
-from minitorch.text.training import Progress, train_step  # noqa: E402
+import minitorch
+from minitorch import optim
+from minitorch.text import BPETokenizer, bleu, load_corpus
+from minitorch.text.batching import count_batches, iterate_batches
+from minitorch.text.decoding import greedy_decode, translate
+from minitorch.text.model import Seq2SeqTransformer, count_parameters
+from minitorch.text.training import Progress, train_step
 
 CHECKPOINT = "checkpoint.safetensors"
 SRC_TOKENIZER, TGT_TOKENIZER = "src_bpe.json", "tgt_bpe.json"
