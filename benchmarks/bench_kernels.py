@@ -1,0 +1,336 @@
+"""Benchmark of minitorch's C kernels against numpy (OpenBLAS) and PyTorch, in one run.
+
+Prints, for 1 and 2 threads:
+  - the machine's measured FMA peak (f32/f64) and copy bandwidth (np.copyto),
+  - GEMM GFLOP/s: minitorch vs numpy vs PyTorch (square, transformer shapes, batched heads),
+    with ratio columns and % of the measured FMA peak,
+  - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
+    and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, % of copy bandwidth.
+PyTorch columns appear only if ``import torch`` works.
+
+Run from the repository root (after ``python setup.py build_ext --inplace``):
+    unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE   # if set: they mis-tune OpenBLAS on this machine
+    PYTHONPATH=. python benchmarks/bench_kernels.py            # ~3 minutes
+    PYTHONPATH=. python benchmarks/bench_kernels.py --quick    # smaller sizes, ~1 minute
+Bytes for GB/s count what each kernel must move at least once (e.g. softmax forward: read x,
+write y). Timings are the best of several calls per library, measured round-robin (one call of
+each library per round) so that load from other processes affects all columns alike.
+"""
+import argparse
+import ctypes
+import os
+import platform
+import sys
+import time
+
+import numpy as np
+
+from minitorch.backends import c_backend as mt
+
+try:
+    import torch
+    import torch.nn.functional as F
+except Exception as exc:  # noqa: BLE001 - any import problem means "no torch column"
+    torch = None
+    TORCH_ERROR = f"{type(exc).__name__}: {exc}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Thread control for all three libraries
+# ---------------------------------------------------------------------------------------------
+def _openblas_setter():
+    """numpy's OpenBLAS set_num_threads, found among the loaded libraries (None if absent)."""
+    np.ones((64, 64)) @ np.ones((64, 64))
+    try:
+        paths = {line.split()[-1] for line in open("/proc/self/maps") if "openblas" in line.lower()}
+    except OSError:
+        return None
+    for path in paths:
+        lib = ctypes.CDLL(path)
+        for name in ("scipy_openblas_set_num_threads64_", "scipy_openblas_set_num_threads",
+                     "openblas_set_num_threads64_", "openblas_set_num_threads"):
+            if hasattr(lib, name):
+                return getattr(lib, name)
+    return None
+
+
+OPENBLAS_SET_THREADS = _openblas_setter()
+
+
+def set_threads(n):
+    mt.set_num_threads(n)
+    if OPENBLAS_SET_THREADS is not None:
+        OPENBLAS_SET_THREADS(ctypes.c_int(n))
+    if torch is not None:
+        torch.set_num_threads(n)
+
+
+# ---------------------------------------------------------------------------------------------
+# Timing
+# ---------------------------------------------------------------------------------------------
+def best_time(fn, budget=0.25, min_reps=3, max_reps=200):
+    """Best wall time of one call of fn, over repeated calls within ~budget seconds."""
+    fn()  # warm-up: page faults, lazy init, thread start
+    best, spent, reps = float("inf"), 0.0, 0
+    while reps < min_reps or (spent < budget and reps < max_reps):
+        t0 = time.perf_counter()
+        fn()
+        dt = time.perf_counter() - t0
+        best, spent, reps = min(best, dt), spent + dt, reps + 1
+    return best
+
+
+def best_times(fns, budget=0.3, min_reps=3, max_reps=200):
+    """Best wall time of each fn (None entries stay None), measured round-robin: each round
+    times every fn once, so a burst of load from other processes hits all of them alike."""
+    live = [f for f in fns if f]
+    for f in live:
+        f()  # warm-up
+    best = [float("inf")] * len(fns)
+    spent, reps = 0.0, 0
+    while reps < min_reps or (spent < budget and reps < max_reps):
+        for i, f in enumerate(fns):
+            if f:
+                t0 = time.perf_counter()
+                f()
+                dt = time.perf_counter() - t0
+                best[i], spent = min(best[i], dt), spent + dt
+        reps += 1
+    return [b if f else None for b, f in zip(best, fns)]
+
+
+def copy_bandwidth(nbytes=512 * 2**20):
+    """GB/s of np.copyto on large float32 arrays (read + write counted)."""
+    src = np.ones(nbytes // 4, np.float32)
+    dst = np.empty_like(src)
+    t = best_time(lambda: np.copyto(dst, src), budget=0.5)
+    return 2 * nbytes / t / 1e9
+
+
+def fmt(x, width=8, digits=1):
+    return f"{x:{width}.{digits}f}" if x is not None else " " * (width - 1) + "-"
+
+
+def ratio(a, b):
+    return None if (a is None or b is None or b == 0) else a / b
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMM
+# ---------------------------------------------------------------------------------------------
+def gemm_cases(quick):
+    squares = [64, 128, 256, 512, 1024] + ([] if quick else [2048])
+    cases = [(f"square n={n}", (n, n), (n, n)) for n in squares]
+    cases += [("4096x128 . 128x512", (4096, 128), (128, 512)),
+              ("4096x512 . 512x128", (4096, 512), (512, 128)),
+              ("batched 32*4 heads 32x32.32x32", (32, 4, 32, 32), (32, 4, 32, 32))]
+    return cases
+
+
+def bench_gemm(threads_list, peaks, quick):
+    print("\n## GEMM  (GFLOP/s; ratio = minitorch / reference; %peak = minitorch / measured FMA peak)")
+    header = (f"{'dtype':7} {'thr':>3} {'shape':32} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
+              f"{'mt/np':>6} {'mt/torch':>8} {'%peak':>6}")
+    print(header)
+    print("-" * len(header))
+    rng = np.random.default_rng(0)
+    for dtype in (np.float32, np.float64):
+        for threads in threads_list:
+            set_threads(threads)
+            for name, sa, sb in gemm_cases(quick):
+                a = rng.standard_normal(sa).astype(dtype)
+                b = rng.standard_normal(sb).astype(dtype)
+                flops = 2.0 * np.prod(sa[:-1]) * sa[-1] * sb[-1]
+                budget = 0.9 if flops > 1e9 else 0.45
+                f_th = None
+                if torch is not None:
+                    ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+                    f_th = lambda: torch.matmul(ta, tb)  # noqa: E731
+                t_mt, t_np, t_th = best_times([lambda: mt.matmul(a, b), lambda: np.matmul(a, b), f_th],
+                                              budget)
+                g_mt, g_np = flops / t_mt / 1e9, flops / t_np / 1e9
+                g_th = flops / t_th / 1e9 if t_th else None
+                peak = peaks[(np.dtype(dtype).name, threads)]
+                print(f"{np.dtype(dtype).name:7} {threads:3d} {name:32} {fmt(g_mt, 9)} {fmt(g_np)} "
+                      f"{fmt(g_th)} {fmt(ratio(g_mt, g_np), 6, 2)} {fmt(ratio(g_mt, g_th), 8, 2)} "
+                      f"{fmt(100 * g_mt / peak, 6, 0)}", flush=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# Row kernels: numpy composites (what one writes in plain numpy, in the input dtype)
+# ---------------------------------------------------------------------------------------------
+def np_softmax(x, scale=1.0, mask=None):
+    z = x * scale
+    if mask is not None:
+        z = np.where(mask, -np.inf, z)
+    z = z - z.max(-1, keepdims=True)
+    e = np.exp(z)
+    return e / e.sum(-1, keepdims=True)
+
+
+def np_softmax_backward(y, dy):
+    return y * (dy - (dy * y).sum(-1, keepdims=True))
+
+
+def np_log_softmax(x):
+    m = x.max(-1, keepdims=True)
+    return x - (m + np.log(np.exp(x - m).sum(-1, keepdims=True)))
+
+
+def np_cross_entropy_fwd_bwd(x, t):
+    m = x.max(-1, keepdims=True)
+    lse = m + np.log(np.exp(x - m).sum(-1, keepdims=True))
+    loss = (lse[:, 0] - x[np.arange(len(t)), t]).mean()
+    d = np.exp(x - lse)
+    d[np.arange(len(t)), t] -= 1
+    d /= len(t)
+    return loss, d
+
+
+def np_layer_norm(x, w, b, eps=1e-5):
+    mean = x.mean(-1, keepdims=True)
+    xc = x - mean
+    rstd = 1 / np.sqrt((xc * xc).mean(-1, keepdims=True) + eps)
+    return xc * rstd * w + b, mean, rstd
+
+
+def np_layer_norm_backward(dy, x, w, mean, rstd):
+    xhat = (x - mean) * rstd
+    g = dy * w
+    dx = rstd * (g - g.mean(-1, keepdims=True) - xhat * (g * xhat).mean(-1, keepdims=True))
+    return dx, (dy * xhat).sum(0), dy.sum(0)
+
+
+def row_cases(quick):
+    """(name, dtype, bytes moved, minitorch fn, numpy fn, torch fn or None)."""
+    rng = np.random.default_rng(1)
+    cases = []
+    for dtype in (np.float32, np.float64):
+        tdt = None if torch is None else {np.float32: torch.float32, np.float64: torch.float64}[dtype]
+        x = rng.standard_normal((4096, 1000)).astype(dtype)
+        dy = rng.standard_normal(x.shape).astype(dtype)
+        y = mt.softmax_forward(x)
+        nb = x.nbytes
+        tx = ty = tdy = None
+        if torch is not None:
+            tx, ty, tdy = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(dy)
+        cases.append(("softmax fwd 4096x1000", dtype, 2 * nb, lambda x=x: mt.softmax_forward(x),
+                      lambda x=x: np_softmax(x),
+                      tx is not None and (lambda tx=tx: torch.softmax(tx, -1))))
+        cases.append(("softmax bwd 4096x1000", dtype, 3 * nb, lambda y=y, dy=dy: mt.softmax_backward(y, dy),
+                      lambda y=y, dy=dy: np_softmax_backward(y, dy),
+                      tx is not None and (lambda ty=ty, tdy=tdy, tdt=tdt:
+                                          torch.ops.aten._softmax_backward_data(tdy, ty, -1, tdt))))
+        # attention scores: (batch 8, heads 8, 256 queries, 256 keys), key padding + causal
+        s = rng.standard_normal((8, 8, 256, 256)).astype(dtype)
+        pad = np.zeros((8, 1, 1, 256), bool)
+        pad[:, :, :, 200:] = True
+        causal = np.triu(np.ones((256, 256), bool), 1)
+        ts = tpad = tcausal = None
+        if torch is not None:
+            ts, tpad, tcausal = torch.from_numpy(s), torch.from_numpy(pad), torch.from_numpy(causal)
+        cases.append(("masked+causal softmax 8x8x256x256", dtype, 2 * s.nbytes,
+                      lambda s=s, pad=pad: mt.softmax_forward(s, scale=0.125, mask=pad, causal=True),
+                      lambda s=s, pad=pad, causal=causal: np_softmax(s, 0.125, pad | causal),
+                      ts is not None and (lambda ts=ts, m=(tpad | tcausal) if ts is not None else None:
+                                          torch.softmax((ts * 0.125).masked_fill(m, float("-inf")), -1))))
+        cases.append(("log_softmax fwd 4096x1000", dtype, 2 * nb, lambda x=x: mt.log_softmax_forward(x),
+                      lambda x=x: np_log_softmax(x),
+                      tx is not None and (lambda tx=tx: torch.log_softmax(tx, -1))))
+        for rows, vocab in ([(4096, 1000)] + ([] if quick or dtype == np.float64 else [(2048, 32000)])):
+            logits = rng.standard_normal((rows, vocab)).astype(dtype)
+            target = rng.integers(0, vocab, rows).astype(np.int64)
+            tl = tt = None
+            if torch is not None:
+                tl, tt = torch.from_numpy(logits), torch.from_numpy(target)
+
+            def mt_ce(logits=logits, target=target):
+                loss, lse = mt.cross_entropy_forward(logits, target)
+                return mt.cross_entropy_backward(logits, target, lse, np.ones((), logits.dtype))
+
+            def torch_ce(tl=tl, tt=tt):
+                leaf = tl.detach().requires_grad_()
+                F.cross_entropy(leaf, tt).backward()
+                return leaf.grad
+
+            # forward reads the logits once, backward reads them again and writes dlogits
+            cases.append((f"cross_entropy fwd+bwd {rows}x{vocab}", dtype, 3 * logits.nbytes, mt_ce,
+                          lambda logits=logits, target=target: np_cross_entropy_fwd_bwd(logits, target),
+                          tl is not None and torch_ce))
+        xl = rng.standard_normal((4096, 512)).astype(dtype)
+        w, b = rng.standard_normal(512).astype(dtype), rng.standard_normal(512).astype(dtype)
+        dyl = rng.standard_normal(xl.shape).astype(dtype)
+        _, mean, rstd = mt.layer_norm_forward(xl, w, b)
+        npy, npmean, nprstd = np_layer_norm(xl, w, b)
+        txl = tw = tb = tdyl = None
+        if torch is not None:
+            txl, tw, tb, tdyl = (torch.from_numpy(v) for v in (xl, w, b, dyl))
+            _, tmean, trstd = torch.native_layer_norm(txl, [512], tw, tb, 1e-5)
+        cases.append(("layer_norm fwd 4096x512", dtype, 2 * xl.nbytes,
+                      lambda xl=xl, w=w, b=b: mt.layer_norm_forward(xl, w, b),
+                      lambda xl=xl, w=w, b=b: np_layer_norm(xl, w, b),
+                      txl is not None and (lambda txl=txl, tw=tw, tb=tb:
+                                           torch.native_layer_norm(txl, [512], tw, tb, 1e-5))))
+        cases.append(("layer_norm bwd 4096x512", dtype, 3 * xl.nbytes,
+                      lambda dyl=dyl, xl=xl, w=w, mean=mean, rstd=rstd: mt.layer_norm_backward(dyl, xl, w, mean, rstd),
+                      lambda: np_layer_norm_backward(dyl, xl, w, npmean, nprstd),
+                      txl is not None and (lambda: torch.ops.aten.native_layer_norm_backward(
+                          tdyl, txl, [512], tmean, trstd, tw, tb, [True, True, True]))))
+    return cases
+
+
+def bench_rows(threads_list, copy_gbs, quick):
+    print(f"\n## Row kernels  (GB/s of compulsory traffic; copy bandwidth = {copy_gbs:.1f} GB/s)")
+    header = (f"{'dtype':7} {'thr':>3} {'kernel':40} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
+              f"{'mt/np':>6} {'mt/torch':>8} {'%copy':>6}")
+    print(header)
+    print("-" * len(header))
+    cases = row_cases(quick)
+    for threads in threads_list:
+        set_threads(threads)
+        for name, dtype, nbytes, f_mt, f_np, f_th in cases:
+            t_mt, t_np, t_th = best_times([f_mt, f_np, f_th], budget=0.6)
+            g_mt, g_np = nbytes / t_mt / 1e9, nbytes / t_np / 1e9
+            g_th = nbytes / t_th / 1e9 if t_th else None
+            print(f"{np.dtype(dtype).name:7} {threads:3d} {name:40} {fmt(g_mt, 9)} {fmt(g_np)} "
+                  f"{fmt(g_th)} {fmt(ratio(g_mt, g_np), 6, 2)} {fmt(ratio(g_mt, g_th), 8, 2)} "
+                  f"{fmt(100 * g_mt / copy_gbs, 6, 0)}", flush=True)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes (about a minute)")
+    parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    args = parser.parse_args()
+    start = time.perf_counter()
+    print("# minitorch kernel benchmark")
+    print(f"python {platform.python_version()}, numpy {np.__version__}, "
+          f"torch {torch.__version__ if torch is not None else 'not available'}")
+    if torch is None:
+        print(f"NOTE: PyTorch columns omitted ({TORCH_ERROR})")
+    print(f"cpu: {platform.processor() or platform.machine()}, os.cpu_count={os.cpu_count()}, "
+          f"GEMM kernel: {mt.best_gemm_isa()}, OpenMP: {mt.has_openmp()}")
+    env = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS", "OMP_", "MKL_"))}
+    print(f"thread env: {env or 'none'}; numpy OpenBLAS thread control: "
+          f"{'yes' if OPENBLAS_SET_THREADS else 'NOT FOUND (numpy uses its default)'}")
+    if hasattr(os, "getloadavg"):
+        load = os.getloadavg()[0]
+        print(f"load average (1 min): {load:.2f}" + (
+            "  WARNING: the machine is busy; every column below is unreliable"
+            if load > 0.5 * (os.cpu_count() or 1) else ""))
+    peaks = {}
+    for threads in args.threads:
+        for dtype in (np.float32, np.float64):
+            # best of several short runs: a busy machine only ever makes a run slower
+            peaks[(np.dtype(dtype).name, threads)] = max(
+                mt.fma_peak_gflops(dtype, threads, 5_000_000) for _ in range(7))
+    print("FMA peak (GFLOP/s): " + ", ".join(f"{d} {t} thr {g:.1f}" for (d, t), g in peaks.items()))
+    copy_gbs = copy_bandwidth()
+    print(f"copy bandwidth (np.copyto, 512 MiB, 1 thread): {copy_gbs:.1f} GB/s")
+    bench_gemm(args.threads, peaks, args.quick)
+    bench_rows(args.threads, copy_gbs, args.quick)
+    print(f"\n(total {time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

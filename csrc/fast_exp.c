@@ -1,0 +1,312 @@
+/* fast_exp.c — out[j] = exp(x[j]*scale - shift_hi - shift_lo) over an array, in AVX-512,
+ * AVX2+FMA (intrinsics, chosen at run time) or portable C.
+ *
+ * This is the one loop the row kernels (softmax, log-softmax, cross-entropy) spend their time
+ * in. GCC does not reliably vectorize the branch-free scalar exp of fast_exp.h when it is
+ * inlined into bigger loops, so the vector versions are written out here; the algorithm and
+ * constants are the same (see fast_exp.h). The shift comes in two parts so that callers with a
+ * double log-sum-exp (cross-entropy near |x| ~ 1e4) keep its precision in float32.
+ */
+#include "mt_internal.h"
+#include "fast_exp.h"
+
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#include <immintrin.h>
+#define MT_X86 1
+#endif
+
+static void exp_shifted_generic_f32(const float *x, float *out, int64_t n, float scale,
+                                    float hi, float lo) {
+    for (int64_t j = 0; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+}
+
+static void exp_shifted_generic_f64(const double *x, double *out, int64_t n, double scale,
+                                    double hi, double lo) {
+    for (int64_t j = 0; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+}
+
+/* The *_sum variants also return sum(out) (added in T lanes: callers pass blocks of a few
+ * hundred elements and add the block sums in double). */
+static double exp_shifted_sum_generic_f32(const float *x, float *out, int64_t n, float scale,
+                                          float hi, float lo) {
+    float s = 0;
+    for (int64_t j = 0; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+    return s;
+}
+
+static double exp_shifted_sum_generic_f64(const double *x, double *out, int64_t n,
+                                          double scale, double hi, double lo) {
+    double s = 0;
+    for (int64_t j = 0; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+    return s;
+}
+
+#ifdef MT_X86
+/* 1/i! for the f64 Taylor series */
+static const double MT_INV_FACTORIAL[14] = {
+    1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
+    1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};
+
+/* ---------------- AVX2 + FMA ---------------- */
+__attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
+    const __m256 lo = _mm256_set1_ps(-87.33654f), hi = _mm256_set1_ps(88.3762626647949f);
+    const __m256 magic = _mm256_set1_ps(12582912.0f);
+    __m256 xc = _mm256_min_ps(hi, _mm256_max_ps(lo, x)); /* NaN stays NaN */
+    __m256 shifted = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
+    __m256 k = _mm256_sub_ps(shifted, magic);
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), xc);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
+    __m256 p = _mm256_set1_ps(1.9875691500E-4f);
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.3981999507E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(8.3334519073E-3f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(4.1665795894E-2f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(1.6666665459E-1f));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(5.0000001201E-1f));
+    p = _mm256_fmadd_ps(p, _mm256_mul_ps(r, r), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+    __m256i bits = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_castps_si256(magic));
+    bits = _mm256_slli_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(127)), 23);
+    __m256 result = _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    return _mm256_andnot_ps(_mm256_cmp_ps(x, lo, _CMP_LT_OQ), result); /* exp(-inf) = 0 */
+}
+
+__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
+    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+    const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(hi), vl = _mm256_set1_ps(lo);
+    int64_t j = 0;
+    /* One vector per iteration: the out-of-order core overlaps iterations by itself, and an
+     * unrolled body needs more than the 16 ymm registers (constants get spilled). */
+    for (; j + 8 <= n; j += 8) {
+        __m256 a = _mm256_sub_ps(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh), vl);
+        _mm256_storeu_ps(out + j, exp8_avx2(a));
+    }
+    for (; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+}
+
+__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
+    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+    const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(hi), vl = _mm256_set1_ps(lo);
+    __m256 acc = _mm256_setzero_ps();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m256 e = exp8_avx2(_mm256_sub_ps(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh), vl));
+        _mm256_storeu_ps(out + j, e);
+        acc = _mm256_add_ps(acc, e);
+    }
+    float lanes[8];
+    _mm256_storeu_ps(lanes, acc);
+    double s = 0;
+    for (int l = 0; l < 8; ++l) s += lanes[l];
+    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+    return s;
+}
+
+__attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
+    const __m256d lo = _mm256_set1_pd(-708.3964185322641), hi = _mm256_set1_pd(709.0);
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0);
+    __m256d xc = _mm256_min_pd(hi, _mm256_max_pd(lo, x));
+    __m256d shifted = _mm256_fmadd_pd(xc, _mm256_set1_pd(1.4426950408889634), magic);
+    __m256d k = _mm256_sub_pd(shifted, magic);
+    __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93145751953125e-1), xc);
+    r = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.42860682030941723212e-6), r);
+    /* Taylor series to r^13 by Estrin's scheme: 5 dependent FMAs instead of 13 (Horner),
+     * so a few iterations in flight keep the FMA pipes full. c_i = 1/i!. */
+#define C(i) _mm256_set1_pd(MT_INV_FACTORIAL[i])
+    __m256d r2 = _mm256_mul_pd(r, r), r4 = _mm256_mul_pd(r2, r2), r8 = _mm256_mul_pd(r4, r4);
+    __m256d p01 = _mm256_fmadd_pd(C(1), r, C(0)), p23 = _mm256_fmadd_pd(C(3), r, C(2));
+    __m256d p45 = _mm256_fmadd_pd(C(5), r, C(4)), p67 = _mm256_fmadd_pd(C(7), r, C(6));
+    __m256d p89 = _mm256_fmadd_pd(C(9), r, C(8)), pab = _mm256_fmadd_pd(C(11), r, C(10));
+    __m256d pcd = _mm256_fmadd_pd(C(13), r, C(12));
+    __m256d q0 = _mm256_fmadd_pd(p23, r2, p01), q1 = _mm256_fmadd_pd(p67, r2, p45);
+    __m256d q2 = _mm256_fmadd_pd(pab, r2, p89);
+    __m256d s0 = _mm256_fmadd_pd(q1, r4, q0), s1 = _mm256_fmadd_pd(pcd, r4, q2);
+    __m256d p = _mm256_fmadd_pd(s1, r8, s0);
+#undef C
+    __m256i bits = _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
+    bits = _mm256_slli_epi64(_mm256_add_epi64(bits, _mm256_set1_epi64x(1023)), 52);
+    __m256d result = _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
+    return _mm256_andnot_pd(_mm256_cmp_pd(x, lo, _CMP_LT_OQ), result);
+}
+
+__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
+    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
+    const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(hi), vl = _mm256_set1_pd(lo);
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) { /* one vector per iteration: see exp_shifted_avx2_f32 */
+        __m256d a = _mm256_sub_pd(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh), vl);
+        _mm256_storeu_pd(out + j, exp4_avx2(a));
+    }
+    for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+}
+
+__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f64(
+    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
+    const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(hi), vl = _mm256_set1_pd(lo);
+    __m256d acc = _mm256_setzero_pd();
+    int64_t j = 0;
+    for (; j + 4 <= n; j += 4) {
+        __m256d e = exp4_avx2(_mm256_sub_pd(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh), vl));
+        _mm256_storeu_pd(out + j, e);
+        acc = _mm256_add_pd(acc, e);
+    }
+    double lanes[4];
+    _mm256_storeu_pd(lanes, acc);
+    double s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+    return s;
+}
+
+/* ---------------- AVX-512F ---------------- */
+__attribute__((target("avx512f"))) static inline __m512 exp16_avx512(__m512 x) {
+    const __m512 lo = _mm512_set1_ps(-87.33654f), hi = _mm512_set1_ps(88.3762626647949f);
+    const __m512 magic = _mm512_set1_ps(12582912.0f);
+    __m512 xc = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
+    __m512 shifted = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), magic);
+    __m512 k = _mm512_sub_ps(shifted, magic);
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), xc);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
+    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
+    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512i bits = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_castps_si512(magic));
+    bits = _mm512_slli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(127)), 23);
+    __m512 result = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
+    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ);
+    return _mm512_maskz_mov_ps(keep, result);
+}
+
+__attribute__((target("avx512f"))) static void exp_shifted_avx512_f32(
+    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+    const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(hi), vl = _mm512_set1_ps(lo);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 a = _mm512_sub_ps(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), vs, vh), vl);
+        _mm512_storeu_ps(out + j, exp16_avx512(a));
+    }
+    for (; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+}
+
+__attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x) {
+    const __m512d lo = _mm512_set1_pd(-708.3964185322641), hi = _mm512_set1_pd(709.0);
+    const __m512d magic = _mm512_set1_pd(6755399441055744.0);
+    __m512d xc = _mm512_min_pd(hi, _mm512_max_pd(lo, x));
+    __m512d shifted = _mm512_fmadd_pd(xc, _mm512_set1_pd(1.4426950408889634), magic);
+    __m512d k = _mm512_sub_pd(shifted, magic);
+    __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93145751953125e-1), xc);
+    r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.42860682030941723212e-6), r);
+#define C(i) _mm512_set1_pd(MT_INV_FACTORIAL[i])
+    __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2), r8 = _mm512_mul_pd(r4, r4);
+    __m512d p01 = _mm512_fmadd_pd(C(1), r, C(0)), p23 = _mm512_fmadd_pd(C(3), r, C(2));
+    __m512d p45 = _mm512_fmadd_pd(C(5), r, C(4)), p67 = _mm512_fmadd_pd(C(7), r, C(6));
+    __m512d p89 = _mm512_fmadd_pd(C(9), r, C(8)), pab = _mm512_fmadd_pd(C(11), r, C(10));
+    __m512d pcd = _mm512_fmadd_pd(C(13), r, C(12));
+    __m512d q0 = _mm512_fmadd_pd(p23, r2, p01), q1 = _mm512_fmadd_pd(p67, r2, p45);
+    __m512d q2 = _mm512_fmadd_pd(pab, r2, p89);
+    __m512d s0 = _mm512_fmadd_pd(q1, r4, q0), s1 = _mm512_fmadd_pd(pcd, r4, q2);
+    __m512d p = _mm512_fmadd_pd(s1, r8, s0);
+#undef C
+    __m512i bits = _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(magic));
+    bits = _mm512_slli_epi64(_mm512_add_epi64(bits, _mm512_set1_epi64(1023)), 52);
+    __m512d result = _mm512_mul_pd(p, _mm512_castsi512_pd(bits));
+    __mmask8 keep = _mm512_cmp_pd_mask(x, lo, _CMP_NLT_UQ);
+    return _mm512_maskz_mov_pd(keep, result);
+}
+
+__attribute__((target("avx512f"))) static void exp_shifted_avx512_f64(
+    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
+    const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(hi), vl = _mm512_set1_pd(lo);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m512d a = _mm512_sub_pd(_mm512_fmsub_pd(_mm512_loadu_pd(x + j), vs, vh), vl);
+        _mm512_storeu_pd(out + j, exp8_avx512(a));
+    }
+    for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+}
+__attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f32(
+    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+    const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(hi), vl = _mm512_set1_ps(lo);
+    __m512 acc = _mm512_setzero_ps();
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 e = exp16_avx512(_mm512_sub_ps(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), vs, vh), vl));
+        _mm512_storeu_ps(out + j, e);
+        acc = _mm512_add_ps(acc, e);
+    }
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc);
+    double s = 0;
+    for (int l = 0; l < 16; ++l) s += lanes[l];
+    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+    return s;
+}
+
+__attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f64(
+    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
+    const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(hi), vl = _mm512_set1_pd(lo);
+    __m512d acc = _mm512_setzero_pd();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        __m512d e = exp8_avx512(_mm512_sub_pd(_mm512_fmsub_pd(_mm512_loadu_pd(x + j), vs, vh), vl));
+        _mm512_storeu_pd(out + j, e);
+        acc = _mm512_add_pd(acc, e);
+    }
+    double lanes[8];
+    _mm512_storeu_pd(lanes, acc);
+    double s = 0;
+    for (int l = 0; l < 8; ++l) s += lanes[l];
+    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+    return s;
+}
+#endif /* MT_X86 */
+
+double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float hi,
+                              float lo) {
+#ifdef MT_X86
+    if (__builtin_cpu_supports("avx512f")) return exp_shifted_sum_avx512_f32(x, out, n, scale, hi, lo);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return exp_shifted_sum_avx2_f32(x, out, n, scale, hi, lo);
+#endif
+    return exp_shifted_sum_generic_f32(x, out, n, scale, hi, lo);
+}
+
+double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double scale, double hi,
+                              double lo) {
+#ifdef MT_X86
+    if (__builtin_cpu_supports("avx512f")) return exp_shifted_sum_avx512_f64(x, out, n, scale, hi, lo);
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return exp_shifted_sum_avx2_f64(x, out, n, scale, hi, lo);
+#endif
+    return exp_shifted_sum_generic_f64(x, out, n, scale, hi, lo);
+}
+
+void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+#ifdef MT_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        exp_shifted_avx512_f32(x, out, n, scale, hi, lo);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        exp_shifted_avx2_f32(x, out, n, scale, hi, lo);
+        return;
+    }
+#endif
+    exp_shifted_generic_f32(x, out, n, scale, hi, lo);
+}
+
+void mt_exp_shifted_f64(const double *x, double *out, int64_t n, double scale, double hi,
+                        double lo) {
+#ifdef MT_X86
+    if (__builtin_cpu_supports("avx512f")) {
+        exp_shifted_avx512_f64(x, out, n, scale, hi, lo);
+        return;
+    }
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        exp_shifted_avx2_f64(x, out, n, scale, hi, lo);
+        return;
+    }
+#endif
+    exp_shifted_generic_f64(x, out, n, scale, hi, lo);
+}

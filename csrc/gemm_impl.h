@@ -1,0 +1,320 @@
+/* gemm_impl.h — the GotoBLAS/BLIS GEMM driver, written once for T = float and T = double.
+ *
+ * Included by gemm.c with T, SFX (f32 / f64) defined. Loop nest, outermost first:
+ *   jc over N in NC columns       (B panel kc x nc lives in L3)
+ *     pc over K in KC             (pack B panel into NR-column slivers, shared by threads)
+ *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2)
+ *         jr over NR slivers      (B sliver stays in L1)
+ *           ir over MR slivers    -> micro-kernel on a MR x NR tile of C
+ * Threads split the (ic block x group of jr slivers) work items; they share the packed B.
+ * Tiles at the M/N edges are computed into a small temporary tile and copied out, so the
+ * micro-kernel never touches memory outside C.
+ */
+#define MT_CAT_(a, b) a##_##b
+#define MT_CAT(a, b) MT_CAT_(a, b)
+#define PLAN MT_CAT(mt_gemm_plan, SFX)
+
+/* Everything one GEMM call needs, except the per-thread scratch. */
+typedef struct {
+    PLAN plan;
+    int trans_a, trans_b;
+    int64_t m, n, k;
+    T alpha, beta;
+    int64_t lda, ldb, ldc;
+    int64_t mc, kc; /* block sizes balanced for this problem */
+} MT_CAT(gemm_problem, SFX);
+#define PROBLEM MT_CAT(gemm_problem, SFX)
+
+/* Pack op(A)[i0:i0+mc, p0:p0+kc] into MR-row slivers, zero-padding the last sliver.
+ * Full slivers of row-major A read MR rows side by side and write each k step's MR values
+ * contiguously; MR is a compile-time constant there (6 or 4) so the copy is unrolled. */
+#define MT_PACK_A_FULL_SLIVER(MR)                                                   \
+    do {                                                                            \
+        const T *src[MR];                                                           \
+        for (int r = 0; r < MR; ++r) src[r] = a + (i0 + s + r) * pr->lda + p0;      \
+        for (int64_t p = 0; p < kc; ++p)                                            \
+            for (int r = 0; r < MR; ++r) ap[p * MR + r] = src[r][p];                \
+    } while (0)
+
+static void MT_CAT(pack_a, SFX)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
+                                int64_t p0, int64_t kc, T *restrict ap) {
+    const int mr = pr->plan.mr;
+    for (int64_t s = 0; s < mc; s += mr) {
+        int64_t rows = mc - s < mr ? mc - s : mr;
+        if (!pr->trans_a && rows == 6 && mr == 6) {
+            MT_PACK_A_FULL_SLIVER(6);
+        } else if (!pr->trans_a && rows == 4 && mr == 4) {
+            MT_PACK_A_FULL_SLIVER(4);
+        } else if (!pr->trans_a) {
+            for (int64_t r = 0; r < rows; ++r) {
+                const T *src = a + (i0 + s + r) * pr->lda + p0;
+                for (int64_t p = 0; p < kc; ++p) ap[p * mr + r] = src[p];
+            }
+        } else {
+            for (int64_t p = 0; p < kc; ++p) {
+                const T *src = a + (p0 + p) * pr->lda + i0 + s;
+                for (int64_t r = 0; r < rows; ++r) ap[p * mr + r] = src[r];
+            }
+        }
+        for (int64_t r = rows; r < mr; ++r)
+            for (int64_t p = 0; p < kc; ++p) ap[p * mr + r] = 0;
+        ap += (int64_t)mr * kc;
+    }
+}
+#undef MT_PACK_A_FULL_SLIVER
+
+/* Pack sliver `s` (columns j0+s*NR ..) of op(B)[p0:p0+kc, j0:j0+nc], zero-padded. */
+static void MT_CAT(pack_b_sliver, SFX)(const PROBLEM *pr, const T *b, int64_t p0, int64_t kc,
+                                       int64_t j0, int64_t nc, int64_t s, T *restrict bp) {
+    const int nr = pr->plan.nr;
+    int64_t col0 = s * nr;
+    int64_t cols = nc - col0 < nr ? nc - col0 : nr;
+    bp += col0 * kc;
+    if (!pr->trans_b && cols == nr && (nr == 8 || nr == 16 || nr == 32)) {
+        /* full sliver: fixed-length row copies the compiler turns into vector moves */
+        const T *src = b + p0 * pr->ldb + j0 + col0;
+        const int64_t ldb = pr->ldb;
+#define MT_COPY_ROWS(NR)                                                          \
+        for (int64_t p = 0; p < kc; ++p)                                          \
+            for (int j = 0; j < NR; ++j) bp[p * NR + j] = src[p * ldb + j];
+        if (nr == 8) { MT_COPY_ROWS(8) } else if (nr == 16) { MT_COPY_ROWS(16) } else { MT_COPY_ROWS(32) }
+#undef MT_COPY_ROWS
+    } else if (!pr->trans_b) {
+        for (int64_t p = 0; p < kc; ++p) {
+            const T *src = b + (p0 + p) * pr->ldb + j0 + col0;
+            for (int64_t j = 0; j < cols; ++j) bp[p * nr + j] = src[j];
+            for (int64_t j = cols; j < nr; ++j) bp[p * nr + j] = 0;
+        }
+    } else {
+        for (int64_t j = 0; j < cols; ++j) {
+            const T *src = b + (j0 + col0 + j) * pr->ldb + p0;
+            for (int64_t p = 0; p < kc; ++p) bp[p * nr + j] = src[p];
+        }
+        for (int64_t j = cols; j < nr; ++j)
+            for (int64_t p = 0; p < kc; ++p) bp[p * nr + j] = 0;
+    }
+}
+
+/* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. */
+static void MT_CAT(macro_kernel, SFX)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
+                                      int64_t ic, int64_t mc, int64_t jc, int64_t nc,
+                                      int64_t kc, int64_t s0, int64_t s1, T beta) {
+    const int mr = pr->plan.mr, nr = pr->plan.nr;
+    const int64_t ldc = pr->ldc;
+    /* Edge tile scratch: largest tile is 6 x 32. */
+    T edge[6 * 32] __attribute__((aligned(64)));
+    for (int64_t s = s0; s < s1; ++s) {
+        int64_t j = s * nr;
+        int64_t cols = nc - j < nr ? nc - j : nr;
+        const T *bs = bp + j * kc;
+        for (int64_t i = 0; i < mc; i += mr) {
+            int64_t rows = mc - i < mr ? mc - i : mr;
+            T *ct = c + (ic + i) * ldc + jc + j;
+            const T *as = ap + i * kc;
+            if (rows == mr && cols == nr) {
+                pr->plan.kernel(kc, as, bs, ct, ldc, pr->alpha, beta);
+            } else {
+                pr->plan.kernel(kc, as, bs, edge, nr, (T)1, (T)0);
+                for (int64_t r = 0; r < rows; ++r)
+                    for (int64_t q = 0; q < cols; ++q)
+                        ct[r * ldc + q] = beta == 0
+                                              ? pr->alpha * edge[r * nr + q]
+                                              : pr->alpha * edge[r * nr + q] + beta * ct[r * ldc + q];
+            }
+        }
+    }
+}
+
+/* One matrix product, run by thread `tid` of `nthr` (all threads of a team call this with the
+ * same arguments and shared `bpack`; nthr == 1 runs it alone, no barriers). */
+static void MT_CAT(gemm_tiles, SFX)(const PROBLEM *pr, const T *a, const T *b, T *c,
+                                    T *apack, T *bpack, int tid, int nthr) {
+    const int nr = pr->plan.nr;
+    const int64_t m = pr->m, n = pr->n, k = pr->k;
+    const int64_t n_ic = (m + pr->mc - 1) / pr->mc;
+    for (int64_t jc = 0; jc < n; jc += pr->plan.nc) {
+        int64_t nc = n - jc < pr->plan.nc ? n - jc : pr->plan.nc;
+        int64_t slivers = (nc + nr - 1) / nr;
+        /* With fewer A blocks than threads (or an uneven count), threads also split the
+         * B slivers; re-packing A per split is cheap next to the FMAs it feeds. */
+        int64_t n_js = (n_ic % nthr == 0) ? 1 : nthr;
+        if (n_js > slivers) n_js = slivers;
+        for (int64_t pc = 0; pc < k; pc += pr->kc) {
+            int64_t kc = k - pc < pr->kc ? k - pc : pr->kc;
+            T beta = pc == 0 ? pr->beta : (T)1;
+            for (int64_t s = tid; s < slivers; s += nthr)
+                MT_CAT(pack_b_sliver, SFX)(pr, b, pc, kc, jc, nc, s, bpack);
+            if (nthr > 1) {
+#pragma omp barrier
+            }
+            for (int64_t w = tid; w < n_ic * n_js; w += nthr) {
+                int64_t ib = w / n_js, js = w % n_js;
+                int64_t ic = ib * pr->mc;
+                int64_t mc = m - ic < pr->mc ? m - ic : pr->mc;
+                MT_CAT(pack_a, SFX)(pr, a, ic, mc, pc, kc, apack);
+                MT_CAT(macro_kernel, SFX)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
+                                          slivers * js / n_js, slivers * (js + 1) / n_js, beta);
+            }
+            if (nthr > 1) {
+#pragma omp barrier
+            }
+        }
+    }
+}
+
+/* C = beta * C for the K == 0 / alpha == 0 case (beta == 0 writes zeros without reading). */
+static void MT_CAT(scale_c, SFX)(T *c, int64_t m, int64_t n, int64_t ldc, T beta) {
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
+}
+
+static int64_t MT_CAT(round_up, SFX)(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
+
+int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64_t n,
+                             int64_t k, T alpha, const T *a, int64_t lda, int64_t stride_a,
+                             const T *b, int64_t ldb, int64_t stride_b, T beta, T *c,
+                             int64_t ldc, int64_t stride_c, int64_t batch) {
+    if (m < 0 || n < 0 || k < 0 || batch < 0) return MT_ERR_ARGS;
+    if (m == 0 || n == 0 || batch == 0) return 0;
+    if (ldc < n || (batch > 1 && stride_c == 0)) return MT_ERR_ARGS;
+    if (k == 0 || alpha == 0) {
+        for (int64_t bi = 0; bi < batch; ++bi) MT_CAT(scale_c, SFX)(c + bi * stride_c, m, n, ldc, beta);
+        return 0;
+    }
+    if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n)) return MT_ERR_ARGS;
+
+    PROBLEM pr;
+    MT_CAT(mt_gemm_plan_for, SFX)(mt_gemm_used_isa(isa), &pr.plan);
+    pr.trans_a = trans_a; pr.trans_b = trans_b;
+    pr.m = m; pr.n = n; pr.k = k;
+    pr.alpha = alpha; pr.beta = beta;
+    pr.lda = lda; pr.ldb = ldb; pr.ldc = ldc;
+
+    int nt = mt_get_num_threads();
+    double flops_per_matrix = 2.0 * (double)m * (double)n * (double)k;
+    if (flops_per_matrix < 4e6) nt = 1; /* waking a team costs more than ~2M FMAs save */
+    /* Many matrices: give whole matrices to threads (no barriers, no shared packing). */
+    int batch_parallel = nt > 1 && batch >= nt &&
+                         (batch % nt == 0 || batch >= 4 * nt || flops_per_matrix < 8e6);
+    int team = batch_parallel ? 1 : nt;
+
+    /* Balance the blocks: equal-sized A blocks (a multiple of MR), a multiple of `team`
+     * of them when that keeps them near MC, and no thin last K block. */
+    int64_t blocks_m = (m + pr.plan.mc - 1) / pr.plan.mc;
+    if (team > 1) blocks_m = (blocks_m + team - 1) / team * team;
+    pr.mc = MT_CAT(round_up, SFX)((m + blocks_m - 1) / blocks_m, pr.plan.mr);
+    int64_t blocks_k = (k + pr.plan.kc - 1) / pr.plan.kc;
+    pr.kc = (k + blocks_k - 1) / blocks_k;
+
+    int64_t a_elems = pr.mc * pr.kc;
+    int64_t b_elems = pr.kc * MT_CAT(round_up, SFX)(n < pr.plan.nc ? n : pr.plan.nc, pr.plan.nr);
+    int failed = 0;
+
+    if (batch_parallel) {
+#pragma omp parallel num_threads(nt)
+        {
+            T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
+            T *bpack = (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T));
+            if (!apack || !bpack) {
+#pragma omp atomic write
+                failed = 1;
+            }
+#pragma omp for schedule(static)
+            for (int64_t bi = 0; bi < batch; ++bi) {
+                if (apack && bpack)
+                    MT_CAT(gemm_tiles, SFX)(&pr, a + bi * stride_a, b + bi * stride_b,
+                                            c + bi * stride_c, apack, bpack, 0, 1);
+            }
+            free(apack);
+            free(bpack);
+        }
+        return failed ? MT_ERR_NOMEM : 0;
+    }
+
+    if (team > 1 && (m + pr.plan.mc - 1) / pr.plan.mc < team && n >= 2 * pr.plan.nr * team) {
+        /* Too few rows for every thread to own A blocks: give each thread its own slice of
+         * columns instead and let it run the whole serial algorithm on it. No shared packing,
+         * no barriers (which cost a scheduler tick each on a busy machine). */
+#pragma omp parallel num_threads(team)
+        {
+            int tid = 0, nthr = 1;
+#ifdef _OPENMP
+            tid = omp_get_thread_num();
+            nthr = omp_get_num_threads();
+#endif
+            int64_t slivers = (n + pr.plan.nr - 1) / pr.plan.nr;
+            int64_t j0 = slivers * tid / nthr * pr.plan.nr;
+            int64_t j1 = slivers * (tid + 1) / nthr * pr.plan.nr;
+            if (j1 > n) j1 = n;
+            if (j0 < j1) {
+                PROBLEM slice = pr;
+                slice.n = j1 - j0;
+                int64_t slice_b = slice.kc * MT_CAT(round_up, SFX)(
+                    slice.n < pr.plan.nc ? slice.n : pr.plan.nc, pr.plan.nr);
+                T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
+                T *bpack = (T *)mt_scratch_alloc(slice_b * (int64_t)sizeof(T));
+                if (apack && bpack) {
+                    const T *b_slice = b + (trans_b ? j0 * ldb : j0);
+                    for (int64_t bi = 0; bi < batch; ++bi)
+                        MT_CAT(gemm_tiles, SFX)(&slice, a + bi * stride_a,
+                                                b_slice + bi * stride_b, c + bi * stride_c + j0,
+                                                apack, bpack, 0, 1);
+                } else {
+#pragma omp atomic write
+                    failed = 1;
+                }
+                free(apack);
+                free(bpack);
+            }
+        }
+        return failed ? MT_ERR_NOMEM : 0;
+    }
+
+    T *bpack = (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T));
+    if (!bpack) return MT_ERR_NOMEM;
+    if (team == 1) {
+        T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
+        if (!apack) { free(bpack); return MT_ERR_NOMEM; }
+        for (int64_t bi = 0; bi < batch; ++bi)
+            MT_CAT(gemm_tiles, SFX)(&pr, a + bi * stride_a, b + bi * stride_b,
+                                    c + bi * stride_c, apack, bpack, 0, 1);
+        free(apack);
+        free(bpack);
+        return 0;
+    }
+#pragma omp parallel num_threads(team)
+    {
+        int tid = 0, nthr = 1;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nthr = omp_get_num_threads();
+#endif
+        T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
+        int my_failed = apack == NULL;
+        /* Every thread must agree before anyone waits at a barrier inside gemm_tiles. */
+#pragma omp atomic update
+        failed += my_failed;
+#pragma omp barrier
+        if (!failed) {
+            for (int64_t bi = 0; bi < batch; ++bi)
+                MT_CAT(gemm_tiles, SFX)(&pr, a + bi * stride_a, b + bi * stride_b,
+                                        c + bi * stride_c, apack, bpack, tid, nthr);
+        }
+        free(apack);
+    }
+    free(bpack);
+    return failed ? MT_ERR_NOMEM : 0;
+}
+
+int MT_CAT(mt_gemm, SFX)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                         const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
+                         int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c,
+                         int64_t batch) {
+    return MT_CAT(mt_gemm_isa, SFX)(MT_ISA_AUTO, trans_a, trans_b, m, n, k, alpha, a, lda,
+                                    stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
+}
+
+#undef PLAN
+#undef PROBLEM
+#undef MT_CAT
+#undef MT_CAT_

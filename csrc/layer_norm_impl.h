@@ -1,0 +1,194 @@
+/* layer_norm_impl.h — layer normalization over the last dim, one dtype.
+ *
+ * Included by layer_norm.c with T, SFX defined. Statistics in double, two passes
+ * (mean, then mean of squared deviations), never E[x^2] - E[x]^2, which cancels.
+ *   y = (x - mean) * rstd * w + b,           rstd = 1 / sqrt(var + eps)
+ *   xhat = (x - mean) * rstd,  g = dy * w
+ *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
+ *   dw = sum_rows dy * xhat,   db = sum_rows dy
+ */
+#define LN_(a, b) a##_##b
+#define LN(a, b) LN_(a, b)
+
+/* Sum of (x[j] - c) and of (x[j] - c)^2 in T within blocks, blocks added in double. */
+MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double *sum,
+                                             double *sumsq) {
+    double s1 = 0, s2 = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += 512) {
+        int64_t j1 = j0 + 512 < n ? j0 + 512 : n;
+        T b1 = 0, b2 = 0;
+#pragma omp simd reduction(+ : b1, b2)
+        for (int64_t j = j0; j < j1; ++j) {
+            T d = x[j] - c;
+            b1 += d;
+            b2 += d * d;
+        }
+        s1 += (double)b1;
+        s2 += (double)b2;
+    }
+    *sum = s1;
+    *sumsq = s2;
+}
+
+/* Two passes, both in T at full SIMD width with block sums added in double:
+ *   1. m_hi = sum(x) / n, a first estimate of the mean (in float32 only ~4 digits may be right
+ *      when |mean| >> std)
+ *   2. e = x - m_hi (exact for such data, by Sterbenz): mean = m_hi + mean(e),
+ *      var = mean(e^2) - mean(e)^2, where mean(e) is small, so nothing cancels.
+ * y = ((x - m_hi) - m_lo) * rstd with m_lo = mean(e) keeps y accurate even when the mean is
+ * not representable in T (x ~ 1000 +- 1 in float32). */
+MT_ROW_KERNEL static void LN(layer_norm_row, SFX)(const T *x, const T *w, const T *b, T *y,
+                                                 int64_t n, double eps, T *mean_out,
+                                                 T *rstd_out) {
+    double sum_x, unused;
+    LN(centered_sums, SFX)(x, n, (T)0, &sum_x, &unused);
+    const T m_hi = (T)(sum_x / (double)n); /* rough: a float32 sum of x ~ 1000 keeps ~4 digits */
+    double sum_e, sum_e2;
+    LN(centered_sums, SFX)(x, n, m_hi, &sum_e, &sum_e2);
+    double mean_e = sum_e / (double)n; /* the correction to m_hi, accurate: e is small */
+    double mean = (double)m_hi + mean_e;
+    const T m_lo = (T)mean_e;
+    double var = sum_e2 / (double)n - mean_e * mean_e;
+    if (var < 0) var = 0;
+    double rstd = 1.0 / sqrt(var + eps);
+    *mean_out = (T)mean;
+    *rstd_out = (T)rstd;
+    const T rs = (T)rstd;
+    if (w && b) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j];
+    } else if (w) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j];
+    } else if (b) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs + b[j];
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs;
+    }
+}
+
+int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T *y, T *mean,
+                                   T *rstd, int64_t rows, int64_t cols, double eps) {
+    if (rows < 0 || cols <= 0) return rows == 0 ? 0 : MT_ERR_ARGS;
+    int nt = mt_threads_for(rows * cols);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < rows; ++r)
+        LN(layer_norm_row, SFX)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
+                                &rstd[r]);
+    return 0;
+}
+
+/* dx for one row; adds this row's dy*xhat and dy into the partial column sums dw_acc / db_acc
+ * (T, flushed to double by the caller every few rows), if given. */
+MT_ROW_KERNEL static void LN(layer_norm_backward_row, SFX)(const T *dy, const T *x, const T *w,
+                                                          T mean, T rstd, T *dx, int64_t n,
+                                                          T *dw_acc, T *db_acc) {
+    double sum_g = 0, sum_gx = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += 512) {
+        int64_t j1 = j0 + 512 < n ? j0 + 512 : n;
+        T bg = 0, bgx = 0;
+        if (w) {
+#pragma omp simd reduction(+ : bg, bgx)
+            for (int64_t j = j0; j < j1; ++j) {
+                T g = dy[j] * w[j];
+                bg += g;
+                bgx += g * ((x[j] - mean) * rstd);
+            }
+        } else {
+#pragma omp simd reduction(+ : bg, bgx)
+            for (int64_t j = j0; j < j1; ++j) {
+                bg += dy[j];
+                bgx += dy[j] * ((x[j] - mean) * rstd);
+            }
+        }
+        sum_g += (double)bg;
+        sum_gx += (double)bgx;
+    }
+    const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
+    if (w) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j)
+            dx[j] = rstd * (dy[j] * w[j] - a - (x[j] - mean) * rstd * c);
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) dx[j] = rstd * (dy[j] - a - (x[j] - mean) * rstd * c);
+    }
+    if (dw_acc) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) {
+            dw_acc[j] += dy[j] * ((x[j] - mean) * rstd);
+            db_acc[j] += dy[j];
+        }
+    }
+}
+
+/* Rows are added into T partial sums in groups of this many, then into double: full SIMD
+ * speed, and float32 column sums over 10^5 rows still good to ~1e-6. */
+#define LN_FLUSH_ROWS 64
+
+int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, const T *mean,
+                                    const T *rstd, T *dx, T *dweight, T *dbias, int64_t rows,
+                                    int64_t cols) {
+    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
+    if (cols == 0) return 0;
+    const int want_params = dweight != NULL || dbias != NULL;
+    int nt = mt_threads_for(rows * cols);
+    /* Per thread: double column sums (dw, db) and T group sums (dw, db); reduced below, no
+     * atomics, deterministic for a given thread count. */
+    const int64_t per_thread = 2 * cols * (int64_t)sizeof(double) + 2 * cols * (int64_t)sizeof(T);
+    char *scratch = NULL;
+    if (want_params) {
+        scratch = (char *)mt_scratch_alloc((int64_t)nt * per_thread);
+        if (!scratch) return MT_ERR_NOMEM;
+        /* zeroed up front: the runtime may start fewer than nt threads */
+        memset(scratch, 0, (size_t)nt * (size_t)per_thread);
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        int tid = 0, nthr = 1;
+#ifdef _OPENMP
+        tid = omp_get_thread_num();
+        nthr = omp_get_num_threads();
+#endif
+        int64_t r0 = rows * tid / nthr, r1 = rows * (tid + 1) / nthr;
+        double *dw_sum = NULL, *db_sum = NULL;
+        T *dw_group = NULL, *db_group = NULL;
+        if (scratch) {
+            dw_sum = (double *)(scratch + tid * per_thread);
+            db_sum = dw_sum + cols;
+            dw_group = (T *)(db_sum + cols);
+            db_group = dw_group + cols;
+        }
+        for (int64_t r = r0; r < r1; ++r) {
+            LN(layer_norm_backward_row, SFX)(dy + r * cols, x + r * cols, weight, mean[r],
+                                             rstd[r], dx + r * cols, cols, dw_group, db_group);
+            if (scratch && ((r - r0 + 1) % LN_FLUSH_ROWS == 0 || r + 1 == r1)) {
+                for (int64_t j = 0; j < cols; ++j) {
+                    dw_sum[j] += (double)dw_group[j];
+                    db_sum[j] += (double)db_group[j];
+                    dw_group[j] = db_group[j] = 0;
+                }
+            }
+        }
+    }
+    if (want_params) {
+        for (int64_t j = 0; j < cols; ++j) {
+            double dw = 0, db = 0;
+            for (int t = 0; t < nt; ++t) {
+                const double *dw_sum = (const double *)(scratch + t * per_thread);
+                dw += dw_sum[j];
+                db += dw_sum[cols + j];
+            }
+            if (dweight) dweight[j] = (T)dw;
+            if (dbias) dbias[j] = (T)db;
+        }
+        free(scratch);
+    }
+    return 0;
+}
+
+#undef LN_FLUSH_ROWS
+#undef LN
+#undef LN_

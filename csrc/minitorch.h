@@ -1,0 +1,136 @@
+/* minitorch.h — the one C API of minitorch's kernels.
+ *
+ * Everything here is a pure function on pointers, sizes and strides: no Python objects, no
+ * allocation of outputs (scratch buffers may be malloc'ed and freed inside a call), no global
+ * state except the thread count. Sizes and strides are int64_t and counted in elements.
+ * Arrays are row-major. f32 and f64 variants share one body in the .c files.
+ *
+ * csrc/build.py feeds the text between the BEGIN/END CDEF markers to cffi's cdef, so that part
+ * must stay plain prototypes (no macros, no includes).
+ *
+ * Return codes: 0 = success, MT_ERR_NOMEM (-1) = a scratch allocation failed,
+ * MT_ERR_ARGS (-2) = an argument the Python layer should have rejected (defence in depth).
+ */
+#ifndef MINITORCH_H
+#define MINITORCH_H
+
+#include <stdint.h>
+
+#define MT_ERR_NOMEM (-1)
+#define MT_ERR_ARGS (-2)
+
+/* Instruction sets the GEMM can be asked to use (MT_ISA_AUTO = best the CPU supports). */
+#define MT_ISA_AUTO 0
+#define MT_ISA_GENERIC 1
+#define MT_ISA_AVX2 2
+#define MT_ISA_AVX512 3
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* BEGIN CDEF */
+/* ---- threads (threads.c) ---- */
+void mt_set_num_threads(int n);
+int mt_get_num_threads(void);
+int mt_has_openmp(void);
+
+/* ---- machine facts (fma_peak.c) ---- */
+int mt_best_isa(void);
+double mt_fma_peak_gflops_f32(int num_threads, int64_t iterations);
+double mt_fma_peak_gflops_f64(int num_threads, int64_t iterations);
+
+/* ---- strided-batched GEMM (gemm.c) ----
+ * For b in [0, batch):  C_b = alpha * op(A_b) * op(B_b) + beta * C_b
+ * op(A_b) is m x k: A_b[i*lda + p] if !trans_a, else A_b[p*lda + i]; A_b = a + b*stride_a.
+ * op(B_b) is k x n: B_b[p*ldb + j] if !trans_b, else B_b[j*ldb + p]; B_b = b + b*stride_b.
+ * C_b[i*ldc + j], C_b = c + b*stride_c. A batch stride of 0 broadcasts that operand.
+ * beta == 0 means C is not read (it may hold garbage or NaN). */
+int mt_gemm_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, float alpha,
+                const float *a, int64_t lda, int64_t stride_a,
+                const float *b, int64_t ldb, int64_t stride_b,
+                float beta, float *c, int64_t ldc, int64_t stride_c, int64_t batch);
+int mt_gemm_f64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, double alpha,
+                const double *a, int64_t lda, int64_t stride_a,
+                const double *b, int64_t ldb, int64_t stride_b,
+                double beta, double *c, int64_t ldc, int64_t stride_c, int64_t batch);
+/* Same, forcing an instruction set (falls back to the best supported one not above it). */
+int mt_gemm_isa_f32(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                    float alpha, const float *a, int64_t lda, int64_t stride_a,
+                    const float *b, int64_t ldb, int64_t stride_b,
+                    float beta, float *c, int64_t ldc, int64_t stride_c, int64_t batch);
+int mt_gemm_isa_f64(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                    double alpha, const double *a, int64_t lda, int64_t stride_a,
+                    const double *b, int64_t ldb, int64_t stride_b,
+                    double beta, double *c, int64_t ldc, int64_t stride_c, int64_t batch);
+int mt_gemm_used_isa(int isa);
+
+/* ---- softmax over the last dim (softmax.c) ----
+ * x, y: rows x cols contiguous. z = x*scale (+ mask_add) ; entries where mask_bool != 0, or
+ * (causal_lq > 0) with column j > (row % causal_lq), are excluded. A row with nothing left
+ * (or all -inf) becomes zeros. At most one of mask_add / mask_bool is non-NULL. The mask is
+ * addressed by strides: the row index is unravelled over row_shape[0..mask_ndim) and
+ * dotted with mask_row_strides; mask_col_stride is 0 (broadcast) or 1. */
+int mt_softmax_forward_f32(const float *x, float *y, int64_t rows, int64_t cols, float scale,
+                           const float *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
+                           const int64_t *row_shape, const int64_t *mask_row_strides,
+                           int64_t mask_col_stride, int64_t causal_lq);
+int mt_softmax_forward_f64(const double *x, double *y, int64_t rows, int64_t cols, double scale,
+                           const double *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
+                           const int64_t *row_shape, const int64_t *mask_row_strides,
+                           int64_t mask_col_stride, int64_t causal_lq);
+/* dx = scale * y * (dy - sum(dy*y)) */
+int mt_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows,
+                            int64_t cols, float scale);
+int mt_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows,
+                            int64_t cols, double scale);
+/* y = x - logsumexp(x) ; dx = dy - exp(y) * sum(dy) */
+int mt_log_softmax_forward_f32(const float *x, float *y, int64_t rows, int64_t cols);
+int mt_log_softmax_forward_f64(const double *x, double *y, int64_t rows, int64_t cols);
+int mt_log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows,
+                                int64_t cols);
+int mt_log_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows,
+                                int64_t cols);
+
+/* ---- cross-entropy with integer targets (cross_entropy.c) ----
+ * Forward writes per-row losses (0 for ignored rows) and lse (double for both dtypes: the
+ * backward needs exp(x - lse) exact for |x| ~ 1e4). Returns MT_ERR_ARGS if a target is outside [0, cols) and not ignore_index (those rows are treated as ignored).
+ * Backward: dlogits[i] = grad[i*grad_stride] * grad_scale *
+ *           (softmax(x_i) - (1-eps)*onehot(t_i) - eps/cols), 0 for ignored rows. */
+int mt_cross_entropy_forward_f32(const float *logits, const int64_t *target, int64_t rows,
+                                 int64_t cols, int64_t ignore_index, double label_smoothing,
+                                 float *loss, double *lse);
+int mt_cross_entropy_forward_f64(const double *logits, const int64_t *target, int64_t rows,
+                                 int64_t cols, int64_t ignore_index, double label_smoothing,
+                                 double *loss, double *lse);
+int mt_cross_entropy_backward_f32(const float *logits, const int64_t *target, const double *lse,
+                                  const float *grad, int64_t grad_stride, double grad_scale,
+                                  int64_t rows, int64_t cols, int64_t ignore_index,
+                                  double label_smoothing, float *dlogits);
+int mt_cross_entropy_backward_f64(const double *logits, const int64_t *target,
+                                  const double *lse, const double *grad, int64_t grad_stride,
+                                  double grad_scale, int64_t rows, int64_t cols,
+                                  int64_t ignore_index, double label_smoothing,
+                                  double *dlogits);
+
+/* ---- layer norm over the last dim (layer_norm.c) ----
+ * weight / bias may be NULL. Statistics are accumulated in double.
+ * Backward: dweight / dbias may be NULL (skipped); both need weight != NULL to be meaningful. */
+int mt_layer_norm_forward_f32(const float *x, const float *weight, const float *bias, float *y,
+                              float *mean, float *rstd, int64_t rows, int64_t cols, double eps);
+int mt_layer_norm_forward_f64(const double *x, const double *weight, const double *bias,
+                              double *y, double *mean, double *rstd, int64_t rows, int64_t cols,
+                              double eps);
+int mt_layer_norm_backward_f32(const float *dy, const float *x, const float *weight,
+                               const float *mean, const float *rstd, float *dx, float *dweight,
+                               float *dbias, int64_t rows, int64_t cols);
+int mt_layer_norm_backward_f64(const double *dy, const double *x, const double *weight,
+                               const double *mean, const double *rstd, double *dx,
+                               double *dweight, double *dbias, int64_t rows, int64_t cols);
+/* END CDEF */
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MINITORCH_H */

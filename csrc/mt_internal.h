@@ -1,0 +1,55 @@
+/* mt_internal.h — helpers shared by the kernel files (not part of the public API).
+ *
+ * Holds: the OpenMP guard, how many threads a kernel of a given size should use, the
+ * run-time multi-versioning attribute for row kernels, and aligned scratch allocation.
+ */
+#ifndef MT_INTERNAL_H
+#define MT_INTERNAL_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include "minitorch.h"
+
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+/* Below this many elements a row kernel runs on one thread: waking a team costs more
+ * than the work (a few microseconds). */
+#define MT_PARALLEL_MIN_ELEMENTS 32768
+
+/* Threads to use for `work` elements of streaming work. */
+static inline int mt_threads_for(int64_t work) {
+    int nt = mt_get_num_threads();
+    if (work < MT_PARALLEL_MIN_ELEMENTS) return 1;
+    return nt < 1 ? 1 : nt;
+}
+
+/* Row kernels are plain C written so that GCC vectorizes them; target_clones compiles each
+ * one for AVX-512, AVX2 and baseline x86-64 and picks at load time (ifunc). ("arch=haswell"
+ * would be matched by CPU model, i.e. never on AMD.) Their hot exp loop dispatches on its own
+ * (fast_exp.c). Non-GCC or non-x86 compilers get the single portable version. */
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && \
+    !defined(MT_NO_TARGET_CLONES) && !defined(__clang__)
+#define MT_ROW_KERNEL __attribute__((noinline, target_clones("avx512f", "avx2", "default")))
+#else
+#define MT_ROW_KERNEL __attribute__((noinline))
+#endif
+
+/* Helpers called from MT_ROW_KERNEL functions must be inlined into each clone, or they are
+ * compiled once for baseline x86-64 and the clone's AVX2/AVX-512 code never runs them. */
+#if defined(__GNUC__)
+#define MT_INLINE inline __attribute__((always_inline))
+#else
+#define MT_INLINE inline
+#endif
+
+/* 64-byte aligned scratch (cache line / AVX-512 vector); NULL on failure or overflow. */
+static inline void *mt_scratch_alloc(int64_t bytes) {
+    if (bytes <= 0) bytes = 64;
+    size_t rounded = ((size_t)bytes + 63u) & ~(size_t)63u;
+    if ((int64_t)rounded < bytes) return NULL;
+    return aligned_alloc(64, rounded);
+}
+
+#endif /* MT_INTERNAL_H */

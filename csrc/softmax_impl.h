@@ -1,0 +1,150 @@
+/* softmax_impl.h — softmax and log-softmax over the last dim, for one dtype.
+ *
+ * Included by softmax.c with T, SFX defined (after row_ops_impl.h for that dtype).
+ * Each row: z = x*scale (+ mask), m = max z, e = exp(z - m), y = e / sum e. The row is at most a
+ * few hundred KiB, so the three passes hit L1/L2 and memory traffic is one read + one write.
+ */
+#define SC_(a, b) a##_##b
+#define SC(a, b) SC_(a, b)
+
+/* Unmasked row: scale only. */
+MT_ROW_KERNEL static void SC(softmax_row_plain, SFX)(const T *x, T *y, int64_t n, T scale) {
+    T m = SC(row_max_scaled, SFX)(x, n, scale);
+    if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
+        for (int64_t j = 0; j < n; ++j) y[j] = 0;
+        return;
+    }
+    double s = SC(row_exp_sum, SFX)(x, y, n, scale, m);
+    SC(row_scale, SFX)(y, n, (T)(1.0 / s));
+}
+
+/* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
+ * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL. */
+MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t n, T scale,
+                                                     const T *madd, const uint8_t *mbool,
+                                                     int64_t mstride, int64_t live) {
+    T m = -(T)INFINITY;
+    if (madd && mstride == 1) {
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = x[j] * scale + madd[j];
+            y[j] = z;
+            m = z > m ? z : m;
+        }
+    } else if (mbool && mstride == 1) {
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = mbool[j] ? -(T)INFINITY : x[j] * scale;
+            y[j] = z;
+            m = z > m ? z : m;
+        }
+    } else {
+        /* A broadcast (stride-0) mask is one value for the whole row. */
+        T add = madd ? madd[0] : 0;
+        int excluded = mbool ? mbool[0] != 0 : 0;
+        if (excluded) live = 0;
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = x[j] * scale + add;
+            y[j] = z;
+            m = z > m ? z : m;
+        }
+    }
+    if (m == -(T)INFINITY) live = 0; /* fully masked: all zeros, never 0/0 */
+    if (live > 0) {
+        double s = SC(row_exp_sum, SFX)(y, y, live, (T)1, m);
+        SC(row_scale, SFX)(y, live, (T)(1.0 / s));
+    }
+    for (int64_t j = live; j < n; ++j) y[j] = 0;
+}
+
+int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
+                                const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
+                                const int64_t *row_shape, const int64_t *mask_row_strides,
+                                int64_t mask_col_stride, int64_t causal_lq) {
+    if (rows < 0 || cols < 0 || causal_lq < 0 || mask_ndim < 0) return MT_ERR_ARGS;
+    if (mask_add && mask_bool) return MT_ERR_ARGS;
+    if (mask_col_stride != 0 && mask_col_stride != 1) return MT_ERR_ARGS;
+    const int has_mask = mask_add != NULL || mask_bool != NULL;
+    if (has_mask && mask_ndim > 0 && (!row_shape || !mask_row_strides)) return MT_ERR_ARGS;
+    int nt = mt_threads_for(rows * cols);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < rows; ++r) {
+        const T *xr = x + r * cols;
+        T *yr = y + r * cols;
+        if (!has_mask && causal_lq == 0) {
+            SC(softmax_row_plain, SFX)(xr, yr, cols, scale);
+            continue;
+        }
+        int64_t live = cols;
+        if (causal_lq > 0) {
+            int64_t query = r % causal_lq;
+            live = query + 1 < cols ? query + 1 : cols;
+        }
+        const T *madd = NULL;
+        const uint8_t *mbool = NULL;
+        if (has_mask) {
+            int64_t off = mask_row_offset(r, mask_ndim, row_shape, mask_row_strides);
+            if (mask_add) madd = mask_add + off;
+            else mbool = mask_bool + off;
+        }
+        SC(softmax_row_masked, SFX)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live);
+    }
+    return 0;
+}
+
+MT_ROW_KERNEL static void SC(softmax_backward_row, SFX)(const T *y, const T *dy, T *dx,
+                                                       int64_t n, T scale) {
+    T dot = (T)SC(row_dot, SFX)(dy, y, n);
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) dx[j] = scale * y[j] * (dy[j] - dot);
+}
+
+int SC(mt_softmax_backward, SFX)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
+                                 T scale) {
+    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
+    int nt = mt_threads_for(rows * cols);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < rows; ++r)
+        SC(softmax_backward_row, SFX)(y + r * cols, dy + r * cols, dx + r * cols, cols, scale);
+    return 0;
+}
+
+MT_ROW_KERNEL static void SC(log_softmax_row, SFX)(const T *x, T *y, int64_t n) {
+    double lse = SC(row_logsumexp, SFX)(x, n);
+    if (lse == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
+        for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
+        return;
+    }
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] = (T)((double)x[j] - lse);
+}
+
+int SC(mt_log_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols) {
+    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
+    int nt = mt_threads_for(rows * cols);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < rows; ++r) SC(log_softmax_row, SFX)(x + r * cols, y + r * cols, cols);
+    return 0;
+}
+
+MT_ROW_KERNEL static void SC(log_softmax_backward_row, SFX)(const T *y, const T *dy, T *dx,
+                                                           int64_t n) {
+    T total = (T)SC(row_sum, SFX)(dy, n);
+    SC(mt_exp_shifted, SFX)(y, dx, n, (T)1, (T)0, (T)0);
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) dx[j] = dy[j] - dx[j] * total;
+}
+
+int SC(mt_log_softmax_backward, SFX)(const T *y, const T *dy, T *dx, int64_t rows,
+                                     int64_t cols) {
+    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
+    int nt = mt_threads_for(rows * cols);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t r = 0; r < rows; ++r)
+        SC(log_softmax_backward_row, SFX)(y + r * cols, dy + r * cols, dx + r * cols, cols);
+    return 0;
+}
+
+#undef SC
+#undef SC_

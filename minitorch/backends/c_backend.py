@@ -1,0 +1,561 @@
+"""The C backend: validates arguments in Python, allocates outputs, calls the C kernels.
+
+Every check that protects memory happens here, before C runs: dtypes, shapes, index ranges,
+strides (C gets only non-negative element strides that stay inside the arrays it is given)
+and sizes (computed with Python ints, passed as int64). Bad input raises ValueError /
+TypeError / IndexError naming the argument, the expected and the actual value.
+Inputs may be non-contiguous (copied with np.ascontiguousarray when C cannot use the strides);
+outputs are always fresh C-contiguous arrays. Empty inputs never reach C.
+
+Imports: numpy and the cffi extension ``minitorch._C`` only (never the rest of minitorch).
+The API and semantics are those of ``numpy_backend`` (the oracle); see its docstring.
+"""
+import numpy as np
+
+from minitorch._C import ffi, lib
+
+FLOAT_DTYPES = (np.float32, np.float64)
+REDUCTIONS = ("mean", "sum", "none")
+
+# The instruction sets mt_gemm_isa_* understands (tests use them to exercise every kernel).
+GEMM_ISAS = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}
+_ISA_NAMES = {v: k for k, v in GEMM_ISAS.items()}
+
+_C_TYPE = {np.dtype(np.float32): "float *", np.dtype(np.float64): "double *"}
+_C_ARRAY = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]",
+            np.dtype(np.bool_): "uint8_t[]", np.dtype(np.int64): "int64_t[]"}
+_SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
+
+
+def _kernel(name, dtype):
+    """lib.mt_<name>_<f32|f64> for the dtype."""
+    return getattr(lib, f"mt_{name}_{_SUFFIX[np.dtype(dtype)]}")
+
+
+def _ptr(arr):
+    """C pointer to the data of a C-contiguous array (the cdata keeps `arr` alive).
+
+    ffi.from_buffer is ~10x cheaper than going through arr.ctypes / __array_interface__, which
+    matters for the many small calls a training step makes."""
+    return ffi.from_buffer(_C_ARRAY[arr.dtype], arr)
+
+
+def _check_status(status, what):
+    if status == -1:
+        raise MemoryError(f"{what}: the C kernel could not allocate its scratch memory")
+    if status != 0:
+        raise ValueError(f"{what}: the C kernel rejected its arguments (status {status})")
+
+
+# ---------------------------------------------------------------------------------------------
+# Threads
+# ---------------------------------------------------------------------------------------------
+def set_num_threads(n):
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"set_num_threads: n must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"set_num_threads: n must be >= 1, got {n}")
+    lib.mt_set_num_threads(int(min(n, 1 << 16)))
+
+
+def get_num_threads():
+    return int(lib.mt_get_num_threads())
+
+
+def has_openmp():
+    return bool(lib.mt_has_openmp())
+
+
+def best_gemm_isa():
+    """Name of the instruction set the GEMM uses on this CPU ("avx512", "avx2" or "generic")."""
+    return _ISA_NAMES[int(lib.mt_best_isa())]
+
+
+def fma_peak_gflops(dtype=np.float32, num_threads=1, iterations=50_000_000):
+    """Measured FMA throughput of this machine (GFLOP/s) with the widest supported vectors."""
+    fn = lib.mt_fma_peak_gflops_f32 if np.dtype(dtype) == np.float32 else lib.mt_fma_peak_gflops_f64
+    return float(fn(int(num_threads), int(iterations)))
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks (messages match numpy_backend)
+# ---------------------------------------------------------------------------------------------
+def _check_float(name, x, dtype=None):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
+    if dtype is not None and x.dtype != dtype:
+        raise TypeError(f"{name} must have the same dtype as the other inputs ({dtype}), got {x.dtype}")
+    return x
+
+
+def _check_same_shape(name, x, shape):
+    if x.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")
+
+
+def _check_reduction(reduction):
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def _check_label_smoothing(label_smoothing):
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+
+
+def _check_index(name, value):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if not -(2 ** 63) <= int(value) < 2 ** 63:
+        raise ValueError(f"{name} must fit in int64, got {value}")
+    return int(value)
+
+
+def _check_target(logits, target, ignore_index):
+    if not isinstance(target, np.ndarray):
+        raise TypeError(f"target must be a numpy.ndarray, got {type(target).__name__}")
+    if target.dtype != np.int64:
+        raise TypeError(f"target must be int64, got {target.dtype}")
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be 2-D (N, C), got shape {logits.shape}")
+    if target.shape != (logits.shape[0],):
+        raise ValueError(f"target must have shape ({logits.shape[0]},), got {target.shape}")
+    n_classes = logits.shape[1]
+    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
+    if bad.any():
+        value = int(target[np.argmax(bad)])
+        raise IndexError(f"target value {value} is out of range [0, {n_classes}) "
+                         f"and is not ignore_index ({ignore_index})")
+    return np.ascontiguousarray(target)
+
+
+def _contiguous(x):
+    return np.ascontiguousarray(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrix multiply
+# ---------------------------------------------------------------------------------------------
+def _broadcast_shape(s1, s2):
+    """np.broadcast_shapes for two shapes (5x cheaper); raises ValueError if they do not."""
+    ndim = max(len(s1), len(s2))
+    s1 = (1,) * (ndim - len(s1)) + tuple(s1)
+    s2 = (1,) * (ndim - len(s2)) + tuple(s2)
+    out = []
+    for d1, d2 in zip(s1, s2):
+        if d1 != d2 and d1 != 1 and d2 != 1:
+            raise ValueError(f"shapes {s1} and {s2} do not broadcast")
+        out.append(d2 if d1 == 1 else d1)
+    return tuple(out)
+
+
+def _matrix_layout(x):
+    """(array, trans, ld) so that C reads x's last two dims without a copy when they are
+    row-major (ld >= cols, e.g. a slice) or a transposed row-major matrix (e.g. w.T);
+    anything else (negative or odd strides, misaligned data) becomes a contiguous copy."""
+    rows, cols = x.shape[-2:]
+    item = x.itemsize
+    if x.flags.c_contiguous:
+        return x, 0, max(cols, 1)
+    s_row, s_col = x.strides[-2:]
+    # A size-1 dim's stride is meaningless; normalise it so the layout tests below work.
+    if rows == 1:
+        s_row = max(cols, 1) * item if s_col == item else s_row
+    if cols == 1:
+        s_col = item if s_row != item else max(rows, 1) * item
+    if x.flags.aligned and all(s >= 0 and s % item == 0 for s in x.strides):
+        if s_col == item and s_row // item >= max(cols, 1):
+            return x, 0, s_row // item
+        if s_row == item and s_col // item >= max(rows, 1):
+            return x, 1, s_col // item
+    x = np.ascontiguousarray(x)
+    return x, 0, max(cols, 1)
+
+
+def _base_pointer(x):
+    """C pointer to x's first element, for arrays that may be strided views."""
+    if x.flags.c_contiguous:
+        return ffi.from_buffer(_C_ARRAY[x.dtype], x)
+    if x.flags.f_contiguous:  # e.g. w.T: same first element, and cheap to wrap
+        return ffi.from_buffer(_C_ARRAY[x.dtype], x.T)
+    return ffi.cast(_C_TYPE[x.dtype], x.ctypes.data)
+
+
+def _batch_strides(x, batch_shape):
+    """Element strides of x's batch dims broadcast to batch_shape (0 where broadcast)."""
+    lead = len(batch_shape) - (x.ndim - 2)
+    strides = []
+    for i in range(len(batch_shape)):
+        d = i - lead
+        if d < 0 or x.shape[d] == 1:
+            strides.append(0)
+        else:
+            strides.append(x.strides[d] // x.itemsize)
+    return strides
+
+
+def _collapse_batch(batch_shape, stride_lists):
+    """Merge the trailing batch dims into one dim with a uniform stride in every operand.
+
+    Returns (p, size, strides): dims p.. become one dim of `size` with the given per-operand
+    strides; dims before p are looped over in Python (rare: e.g. (B,1) x (1,H) batches).
+    """
+    size, strides, p = 1, [0] * len(stride_lists), len(batch_shape)
+    for d in reversed(range(len(batch_shape))):
+        extent = batch_shape[d]
+        if extent == 1:
+            p = d
+        elif size == 1:
+            size, strides, p = extent, [st[d] for st in stride_lists], d
+        elif all(st[d] == size * s for st, s in zip(stride_lists, strides)):
+            size, p = size * extent, d
+        else:
+            break
+    return p, size, strides
+
+
+def _run_gemm(dtype, isa, a, ta, lda, sa, b, tb, ldb, sb, c, ldc, sc, m, n, k, batch, alpha,
+              beta):
+    """One mt_gemm_isa_* call; a, b, c are C pointers to the first elements."""
+    status = _kernel("gemm_isa", dtype)(isa, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb,
+                                        beta, c, ldc, sc, batch)
+    _check_status(status, "matmul")
+
+
+def _offset(ptr, elements):
+    return ptr + elements if elements else ptr
+
+
+def matmul(a, b, _isa="auto"):
+    """np.matmul for ndim >= 2 (batch dims broadcast) through the C strided-batched GEMM.
+
+    Transposed views are passed as a transpose flag, broadcast batch dims as stride 0, and a
+    batch of A times one B is folded into a single tall GEMM. `_isa` forces a micro-kernel
+    (tests only): "auto", "generic", "avx2", "avx512" (falls back to what the CPU has).
+    """
+    _check_float("a", a)
+    _check_float("b", b, a.dtype)
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"matmul needs a and b with ndim >= 2, got a.ndim={a.ndim}, b.ndim={b.ndim}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: a.shape[-1] ({a.shape[-1]}) must equal b.shape[-2] ({b.shape[-2]})")
+    try:
+        batch_shape = _broadcast_shape(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dims of a {a.shape[:-2]} and b {b.shape[:-2]} do not broadcast") from None
+    isa = GEMM_ISAS.get(_isa)
+    if isa is None:
+        raise ValueError(f"_isa must be one of {tuple(GEMM_ISAS)}, got {_isa!r}")
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    out = np.empty(batch_shape + (m, n), dtype=a.dtype)
+    if out.size == 0:
+        return out
+    if k == 0:
+        out.fill(0)
+        return out
+    a, ta, lda = _matrix_layout(a)
+    b, tb, ldb = _matrix_layout(b)
+    pa, pb, pc = _base_pointer(a), _base_pointer(b), _ptr(out)
+    if not batch_shape:
+        _run_gemm(out.dtype, isa, pa, ta, lda, 0, pb, tb, ldb, 0, pc, n, 0, m, n, k, 1, 1.0, 0.0)
+        return out
+    sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
+    sc = [s // out.itemsize for s in out.strides[:-2]]
+    if not any(sb) and not ta and all(
+            extent == 1 or s == m * lda * int(np.prod(batch_shape[i + 1:], dtype=np.int64))
+            for i, (extent, s) in enumerate(zip(batch_shape, sa))):
+        # Every batch of A is the next block of rows of one tall matrix and B is shared:
+        # one GEMM with M = batch*m, so B is packed once and the threads split all the rows.
+        rows = out.size // n
+        _run_gemm(out.dtype, isa, pa, 0, lda, 0, pb, tb, ldb, 0, pc, n, 0, rows, n, k, 1, 1.0, 0.0)
+        return out
+    p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])
+    for outer in np.ndindex(*batch_shape[:p]):
+        _run_gemm(out.dtype, isa,
+                  _offset(pa, sum(i * s for i, s in zip(outer, sa))), ta, lda, stride_a,
+                  _offset(pb, sum(i * s for i, s in zip(outer, sb))), tb, ldb, stride_b,
+                  _offset(pc, sum(i * s for i, s in zip(outer, sc))), n, stride_c,
+                  m, n, k, inner, 1.0, 0.0)
+    return out
+
+
+def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, _isa="auto"):
+    """out = alpha * op(a) @ op(b) + beta * out for 2-D arrays; a new array when out is None
+    (beta is then irrelevant). `out` must be C-contiguous, of the result's shape and dtype,
+    and must not overlap a or b."""
+    _check_float("a", a)
+    _check_float("b", b, a.dtype)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"gemm needs 2-D a and b, got a.ndim={a.ndim}, b.ndim={b.ndim}")
+    op_a = a.T if trans_a else a
+    op_b = b.T if trans_b else b
+    if op_a.shape[1] != op_b.shape[0]:
+        raise ValueError(f"gemm: op(a) is {op_a.shape} and op(b) is {op_b.shape}; inner dims differ")
+    if _isa not in GEMM_ISAS:
+        raise ValueError(f"_isa must be one of {tuple(GEMM_ISAS)}, got {_isa!r}")
+    m, k = op_a.shape
+    n = op_b.shape[1]
+    if out is None:
+        out = np.empty((m, n), dtype=a.dtype)
+        beta = 0.0
+    else:
+        _check_float("out", out, a.dtype)
+        _check_same_shape("out", out, (m, n))
+        if not (out.flags.c_contiguous and out.flags.writeable and out.flags.aligned):
+            raise ValueError("out must be a writeable, aligned, C-contiguous array")
+        if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+            raise ValueError("out must not overlap a or b")
+    if out.size == 0:
+        return out
+    if k == 0:
+        out[...] = 0 if beta == 0 else beta * out
+        return out
+    op_a, ta, lda = _matrix_layout(op_a)
+    op_b, tb, ldb = _matrix_layout(op_b)
+    _run_gemm(out.dtype, GEMM_ISAS[_isa], _base_pointer(op_a), ta, lda, 0, _base_pointer(op_b), tb,
+              ldb, 0, _ptr(out), n, 0, m, n, k, 1, float(alpha), float(beta))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax family
+# ---------------------------------------------------------------------------------------------
+def _mask_layout(x, mask):
+    """(contiguous mask, row strides (int64 array), column stride) for C: the mask is
+    broadcast to x by stride 0 over the rows, never materialized at x's size."""
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"mask must be a numpy.ndarray or None, got {type(mask).__name__}")
+    if mask.dtype != np.bool_ and mask.dtype != x.dtype:
+        raise TypeError(f"mask must be bool or {x.dtype} (the dtype of x), got {mask.dtype}")
+    try:
+        fits = _broadcast_shape(mask.shape, x.shape) == x.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to x's shape {x.shape}")
+    mask = np.ascontiguousarray(mask)
+    view = np.broadcast_to(mask, x.shape)
+    item = mask.itemsize
+    col_stride = 0 if x.shape[-1] == 1 else view.strides[-1] // item
+    row_strides = np.array([s // item for s in view.strides[:-1]] or [0], dtype=np.int64)
+    return mask, row_strides, col_stride
+
+
+def softmax_forward(x, scale=1.0, mask=None, causal=False):
+    """y = softmax(x*scale + mask) over the last dim (bool mask: True = excluded; causal:
+    key j > query i excluded). A row with nothing left is zeros."""
+    _check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    if causal and x.ndim < 2:
+        raise ValueError(f"causal softmax needs x.ndim >= 2, got shape {x.shape}")
+    mask_base = None
+    if mask is not None:
+        mask_base, row_strides, col_stride = _mask_layout(x, mask)
+    x = _contiguous(x)
+    y = np.empty_like(x)
+    if x.size == 0:
+        return y
+    cols = x.shape[-1]
+    rows = x.size // cols
+    mask_add = mask_bool = ffi.NULL
+    if mask_base is None:
+        row_shape = row_strides = _ZERO_INDEX
+        col_stride, ndim = 0, 0
+    else:
+        row_shape = np.array(x.shape[:-1] or (1,), dtype=np.int64)
+        ndim = x.ndim - 1
+        if mask_base.dtype == np.bool_:
+            mask_bool = _ptr(mask_base)
+        else:
+            mask_add = _ptr(mask_base)
+    causal_lq = x.shape[-2] if causal else 0
+    status = _kernel("softmax_forward", x.dtype)(
+        _ptr(x), _ptr(y), rows, cols, float(scale), mask_add, mask_bool, ndim,
+        _ptr(row_shape), _ptr(row_strides), col_stride, causal_lq)
+    _check_status(status, "softmax_forward")
+    return y
+
+
+_ZERO_INDEX = np.zeros(1, dtype=np.int64)
+
+
+def _row_pair(name_y, y, name_dy, dy):
+    _check_float(name_y, y)
+    _check_float(name_dy, dy, y.dtype)
+    _check_same_shape(name_dy, dy, y.shape)
+    if y.ndim < 1:
+        raise ValueError(f"{name_y} must have at least 1 dim, got shape {y.shape}")
+    return _contiguous(y), _contiguous(dy)
+
+
+def softmax_backward(y, dy, scale=1.0):
+    """dx = scale * y * (dy - sum(dy*y)) over the last dim."""
+    y, dy = _row_pair("y", y, "dy", dy)
+    dx = np.empty_like(y)
+    if y.size:
+        cols = y.shape[-1]
+        status = _kernel("softmax_backward", y.dtype)(_ptr(y), _ptr(dy), _ptr(dx), y.size // cols,
+                                                      cols, float(scale))
+        _check_status(status, "softmax_backward")
+    return dx
+
+
+def log_softmax_forward(x):
+    """y = x - logsumexp(x) over the last dim."""
+    _check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    x = _contiguous(x)
+    y = np.empty_like(x)
+    if x.size:
+        cols = x.shape[-1]
+        status = _kernel("log_softmax_forward", x.dtype)(_ptr(x), _ptr(y), x.size // cols, cols)
+        _check_status(status, "log_softmax_forward")
+    return y
+
+
+def log_softmax_backward(y, dy):
+    """dx = dy - exp(y) * sum(dy) over the last dim."""
+    y, dy = _row_pair("y", y, "dy", dy)
+    dx = np.empty_like(y)
+    if y.size:
+        cols = y.shape[-1]
+        status = _kernel("log_softmax_backward", y.dtype)(_ptr(y), _ptr(dy), _ptr(dx),
+                                                          y.size // cols, cols)
+        _check_status(status, "log_softmax_backward")
+    return dx
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-entropy
+# ---------------------------------------------------------------------------------------------
+def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+    """(loss, lse) with PyTorch semantics; "mean" over zero non-ignored rows is 0.0.
+    target must be int64 (other dtypes raise TypeError)."""
+    _check_float("logits", logits)
+    _check_reduction(reduction)
+    _check_label_smoothing(label_smoothing)
+    ignore_index = _check_index("ignore_index", ignore_index)
+    target = _check_target(logits, target, ignore_index)
+    logits = _contiguous(logits)
+    n, c = logits.shape
+    dtype = logits.dtype
+    per_row = np.zeros(n, dtype=dtype)
+    lse = np.full(n, -np.inf, dtype=np.float64)  # float64 always: see numpy_backend
+    if n and c:
+        status = _kernel("cross_entropy_forward", dtype)(
+            _ptr(logits), _ptr(target), n, c, ignore_index, float(label_smoothing),
+            _ptr(per_row), _ptr(lse))
+        _check_status(status, "cross_entropy_forward")
+    if reduction == "none":
+        return per_row, lse
+    total = per_row.sum(dtype=np.float64)
+    if reduction == "mean":
+        count = int(np.count_nonzero(target != ignore_index))
+        total = total / count if count else 0.0
+    return np.asarray(total, dtype=dtype), lse
+
+
+def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_smoothing=0.0,
+                           reduction="mean"):
+    """dlogits = g_i * (softmax(x_i) - (1-eps)*onehot(t_i) - eps/C); zero for ignored rows."""
+    _check_float("logits", logits)
+    _check_reduction(reduction)
+    _check_label_smoothing(label_smoothing)
+    ignore_index = _check_index("ignore_index", ignore_index)
+    target = _check_target(logits, target, ignore_index)
+    dtype = logits.dtype
+    _check_float("lse", lse)
+    _check_same_shape("lse", lse, (logits.shape[0],))
+    if not isinstance(grad, np.ndarray):
+        grad = np.asarray(grad, dtype=dtype)
+    _check_float("grad", grad, dtype)
+    n, c = logits.shape
+    if reduction == "none":
+        _check_same_shape("grad", grad, (n,))
+        grad_stride, grad_scale = 1, 1.0
+    else:
+        _check_same_shape("grad", grad, ())
+        grad_stride, grad_scale = 0, 1.0
+        if reduction == "mean":
+            count = int(np.count_nonzero(target != ignore_index))
+            grad_scale = 1.0 / count if count else 0.0
+    logits, grad = _contiguous(logits), _contiguous(grad)
+    lse = np.ascontiguousarray(lse, dtype=np.float64)
+    dlogits = np.empty_like(logits)
+    if dlogits.size:
+        status = _kernel("cross_entropy_backward", dtype)(
+            _ptr(logits), _ptr(target), _ptr(lse), _ptr(grad), grad_stride,
+            grad_scale, n, c, ignore_index, float(label_smoothing), _ptr(dlogits))
+        _check_status(status, "cross_entropy_backward")
+    return dlogits
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer norm
+# ---------------------------------------------------------------------------------------------
+def _layer_norm_param(name, p, x):
+    if p is None:
+        return None
+    _check_float(name, p, x.dtype)
+    _check_same_shape(name, p, (x.shape[-1],))
+    return _contiguous(p)
+
+
+def _ptr_or_null(arr):
+    return ffi.NULL if arr is None else _ptr(arr)
+
+
+def layer_norm_forward(x, weight, bias, eps=1e-5):
+    """(y, mean, rstd): y = (x - mean) * rstd * weight + bias over the last dim."""
+    _check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    weight = _layer_norm_param("weight", weight, x)
+    bias = _layer_norm_param("bias", bias, x)
+    if not float(eps) >= 0.0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    x = _contiguous(x)
+    y = np.empty_like(x)
+    mean = np.zeros(x.shape[:-1], dtype=x.dtype)
+    rstd = np.zeros(x.shape[:-1], dtype=x.dtype)
+    if x.size == 0:
+        y.fill(0)
+        return y, mean, rstd
+    cols = x.shape[-1]
+    status = _kernel("layer_norm_forward", x.dtype)(
+        _ptr(x), _ptr_or_null(weight), _ptr_or_null(bias), _ptr(y), _ptr(mean), _ptr(rstd),
+        x.size // cols, cols, float(eps))
+    _check_status(status, "layer_norm_forward")
+    return y, mean, rstd
+
+
+def layer_norm_backward(dy, x, weight, mean, rstd):
+    """(dx, dweight, dbias); dweight and dbias are None when weight is None."""
+    _check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    _check_float("dy", dy, x.dtype)
+    _check_same_shape("dy", dy, x.shape)
+    weight = _layer_norm_param("weight", weight, x)
+    for name, s in (("mean", mean), ("rstd", rstd)):
+        _check_float(name, s, x.dtype)
+        _check_same_shape(name, s, x.shape[:-1])
+    x, dy, mean, rstd = _contiguous(x), _contiguous(dy), _contiguous(mean), _contiguous(rstd)
+    dx = np.zeros_like(x)
+    cols = x.shape[-1]
+    dweight = dbias = None
+    if weight is not None:
+        dweight = np.zeros(cols, dtype=x.dtype)
+        dbias = np.zeros(cols, dtype=x.dtype)
+    if x.size == 0:
+        return dx, dweight, dbias
+    status = _kernel("layer_norm_backward", x.dtype)(
+        _ptr(dy), _ptr(x), _ptr_or_null(weight), _ptr(mean), _ptr(rstd), _ptr(dx),
+        _ptr_or_null(dweight), _ptr_or_null(dbias), x.size // cols, cols)
+    _check_status(status, "layer_norm_backward")
+    return dx, dweight, dbias

@@ -1,0 +1,342 @@
+"""The numpy reference backend: every kernel written as the textbook formula, in plain numpy.
+
+This is the oracle the C (and any other) backend is tested against, so clarity beats speed:
+short functions, the formula in a comment, float64 where the formula needs headroom.
+Imports: numpy only (never the rest of minitorch).
+
+API (shared by every backend; arrays in, fresh arrays out, float32/float64):
+  set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
+  log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
+  layer_norm_forward / layer_norm_backward.
+Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
+log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
+cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
+NaN). Targets must be int64; other dtypes raise TypeError. The log-sum-exp that
+cross_entropy_forward returns for backward is float64 for both dtypes: rounded to float32 near
+|x| ~ 1e4 it would be off by ~5e-4, and the gradient exp(x - lse) by as much.
+"""
+import numpy as np
+
+FLOAT_DTYPES = (np.float32, np.float64)
+REDUCTIONS = ("mean", "sum", "none")
+
+_num_threads = 1
+
+
+# ---------------------------------------------------------------------------------------------
+# Threads: numpy's own BLAS decides; the number is only remembered so the API matches.
+# ---------------------------------------------------------------------------------------------
+def set_num_threads(n):
+    global _num_threads
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
+        raise TypeError(f"set_num_threads: n must be an int, got {type(n).__name__}")
+    if n < 1:
+        raise ValueError(f"set_num_threads: n must be >= 1, got {n}")
+    _num_threads = int(n)
+
+
+def get_num_threads():
+    return _num_threads
+
+
+# ---------------------------------------------------------------------------------------------
+# Argument checks (the same messages as the C backend)
+# ---------------------------------------------------------------------------------------------
+def _check_float(name, x, dtype=None):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
+    if dtype is not None and x.dtype != dtype:
+        raise TypeError(f"{name} must have the same dtype as the other inputs ({dtype}), got {x.dtype}")
+    return x
+
+
+def _check_same_shape(name, x, shape):
+    if x.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")
+
+
+def _check_reduction(reduction):
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def _check_target(logits, target, ignore_index):
+    if not isinstance(target, np.ndarray):
+        raise TypeError(f"target must be a numpy.ndarray, got {type(target).__name__}")
+    if target.dtype != np.int64:
+        raise TypeError(f"target must be int64, got {target.dtype}")
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be 2-D (N, C), got shape {logits.shape}")
+    if target.shape != (logits.shape[0],):
+        raise ValueError(f"target must have shape ({logits.shape[0]},), got {target.shape}")
+    n_classes = logits.shape[1]
+    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
+    if bad.any():
+        value = int(target[np.argmax(bad)])
+        raise IndexError(f"target value {value} is out of range [0, {n_classes}) "
+                         f"and is not ignore_index ({ignore_index})")
+
+
+def _check_label_smoothing(label_smoothing):
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Matrix multiply
+# ---------------------------------------------------------------------------------------------
+def matmul(a, b):
+    """C[..., i, j] = sum_k A[..., i, k] B[..., k, j], batch dims broadcast like np.matmul."""
+    _check_float("a", a)
+    _check_float("b", b, a.dtype)
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"matmul needs a and b with ndim >= 2, got a.ndim={a.ndim}, b.ndim={b.ndim}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: a.shape[-1] ({a.shape[-1]}) must equal b.shape[-2] ({b.shape[-2]})")
+    try:
+        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dims of a {a.shape[:-2]} and b {b.shape[:-2]} do not broadcast") from None
+    return np.ascontiguousarray(np.matmul(a, b))
+
+
+def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
+    """C = alpha * op(A) @ op(B) + beta * C for 2-D arrays (op = identity or transpose)."""
+    _check_float("a", a)
+    _check_float("b", b, a.dtype)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"gemm needs 2-D a and b, got a.ndim={a.ndim}, b.ndim={b.ndim}")
+    op_a = a.T if trans_a else a
+    op_b = b.T if trans_b else b
+    if op_a.shape[1] != op_b.shape[0]:
+        raise ValueError(f"gemm: op(a) is {op_a.shape} and op(b) is {op_b.shape}; inner dims differ")
+    product = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64))
+    if out is None:
+        return product.astype(a.dtype)
+    _check_float("out", out, a.dtype)
+    _check_same_shape("out", out, product.shape)
+    if beta != 0:
+        product = product + beta * out
+    out[...] = product
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax family
+# ---------------------------------------------------------------------------------------------
+def _excluded_entries(x, mask, causal):
+    """Boolean array (broadcast to x) of entries that take no part: bool mask True, causal j > i."""
+    excluded = np.zeros(x.shape, dtype=bool)
+    if mask is not None and mask.dtype == np.bool_:
+        excluded |= np.broadcast_to(mask, x.shape)
+    if causal:
+        lq, lk = x.shape[-2], x.shape[-1]
+        excluded |= np.triu(np.ones((lq, lk), dtype=bool), k=1)  # key j > query i
+    return excluded
+
+
+def _check_mask(x, mask):
+    if mask is None:
+        return
+    if not isinstance(mask, np.ndarray):
+        raise TypeError(f"mask must be a numpy.ndarray or None, got {type(mask).__name__}")
+    if mask.dtype != np.bool_ and mask.dtype != x.dtype:
+        raise TypeError(f"mask must be bool or {x.dtype} (the dtype of x), got {mask.dtype}")
+    try:
+        if np.broadcast_shapes(mask.shape, x.shape) != x.shape:
+            raise ValueError
+    except ValueError:
+        raise ValueError(f"mask of shape {mask.shape} does not broadcast to x's shape {x.shape}") from None
+
+
+def softmax_forward(x, scale=1.0, mask=None, causal=False):
+    """y = softmax(x*scale + mask) over the last dim; excluded entries get 0.
+
+    softmax(z)_j = exp(z_j - max z) / sum_k exp(z_k - max z); a row with nothing left is zeros.
+    """
+    _check_float("x", x)
+    _check_mask(x, mask)
+    if causal and x.ndim < 2:
+        raise ValueError(f"causal softmax needs x.ndim >= 2, got shape {x.shape}")
+    dtype = x.dtype
+    z = x.astype(np.float64) * float(scale)
+    if mask is not None and mask.dtype != np.bool_:
+        z = z + mask.astype(np.float64)
+    z = np.where(_excluded_entries(x, mask, causal), -np.inf, z)
+    row_max = np.max(z, axis=-1, keepdims=True, initial=-np.inf)
+    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # fully excluded row: avoid inf - inf
+    e = np.exp(z - row_max)
+    total = np.sum(e, axis=-1, keepdims=True)
+    y = e / np.where(total > 0, total, 1.0)  # 0 / 1 = 0 for a fully excluded row
+    return y.astype(dtype)
+
+
+def softmax_backward(y, dy, scale=1.0):
+    """dx = scale * y * (dy - sum_j dy_j y_j)."""
+    _check_float("y", y)
+    _check_float("dy", dy, y.dtype)
+    _check_same_shape("dy", dy, y.shape)
+    y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
+    dot = np.sum(dy64 * y64, axis=-1, keepdims=True)
+    return (float(scale) * y64 * (dy64 - dot)).astype(y.dtype)
+
+
+def _logsumexp(x64):
+    """log sum_j exp(x_j) = m + log sum_j exp(x_j - m), m = max_j x_j (-inf for an all -inf row)."""
+    m = np.max(x64, axis=-1, keepdims=True, initial=-np.inf)
+    m_safe = np.where(np.isfinite(m), m, 0.0)
+    with np.errstate(divide="ignore"):
+        return m_safe + np.log(np.sum(np.exp(x64 - m_safe), axis=-1, keepdims=True))
+
+
+def log_softmax_forward(x):
+    """y = x - logsumexp(x) over the last dim (an all -inf row stays -inf, no NaN)."""
+    _check_float("x", x)
+    x64 = x.astype(np.float64)
+    lse = _logsumexp(x64)
+    y = np.where(np.isneginf(lse), -np.inf, x64 - np.where(np.isneginf(lse), 0.0, lse))
+    return y.astype(x.dtype)
+
+
+def log_softmax_backward(y, dy):
+    """dx = dy - exp(y) * sum_j dy_j."""
+    _check_float("y", y)
+    _check_float("dy", dy, y.dtype)
+    _check_same_shape("dy", dy, y.shape)
+    y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
+    return (dy64 - np.exp(y64) * np.sum(dy64, axis=-1, keepdims=True)).astype(y.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-entropy
+# ---------------------------------------------------------------------------------------------
+def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
+    """Per row: loss_i = (1-eps)(lse_i - x_i[t_i]) + eps(lse_i - mean_c x_ic); 0 if t_i ignored.
+
+    Returns (loss, lse): loss is 0-d for "mean"/"sum" ("mean" divides by the non-ignored count,
+    and is 0.0 when every row is ignored), (N,) for "none"; lse (N,) float64, kept for backward.
+    """
+    _check_float("logits", logits)
+    _check_reduction(reduction)
+    _check_label_smoothing(label_smoothing)
+    _check_target(logits, target, ignore_index)
+    eps = float(label_smoothing)
+    x64 = logits.astype(np.float64)
+    lse = _logsumexp(x64)[:, 0]
+    kept = target != ignore_index
+    safe_target = np.where(kept, target, 0)
+    picked = x64[np.arange(x64.shape[0]), safe_target] if x64.shape[0] else np.zeros(0)
+    per_row = (1.0 - eps) * (lse - picked)
+    if eps != 0.0:
+        per_row = per_row + eps * (lse - x64.mean(axis=-1))
+    per_row = np.where(kept, per_row, 0.0)
+    dtype = logits.dtype
+    if reduction == "none":
+        return per_row.astype(dtype), lse
+    total = per_row.sum()
+    if reduction == "mean":
+        count = int(kept.sum())
+        total = total / count if count else 0.0
+    return np.asarray(total, dtype=dtype), lse
+
+
+def _cross_entropy_row_grad(grad, target, ignore_index, reduction, dtype):
+    """dLoss/dloss_i for every row: grad/count (mean), grad (sum), grad_i (none)."""
+    if not isinstance(grad, np.ndarray):
+        grad = np.asarray(grad, dtype=dtype)
+    _check_float("grad", grad, dtype)
+    n = target.shape[0]
+    if reduction == "none":
+        _check_same_shape("grad", grad, (n,))
+        return grad.astype(np.float64)
+    _check_same_shape("grad", grad, ())
+    g = float(grad)
+    if reduction == "mean":
+        count = int((target != ignore_index).sum())
+        g = g / count if count else 0.0
+    return np.full(n, g)
+
+
+def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_smoothing=0.0,
+                           reduction="mean"):
+    """dlogits_ic = g_i (softmax(x_i)_c - (1-eps)[c == t_i] - eps/C); 0 for ignored rows."""
+    _check_float("logits", logits)
+    _check_reduction(reduction)
+    _check_label_smoothing(label_smoothing)
+    _check_target(logits, target, ignore_index)
+    _check_float("lse", lse)
+    _check_same_shape("lse", lse, (logits.shape[0],))
+    g = _cross_entropy_row_grad(grad, target, ignore_index, reduction, logits.dtype)
+    eps = float(label_smoothing)
+    n, c = logits.shape
+    x64 = logits.astype(np.float64)
+    probs = np.exp(x64 - lse.astype(np.float64)[:, None])
+    onehot = np.zeros((n, c))
+    kept = target != ignore_index
+    onehot[np.arange(n)[kept], target[kept]] = 1.0
+    d = g[:, None] * (probs - (1.0 - eps) * onehot - eps / c)
+    d[~kept] = 0.0
+    return d.astype(logits.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer norm
+# ---------------------------------------------------------------------------------------------
+def _check_layer_norm_params(x, weight, bias):
+    d = x.shape[-1] if x.ndim else None
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            _check_float(name, p, x.dtype)
+            _check_same_shape(name, p, (d,))
+
+
+def layer_norm_forward(x, weight, bias, eps=1e-5):
+    """y = (x - mean) / sqrt(var + eps) * w + b over the last dim (biased variance).
+
+    Returns (y, mean, rstd) with mean, rstd of shape x.shape[:-1]; statistics in float64.
+    """
+    _check_float("x", x)
+    _check_layer_norm_params(x, weight, bias)
+    x64 = x.astype(np.float64)
+    if x.shape[-1] == 0:
+        empty = np.zeros(x.shape[:-1], dtype=x.dtype)
+        return np.zeros_like(x), empty, empty.copy()
+    mean = x64.mean(axis=-1, keepdims=True)
+    var = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)  # two-pass: no E[x^2]-E[x]^2
+    rstd = 1.0 / np.sqrt(var + eps)
+    y = (x64 - mean) * rstd
+    if weight is not None:
+        y = y * weight.astype(np.float64)
+    if bias is not None:
+        y = y + bias.astype(np.float64)
+    return y.astype(x.dtype), mean[..., 0].astype(x.dtype), rstd[..., 0].astype(x.dtype)
+
+
+def layer_norm_backward(dy, x, weight, mean, rstd):
+    """xhat = (x - mean) rstd, g = dy w:  dx = rstd (g - mean(g) - xhat mean(g xhat)),
+    dw = sum over rows of dy xhat, db = sum over rows of dy. Returns (dx, dw, db)."""
+    _check_float("x", x)
+    _check_float("dy", dy, x.dtype)
+    _check_same_shape("dy", dy, x.shape)
+    _check_layer_norm_params(x, weight, None)
+    for name, s in (("mean", mean), ("rstd", rstd)):
+        _check_float(name, s, x.dtype)
+        _check_same_shape(name, s, x.shape[:-1])
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    xhat = (x64 - mean.astype(np.float64)[..., None]) * rstd.astype(np.float64)[..., None]
+    g = dy64 * weight.astype(np.float64) if weight is not None else dy64
+    if x.shape[-1] == 0:
+        dx = np.zeros_like(x64)
+    else:
+        dx = rstd.astype(np.float64)[..., None] * (
+            g - g.mean(axis=-1, keepdims=True) - xhat * (g * xhat).mean(axis=-1, keepdims=True))
+    if weight is None:
+        return dx.astype(x.dtype), None, None
+    rows = (-1, x.shape[-1])
+    dweight = (dy64 * xhat).reshape(rows).sum(axis=0)
+    dbias = dy64.reshape(rows).sum(axis=0)
+    return dx.astype(x.dtype), dweight.astype(x.dtype), dbias.astype(x.dtype)

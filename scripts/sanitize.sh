@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# sanitize.sh — build the C core with AddressSanitizer + UBSan and run the kernel tests on it.
+#
+# The sanitized extension is built in a temporary copy of the repository, so the normal
+# build in minitorch/_C*.so (which other work may be using) is left untouched. Python itself is
+# not instrumented, so the ASan runtime is preloaded; leak detection is off (CPython's arenas are
+# noise). Exits non-zero on any test failure or any sanitizer report.
+#
+# Usage: scripts/sanitize.sh [extra pytest args]
+set -euo pipefail
+
+REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+PYTHON="${PYTHON:-python}"
+WORK="$(mktemp -d -t minitorch-sanitize-XXXXXX)"
+trap 'rm -rf "$WORK"' EXIT
+
+# Copy sources only (no build products).
+tar -C "$REPO" --exclude='*.so' --exclude='build' --exclude='.git' --exclude='__pycache__' \
+    --exclude='.hypothesis' --exclude='.pytest_cache' -cf - csrc minitorch tests setup.py pyproject.toml \
+    | tar -C "$WORK" -xf -
+
+cd "$WORK"
+echo "== building with MINITORCH_SANITIZE=1 in $WORK"
+MINITORCH_SANITIZE=1 MINITORCH_REQUIRE_C=1 "$PYTHON" setup.py -q build_ext --inplace --force \
+    > build.log 2>&1 || { cat build.log; echo "sanitize.sh: build failed"; exit 1; }
+
+ASAN_LIB="$(${CC:-gcc} -print-file-name=libasan.so)"
+UBSAN_LIB="$(${CC:-gcc} -print-file-name=libubsan.so)"
+if [ ! -e "$ASAN_LIB" ]; then
+    echo "sanitize.sh: libasan.so not found (gcc -print-file-name=libasan.so gave '$ASAN_LIB')"
+    exit 1
+fi
+
+echo "== running tests/test_kernels*.py under ASan + UBSan"
+set +e
+LD_PRELOAD="$ASAN_LIB:$UBSAN_LIB" \
+ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$WORK/sanitizer" \
+UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$WORK/sanitizer" \
+PYTHONPATH="$WORK" MINITORCH_REQUIRE_C=1 \
+    "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/test_kernels*.py "$@" 2>&1 | tee test.log
+status=${PIPESTATUS[0]}
+set -e
+
+# pytest captures stderr, so reports go to log files (sanitizer.<pid>) as well.
+if compgen -G "$WORK/sanitizer.*" > /dev/null || \
+        grep -qE "ERROR: AddressSanitizer|runtime error:|UndefinedBehaviorSanitizer" test.log; then
+    cat "$WORK"/sanitizer.* 2>/dev/null || true
+    echo "sanitize.sh: sanitizer report found"
+    exit 1
+fi
+if grep -q "C extension not built" test.log; then
+    echo "sanitize.sh: the C tests were skipped (extension did not import)"
+    exit 1
+fi
+if [ "$status" -ne 0 ]; then
+    echo "sanitize.sh: tests failed (exit $status)"
+    exit "$status"
+fi
+echo "sanitize.sh: clean"

@@ -1,0 +1,482 @@
+"""Kernel tests: the C backend equals the numpy reference, and the reference equals the maths.
+
+- Every C kernel is compared with numpy_backend on random shapes (hypothesis, bounded
+  examples), float32 and float64, with 1 and 2 threads, including empty / size-1 / prime /
+  non-tile-multiple sizes, transposed and broadcast (stride-0) batches, masks, causal.
+- The numpy backend itself is checked against independent formulas (the oracle is tested).
+- Bad input raises errors that name the argument, on both backends.
+If ``minitorch._C`` does not import, the C tests are skipped with "C extension not built".
+"""
+import contextlib
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from minitorch.backends import numpy_backend as N
+
+try:
+    from minitorch.backends import c_backend as C
+except ImportError:  # extension not built
+    C = None
+
+needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
+DTYPES = [np.float32, np.float64]
+THREADS = [1, 2]
+SIZES = [0, 1, 2, 3, 7, 16, 33, 129]  # includes 0, 1, primes, non-multiples of 6/8/16
+HYPO = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+EPS = {np.float32: np.finfo(np.float32).eps, np.float64: np.finfo(np.float64).eps}
+
+
+def tol(dtype):
+    return dict(rtol=3e-5, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
+
+
+@contextlib.contextmanager
+def c_threads(n):
+    """Run the C kernels with n threads, restoring the previous count afterwards."""
+    previous = C.get_num_threads()
+    C.set_num_threads(n)
+    try:
+        yield
+    finally:
+        C.set_num_threads(previous)
+
+
+def rand(rng, shape, dtype, scale=1.0):
+    return np.asarray(rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def assert_gemm_close(got, a, b):
+    """|got - exact| <= c * K * eps * (|A| @ |B|): what float summation of K products allows."""
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    exact = a64 @ b64
+    bound = 4 * max(a.shape[-1], 1) * EPS[got.dtype.type] * (np.abs(a64) @ np.abs(b64)) + 1e-300
+    assert got.shape == exact.shape and got.dtype == a.dtype
+    excess = np.abs(got - exact) - bound
+    assert (excess <= 0).all(), f"max excess over the rounding bound {excess.max()}"
+
+
+# ---------------------------------------------------------------------------------------------
+# GEMM / matmul
+# ---------------------------------------------------------------------------------------------
+@needs_c
+@pytest.mark.parametrize("isa", ["auto", "generic"])
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@HYPO
+@given(data=st.data())
+def test_matmul_matches_numpy(dtype, threads, isa, data):
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    dim = st.one_of(st.sampled_from(SIZES), st.integers(0, 70))
+    m, n, k = data.draw(dim, label="m"), data.draw(dim, label="n"), data.draw(dim, label="k")
+    batch = data.draw(st.lists(st.sampled_from([1, 2, 3]), max_size=2), label="batch")
+    # Drop or set to 1 some batch dims of each operand, so they broadcast (stride 0).
+    a_batch = [d if data.draw(st.booleans()) else 1 for d in batch]
+    b_batch = [d if data.draw(st.booleans()) else 1 for d in batch]
+    if data.draw(st.booleans()):
+        a_batch = a_batch[data.draw(st.integers(0, len(a_batch))):]
+    trans_a, trans_b = data.draw(st.booleans()), data.draw(st.booleans())
+    # Transposed operands are views of contiguous matrices: C gets a flag, not a copy.
+    a = rand(rng, a_batch + [k, m], dtype).swapaxes(-1, -2) if trans_a else rand(rng, a_batch + [m, k], dtype)
+    b = rand(rng, b_batch + [n, k], dtype).swapaxes(-1, -2) if trans_b else rand(rng, b_batch + [k, n], dtype)
+    with c_threads(threads):
+        got = C.matmul(a, b, _isa=isa)
+    expected = N.matmul(a, b)
+    assert got.flags.c_contiguous
+    assert_gemm_close(got, a, b)
+    np.testing.assert_allclose(got, expected, **(dict(rtol=1e-4, atol=1e-4 * max(k, 1) ** 0.5)
+                                                 if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)))
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ["auto", "generic", "avx2", "avx512"])
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("m,n,k", [(1, 1, 4096), (33, 129, 4096), (1000, 7, 129), (7, 1000, 33),
+                                   (300, 300, 300), (129, 1, 1000), (1, 257, 1)])
+def test_gemm_tile_edges_and_long_k(dtype, threads, isa, m, n, k):
+    rng = np.random.default_rng(m * 7919 + n * 31 + k)
+    a, b = rand(rng, (m, k), dtype), rand(rng, (k, n), dtype)
+    with c_threads(threads):
+        assert_gemm_close(C.matmul(a, b, _isa=isa), a, b)
+        assert_gemm_close(C.matmul(np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T, _isa=isa), a, b)
+
+
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_alpha_beta_and_out(dtype, threads):
+    rng = np.random.default_rng(3)
+    a, b = rand(rng, (37, 19), dtype), rand(rng, (23, 19), dtype)
+    c0 = rand(rng, (37, 23), dtype)
+    with c_threads(threads):
+        out = c0.copy()
+        result = C.gemm(a, b, trans_b=True, alpha=0.5, beta=-2.0, out=out)
+        assert result is out
+        np.testing.assert_allclose(out, N.gemm(a, b, trans_b=True, alpha=0.5, beta=-2.0, out=c0.copy()),
+                                   **tol(dtype))
+        # beta = 0 must not read C: NaN garbage in `out` disappears.
+        out = np.full((19, 23), np.nan, dtype)
+        C.gemm(a[:19].T, b.T, trans_a=True, out=out)
+        np.testing.assert_allclose(out, N.gemm(a[:19], b.T), **tol(dtype))
+        # K = 0: alpha*0 + beta*C
+        out = c0[:, :5].copy()
+        C.gemm(np.zeros((37, 0), dtype), np.zeros((0, 5), dtype), beta=3.0, out=out)
+        np.testing.assert_allclose(out, 3.0 * c0[:, :5])
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_batched_small_and_broadcast(dtype):
+    rng = np.random.default_rng(5)
+    q, kt = rand(rng, (4, 8, 32, 32), dtype), rand(rng, (4, 8, 32, 32), dtype)
+    w = rand(rng, (32, 48), dtype)
+    for threads in THREADS:
+        with c_threads(threads):
+            assert_gemm_close(C.matmul(q, kt.swapaxes(-1, -2)), q, kt.swapaxes(-1, -2))
+            assert_gemm_close(C.matmul(q, w), q, w)  # folded into one tall GEMM
+            assert_gemm_close(C.matmul(q[:, :1], kt[:1]), q[:, :1], kt[:1])
+            assert_gemm_close(C.matmul(q[..., ::2, :], w), q[..., ::2, :], w)  # strided rows
+            assert_gemm_close(C.matmul(q[::-1], w[::-1]), q[::-1], w[::-1])  # negative strides
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_empty(dtype):
+    for sa, sb in [((0, 3), (3, 4)), ((3, 0), (0, 4)), ((2, 0, 3, 5), (5, 1)), ((3, 5), (5, 0))]:
+        got = C.matmul(np.ones(sa, dtype), np.ones(sb, dtype))
+        np.testing.assert_array_equal(got, np.matmul(np.ones(sa), np.ones(sb)))
+        assert got.dtype == dtype
+
+
+# ---------------------------------------------------------------------------------------------
+# Softmax / log-softmax
+# ---------------------------------------------------------------------------------------------
+@st.composite
+def attention_case(draw):
+    """x of shape (B, H, Lq, Lk) (some leading dims dropped), a mask broadcastable to it."""
+    dims = [draw(st.integers(1, 3)), draw(st.integers(1, 3)), draw(st.sampled_from([1, 2, 5, 7, 16])),
+            draw(st.sampled_from([1, 3, 8, 33, 100, 1000]))]
+    dims = dims[draw(st.integers(0, 2)):]
+    mask_kind = draw(st.sampled_from(["none", "bool", "float"]))
+    mask_shape = [d if draw(st.booleans()) else 1 for d in dims]
+    mask_shape = mask_shape[draw(st.integers(0, len(mask_shape))):]
+    causal = draw(st.booleans())
+    scale = draw(st.sampled_from([1.0, 0.125, 2.0, -1.0]))
+    return dims, mask_kind, mask_shape, causal, scale, draw(st.integers(0, 2**32 - 1))
+
+
+def make_mask(rng, kind, shape, dtype):
+    if kind == "none":
+        return None
+    if kind == "bool":
+        return np.asarray(rng.random(shape) < 0.3)
+    mask = rand(rng, shape, dtype)
+    mask[np.asarray(rng.random(shape) < 0.3)] = -np.inf
+    return mask
+
+
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@HYPO
+@given(case=attention_case())
+def test_softmax_matches_numpy(dtype, threads, case):
+    dims, kind, mask_shape, causal, scale, seed = case
+    rng = np.random.default_rng(seed)
+    x = rand(rng, dims, dtype, 3.0)
+    mask = make_mask(rng, kind, mask_shape, dtype)
+    causal = causal and x.ndim >= 2
+    dy = rand(rng, dims, dtype)
+    with c_threads(threads):
+        y = C.softmax_forward(x, scale=scale, mask=mask, causal=causal)
+        dx = C.softmax_backward(y, dy, scale=scale)
+    y_ref = N.softmax_forward(x, scale=scale, mask=mask, causal=causal)
+    assert not np.isnan(y).any()
+    np.testing.assert_allclose(y, y_ref, **tol(dtype))
+    np.testing.assert_allclose(dx, N.softmax_backward(y_ref, dy, scale=scale), **tol(dtype))
+
+
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@HYPO
+@given(rows=st.sampled_from([0, 1, 7, 64]), cols=st.sampled_from([0, 1, 7, 33, 1000, 4099]),
+       seed=st.integers(0, 2**32 - 1))
+def test_log_softmax_matches_numpy(dtype, threads, rows, cols, seed):
+    rng = np.random.default_rng(seed)
+    x, dy = rand(rng, (rows, cols), dtype, 5.0), rand(rng, (rows, cols), dtype)
+    with c_threads(threads):
+        y = C.log_softmax_forward(x)
+        dx = C.log_softmax_backward(y, dy)
+    np.testing.assert_allclose(y, N.log_softmax_forward(x), **tol(dtype))
+    # dx = dy - exp(y) * sum(dy): |sum(dy)| ~ sqrt(cols), so its float rounding scales alike.
+    grad_tol = dict(tol(dtype), atol=tol(dtype)["atol"] * (1 + cols ** 0.5))
+    np.testing.assert_allclose(dx, N.log_softmax_backward(y, dy), **grad_tol)
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_fully_masked_rows_are_zero_with_zero_grad(backend, dtype):
+    B = N if backend == "numpy" else C
+    x = np.random.default_rng(0).standard_normal((2, 3, 4, 6)).astype(dtype)
+    mask = np.zeros((2, 1, 4, 6), bool)
+    mask[0, :, 1, :] = True  # query 1 of batch 0 sees nothing
+    float_mask = np.where(mask, -np.inf, 0.0).astype(dtype)
+    for m in (mask, float_mask):
+        y = B.softmax_forward(x, mask=m, causal=True)
+        assert not np.isnan(y).any()
+        assert (y[0, :, 1] == 0).all()
+        np.testing.assert_allclose(y[1].sum(-1), 1.0, rtol=1e-6)
+        dx = B.softmax_backward(y, np.ones_like(y))
+        assert (dx[0, :, 1] == 0).all() and not np.isnan(dx).any()
+    y = B.softmax_forward(np.full((3, 5), -np.inf, dtype))
+    assert (y == 0).all()
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_causal_with_lq_different_from_lk(dtype):
+    for lq, lk in [(3, 5), (5, 3)]:
+        x = np.random.default_rng(lq).standard_normal((2, lq, lk)).astype(dtype)
+        y = C.softmax_forward(x, causal=True)
+        np.testing.assert_allclose(y, N.softmax_forward(x, causal=True), **tol(dtype))
+        assert (y[:, np.triu(np.ones((lq, lk), bool), 1)] == 0).all()  # top-left aligned tril
+        np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Cross-entropy
+# ---------------------------------------------------------------------------------------------
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@HYPO
+@given(rows=st.sampled_from([0, 1, 5, 33, 200]), cols=st.sampled_from([1, 2, 7, 100, 1000]),
+       smoothing=st.sampled_from([0.0, 0.1, 1.0]), reduction=st.sampled_from(["mean", "sum", "none"]),
+       ignore_frac=st.sampled_from([0.0, 0.3, 1.0]), seed=st.integers(0, 2**32 - 1))
+def test_cross_entropy_matches_numpy(dtype, threads, rows, cols, smoothing, reduction, ignore_frac, seed):
+    rng = np.random.default_rng(seed)
+    logits = rand(rng, (rows, cols), dtype, 4.0)
+    target = rng.integers(0, cols, rows).astype(np.int64)
+    target[rng.random(rows) < ignore_frac] = -100
+    grad = rand(rng, (rows,) if reduction == "none" else (), dtype)
+    kw = dict(ignore_index=-100, label_smoothing=smoothing, reduction=reduction)
+    with c_threads(threads):
+        loss, lse = C.cross_entropy_forward(logits, target, **kw)
+        dlogits = C.cross_entropy_backward(logits, target, lse, grad, **kw)
+    loss_ref, lse_ref = N.cross_entropy_forward(logits, target, **kw)
+    assert loss.shape == loss_ref.shape and loss.dtype == dtype and np.isfinite(loss).all()
+    np.testing.assert_allclose(loss, loss_ref, **tol(dtype))
+    np.testing.assert_allclose(lse, lse_ref, **tol(dtype))
+    np.testing.assert_allclose(dlogits, N.cross_entropy_backward(logits, target, lse_ref, grad, **kw),
+                               **tol(dtype))
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_cross_entropy_extreme_logits_exact(backend, dtype):
+    B = N if backend == "numpy" else C
+    logits = np.array([[1e4, -1e4, 0.0], [-1e4, -1e4, 1e4], [1e4, 1e4, -1e4]], dtype)
+    target = np.array([1, 2, 0], np.int64)
+    loss, lse = B.cross_entropy_forward(logits, target, reduction="none")
+    # lse_i = max + log(count of maxima); loss = lse - x_t
+    expected = np.array([2e4, 0.0, np.log(2.0)])
+    np.testing.assert_allclose(loss, expected, rtol=1e-6)
+    np.testing.assert_allclose(lse, [1e4, 1e4, 1e4 + np.log(2.0)], rtol=1e-7)
+    d = B.cross_entropy_backward(logits, target, lse, np.ones(3, dtype), reduction="none")
+    assert np.isfinite(d).all()
+    np.testing.assert_allclose(d, [[1, -1, 0], [0, 0, 0], [-0.5, 0.5, 0]], atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+def test_cross_entropy_all_ignored_mean_is_zero(backend):
+    B = N if backend == "numpy" else C
+    logits = np.ones((3, 4))
+    target = np.full(3, -100, np.int64)
+    loss, lse = B.cross_entropy_forward(logits, target)
+    assert loss.shape == () and loss == 0.0
+    assert (B.cross_entropy_backward(logits, target, lse, np.float64(1.0)) == 0).all()
+
+
+# ---------------------------------------------------------------------------------------------
+# Layer norm
+# ---------------------------------------------------------------------------------------------
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@HYPO
+@given(lead=st.lists(st.sampled_from([0, 1, 3, 33, 129]), max_size=2).filter(lambda l: np.prod(l) <= 4300),
+       d=st.sampled_from([1, 2, 7, 64, 129, 1000]), affine=st.sampled_from(["both", "weight", "bias", "none"]),
+       offset=st.sampled_from([0.0, 1e3]), seed=st.integers(0, 2**32 - 1))
+def test_layer_norm_matches_numpy(dtype, threads, lead, d, affine, offset, seed):
+    rng = np.random.default_rng(seed)
+    shape = tuple(lead) + (d,)
+    x = (rand(rng, shape, np.float64) + offset).astype(dtype)  # offset: cancellation check
+    w = rand(rng, (d,), dtype) if affine in ("both", "weight") else None
+    b = rand(rng, (d,), dtype) if affine in ("both", "bias") else None
+    dy = rand(rng, shape, dtype)
+    with c_threads(threads):
+        y, mean, rstd = C.layer_norm_forward(x, w, b, eps=1e-5)
+        dx, dw, db = C.layer_norm_backward(dy, x, w, mean, rstd)
+    y_ref, mean_ref, rstd_ref = N.layer_norm_forward(x, w, b, eps=1e-5)
+    dx_ref, dw_ref, db_ref = N.layer_norm_backward(dy, x, w, mean_ref, rstd_ref)
+    loose = dict(rtol=2e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(mean, mean_ref, **tol(dtype))
+    np.testing.assert_allclose(rstd, rstd_ref, **tol(dtype))
+    np.testing.assert_allclose(y, y_ref, **loose)
+    np.testing.assert_allclose(dx, dx_ref, **loose)
+    if w is None:
+        assert dw is None and db is None
+    else:
+        scale = max(1.0, np.prod(lead)) ** 0.5
+        np.testing.assert_allclose(dw, dw_ref, rtol=loose["rtol"], atol=loose["atol"] * scale)
+        np.testing.assert_allclose(db, db_ref, rtol=loose["rtol"], atol=loose["atol"] * scale)
+
+
+# ---------------------------------------------------------------------------------------------
+# The oracle against independent formulas
+# ---------------------------------------------------------------------------------------------
+def test_numpy_softmax_rows_sum_to_one_and_match_definition():
+    x = np.random.default_rng(0).standard_normal((5, 9)) * 10
+    y = N.softmax_forward(x, scale=0.5)
+    np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-14)
+    np.testing.assert_allclose(y, np.exp(0.5 * x) / np.exp(0.5 * x).sum(-1, keepdims=True), rtol=1e-12)
+    mask = np.random.default_rng(1).random((5, 9)) < 0.4
+    ym = N.softmax_forward(x, mask=mask)
+    e = np.where(mask, 0.0, np.exp(x))
+    np.testing.assert_allclose(ym, e / np.maximum(e.sum(-1, keepdims=True), 1e-300), rtol=1e-12)
+
+
+def test_numpy_softmax_backward_is_jacobian_product():
+    rng = np.random.default_rng(2)
+    x, dy = rng.standard_normal(6), rng.standard_normal(6)
+    y = N.softmax_forward(x, scale=1.5)
+    jac = 1.5 * (np.diag(y) - np.outer(y, y))  # d softmax(1.5 x) / dx
+    np.testing.assert_allclose(N.softmax_backward(y, dy, scale=1.5), jac.T @ dy, rtol=1e-12)
+
+
+def test_numpy_cross_entropy_is_minus_log_softmax():
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((7, 5))
+    t = rng.integers(0, 5, 7).astype(np.int64)
+    p = np.exp(x) / np.exp(x).sum(1, keepdims=True)  # float64 softmax by hand
+    loss, _ = N.cross_entropy_forward(x, t, reduction="none")
+    np.testing.assert_allclose(loss, -np.log(p[np.arange(7), t]), rtol=1e-12)
+    smooth, _ = N.cross_entropy_forward(x, t, label_smoothing=0.2, reduction="sum")
+    q = np.full((7, 5), 0.2 / 5)
+    q[np.arange(7), t] += 0.8
+    np.testing.assert_allclose(smooth, -(q * np.log(p)).sum(), rtol=1e-12)
+    # gradient by central differences
+    lse = np.log(np.exp(x).sum(1))
+    d = N.cross_entropy_backward(x, t, lse, np.float64(1.0))
+    h, i, j = 1e-6, 2, 3
+    xp, xm = x.copy(), x.copy()
+    xp[i, j] += h
+    xm[i, j] -= h
+    numeric = (N.cross_entropy_forward(xp, t)[0] - N.cross_entropy_forward(xm, t)[0]) / (2 * h)
+    np.testing.assert_allclose(d[i, j], numeric, rtol=1e-6)
+
+
+def test_numpy_layer_norm_is_textbook():
+    rng = np.random.default_rng(4)
+    x, w, b = rng.standard_normal((4, 10)), rng.standard_normal(10), rng.standard_normal(10)
+    y, mean, rstd = N.layer_norm_forward(x, w, b, eps=1e-5)
+    textbook = (x - x.mean(1, keepdims=True)) / np.sqrt(x.var(1, keepdims=True) + 1e-5) * w + b
+    np.testing.assert_allclose(y, textbook, rtol=1e-12)
+    # backward against central differences of sum(y * dy)
+    dy = rng.standard_normal((4, 10))
+    dx, dw, db = N.layer_norm_backward(dy, x, w, mean, rstd)
+    h = 1e-6
+    xp, xm = x.copy(), x.copy()
+    xp[1, 2] += h
+    xm[1, 2] -= h
+    numeric = ((N.layer_norm_forward(xp, w, b)[0] - N.layer_norm_forward(xm, w, b)[0]) * dy).sum() / (2 * h)
+    np.testing.assert_allclose(dx[1, 2], numeric, rtol=1e-6)
+    np.testing.assert_allclose(db, dy.sum(0), rtol=1e-12)
+
+
+def test_numpy_matmul_and_log_softmax():
+    rng = np.random.default_rng(5)
+    a, b = rng.standard_normal((2, 3, 4)), rng.standard_normal((4, 5))
+    np.testing.assert_allclose(N.matmul(a, b), np.einsum("bik,kj->bij", a, b), rtol=1e-12)
+    x = rng.standard_normal((3, 6))
+    np.testing.assert_allclose(N.log_softmax_forward(x), np.log(np.exp(x) / np.exp(x).sum(1, keepdims=True)),
+                               rtol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bad input
+# ---------------------------------------------------------------------------------------------
+BACKENDS = ["numpy", pytest.param("c", marks=needs_c)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_bad_input_raises_naming_the_argument(backend):
+    B = N if backend == "numpy" else C
+    f32, f64 = np.ones((3, 4), np.float32), np.ones((4, 5), np.float64)
+    with pytest.raises(TypeError, match="b must have the same dtype"):
+        B.matmul(f32, f64)
+    with pytest.raises(TypeError, match="a must be float32 or float64"):
+        B.matmul(np.ones((3, 4), np.int32), np.ones((4, 5), np.int32))
+    with pytest.raises(ValueError, match=r"a.shape\[-1\] \(4\) must equal b.shape\[-2\] \(3\)"):
+        B.matmul(f32, np.ones((3, 5), np.float32))
+    with pytest.raises(ValueError, match="batch dims"):
+        B.matmul(np.ones((2, 3, 4)), np.ones((3, 4, 5)))
+    with pytest.raises(ValueError, match="ndim >= 2"):
+        B.matmul(np.ones(4), np.ones((4, 5)))
+    with pytest.raises(ValueError, match="mask of shape"):
+        B.softmax_forward(np.ones((2, 3)), mask=np.ones((3, 3), bool))
+    with pytest.raises(TypeError, match="mask must be bool or float64"):
+        B.softmax_forward(np.ones((2, 3)), mask=np.ones((2, 3), np.int64))
+    with pytest.raises(TypeError, match="mask must be bool or float32"):
+        B.softmax_forward(f32, mask=np.ones((3, 4), np.float64))
+    with pytest.raises(ValueError, match="dy must have shape"):
+        B.softmax_backward(np.ones((2, 3)), np.ones((3, 2)))
+    logits, target = np.zeros((3, 5)), np.array([0, 5, 1], np.int64)
+    with pytest.raises(IndexError, match="target value 5"):
+        B.cross_entropy_forward(logits, target)
+    with pytest.raises(IndexError, match="target value -1"):
+        B.cross_entropy_forward(logits, np.array([0, -1, 1], np.int64))
+    with pytest.raises(TypeError, match="target must be int64"):
+        B.cross_entropy_forward(logits, np.array([0, 1, 1], np.int32))
+    with pytest.raises(ValueError, match="target must have shape"):
+        B.cross_entropy_forward(logits, np.array([0, 1], np.int64))
+    with pytest.raises(ValueError, match="reduction must be one of"):
+        B.cross_entropy_forward(logits, np.array([0, 1, 1], np.int64), reduction="avg")
+    with pytest.raises(ValueError, match="label_smoothing"):
+        B.cross_entropy_forward(logits, np.array([0, 1, 1], np.int64), label_smoothing=1.5)
+    with pytest.raises(ValueError, match="grad must have shape"):
+        B.cross_entropy_backward(logits, np.array([0, 1, 1], np.int64), np.zeros(3), np.ones(3))
+    with pytest.raises(ValueError, match=r"weight must have shape \(4,\)"):
+        B.layer_norm_forward(f32, np.ones(3, np.float32), None)
+    with pytest.raises(TypeError, match="bias must have the same dtype"):
+        B.layer_norm_forward(f32, None, np.ones(4))
+    with pytest.raises(ValueError, match="rstd must have shape"):
+        B.layer_norm_backward(f32, f32, None, np.ones(3, np.float32), np.ones(4, np.float32))
+    with pytest.raises(ValueError, match="n must be >= 1"):
+        B.set_num_threads(0)
+    with pytest.raises(TypeError, match="n must be an int"):
+        B.set_num_threads(1.5)
+
+
+@needs_c
+def test_c_gemm_out_checks():
+    a = np.ones((3, 4))
+    with pytest.raises(ValueError, match="out must not overlap"):
+        square = np.ones((3, 3))
+        C.gemm(square, square, out=square)
+    with pytest.raises(ValueError, match="out must be a writeable, aligned, C-contiguous"):
+        C.gemm(a, a.T, out=np.ones((3, 6))[:, ::2])
+    with pytest.raises(ValueError, match=r"out must have shape \(3, 3\)"):
+        C.gemm(a, a.T, out=np.ones((3, 4)))
+
+
+@needs_c
+def test_thread_count_roundtrip():
+    with c_threads(1):
+        assert C.get_num_threads() == 1
+    with c_threads(3):
+        assert C.get_num_threads() == 3
