@@ -14,8 +14,8 @@ import numpy as np
 
 from minitorch._C import ffi, lib
 
-FLOAT_DTYPES = (np.float32, np.float64)
-REDUCTIONS = ("mean", "sum", "none")
+from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_label_smoothing,  # noqa: F401
+                     check_reduction, check_same_shape, check_target)
 
 # The instruction sets mt_gemm_isa_* understands (tests use them to exercise every kernel).
 GEMM_ISAS = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}
@@ -80,31 +80,6 @@ def fma_peak_gflops(dtype=np.float32, num_threads=1, iterations=50_000_000):
 # ---------------------------------------------------------------------------------------------
 # Argument checks (messages match numpy_backend)
 # ---------------------------------------------------------------------------------------------
-def _check_float(name, x, dtype=None):
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
-    if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
-    if dtype is not None and x.dtype != dtype:
-        raise TypeError(f"{name} must have the same dtype as the other inputs ({dtype}), got {x.dtype}")
-    return x
-
-
-def _check_same_shape(name, x, shape):
-    if x.shape != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")
-
-
-def _check_reduction(reduction):
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-
-
-def _check_label_smoothing(label_smoothing):
-    if not 0.0 <= float(label_smoothing) <= 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-
-
 def _check_index(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
@@ -114,22 +89,7 @@ def _check_index(name, value):
 
 
 def _check_target(logits, target, ignore_index):
-    if not isinstance(target, np.ndarray):
-        raise TypeError(f"target must be a numpy.ndarray, got {type(target).__name__}")
-    if target.dtype != np.int64:
-        raise TypeError(f"target must be int64, got {target.dtype}")
-    if logits.ndim != 2:
-        raise ValueError(f"logits must be 2-D (N, C), got shape {logits.shape}")
-    if target.shape != (logits.shape[0],):
-        raise ValueError(f"target must have shape ({logits.shape[0]},), got {target.shape}")
-    n_classes = logits.shape[1]
-    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
-    if bad.any():
-        value = int(target[np.argmax(bad)])
-        raise IndexError(f"target value {value} is out of range [0, {n_classes}) "
-                         f"and is not ignore_index ({ignore_index})")
-    return np.ascontiguousarray(target)
-
+    return np.ascontiguousarray(check_target(logits, target, ignore_index))
 
 def _contiguous(x):
     return np.ascontiguousarray(x)
@@ -235,8 +195,8 @@ def matmul(a, b, _isa="auto"):
     batch of A times one B is folded into a single tall GEMM. `_isa` forces a micro-kernel
     (tests only): "auto", "generic", "avx2", "avx512" (falls back to what the CPU has).
     """
-    _check_float("a", a)
-    _check_float("b", b, a.dtype)
+    check_float("a", a)
+    check_float("b", b, a.dtype)
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"matmul needs a and b with ndim >= 2, got a.ndim={a.ndim}, b.ndim={b.ndim}")
     if a.shape[-1] != b.shape[-2]:
@@ -286,8 +246,8 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, _isa
     """out = alpha * op(a) @ op(b) + beta * out for 2-D arrays; a new array when out is None
     (beta is then irrelevant). `out` must be C-contiguous, of the result's shape and dtype,
     and must not overlap a or b."""
-    _check_float("a", a)
-    _check_float("b", b, a.dtype)
+    check_float("a", a)
+    check_float("b", b, a.dtype)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"gemm needs 2-D a and b, got a.ndim={a.ndim}, b.ndim={b.ndim}")
     op_a = a.T if trans_a else a
@@ -302,8 +262,8 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, _isa
         out = np.empty((m, n), dtype=a.dtype)
         beta = 0.0
     else:
-        _check_float("out", out, a.dtype)
-        _check_same_shape("out", out, (m, n))
+        check_float("out", out, a.dtype)
+        check_same_shape("out", out, (m, n))
         if not (out.flags.c_contiguous and out.flags.writeable and out.flags.aligned):
             raise ValueError("out must be a writeable, aligned, C-contiguous array")
         if np.may_share_memory(out, a) or np.may_share_memory(out, b):
@@ -347,7 +307,7 @@ def _mask_layout(x, mask):
 def softmax_forward(x, scale=1.0, mask=None, causal=False):
     """y = softmax(x*scale + mask) over the last dim (bool mask: True = excluded; causal:
     key j > query i excluded). A row with nothing left is zeros."""
-    _check_float("x", x)
+    check_float("x", x)
     if x.ndim < 1:
         raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
     if causal and x.ndim < 2:
@@ -384,9 +344,9 @@ _ZERO_INDEX = np.zeros(1, dtype=np.int64)
 
 
 def _row_pair(name_y, y, name_dy, dy):
-    _check_float(name_y, y)
-    _check_float(name_dy, dy, y.dtype)
-    _check_same_shape(name_dy, dy, y.shape)
+    check_float(name_y, y)
+    check_float(name_dy, dy, y.dtype)
+    check_same_shape(name_dy, dy, y.shape)
     if y.ndim < 1:
         raise ValueError(f"{name_y} must have at least 1 dim, got shape {y.shape}")
     return _contiguous(y), _contiguous(dy)
@@ -406,7 +366,7 @@ def softmax_backward(y, dy, scale=1.0):
 
 def log_softmax_forward(x):
     """y = x - logsumexp(x) over the last dim."""
-    _check_float("x", x)
+    check_float("x", x)
     if x.ndim < 1:
         raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
     x = _contiguous(x)
@@ -436,9 +396,9 @@ def log_softmax_backward(y, dy):
 def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
     """(loss, lse) with PyTorch semantics; "mean" over zero non-ignored rows is 0.0.
     target must be int64 (other dtypes raise TypeError)."""
-    _check_float("logits", logits)
-    _check_reduction(reduction)
-    _check_label_smoothing(label_smoothing)
+    check_float("logits", logits)
+    check_reduction(reduction)
+    check_label_smoothing(label_smoothing)
     ignore_index = _check_index("ignore_index", ignore_index)
     target = _check_target(logits, target, ignore_index)
     logits = _contiguous(logits)
@@ -463,23 +423,23 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
 def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_smoothing=0.0,
                            reduction="mean"):
     """dlogits = g_i * (softmax(x_i) - (1-eps)*onehot(t_i) - eps/C); zero for ignored rows."""
-    _check_float("logits", logits)
-    _check_reduction(reduction)
-    _check_label_smoothing(label_smoothing)
+    check_float("logits", logits)
+    check_reduction(reduction)
+    check_label_smoothing(label_smoothing)
     ignore_index = _check_index("ignore_index", ignore_index)
     target = _check_target(logits, target, ignore_index)
     dtype = logits.dtype
-    _check_float("lse", lse)
-    _check_same_shape("lse", lse, (logits.shape[0],))
+    check_float("lse", lse)
+    check_same_shape("lse", lse, (logits.shape[0],))
     if not isinstance(grad, np.ndarray):
         grad = np.asarray(grad, dtype=dtype)
-    _check_float("grad", grad, dtype)
+    check_float("grad", grad, dtype)
     n, c = logits.shape
     if reduction == "none":
-        _check_same_shape("grad", grad, (n,))
+        check_same_shape("grad", grad, (n,))
         grad_stride, grad_scale = 1, 1.0
     else:
-        _check_same_shape("grad", grad, ())
+        check_same_shape("grad", grad, ())
         grad_stride, grad_scale = 0, 1.0
         if reduction == "mean":
             count = int(np.count_nonzero(target != ignore_index))
@@ -501,8 +461,8 @@ def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_s
 def _layer_norm_param(name, p, x):
     if p is None:
         return None
-    _check_float(name, p, x.dtype)
-    _check_same_shape(name, p, (x.shape[-1],))
+    check_float(name, p, x.dtype)
+    check_same_shape(name, p, (x.shape[-1],))
     return _contiguous(p)
 
 
@@ -512,7 +472,7 @@ def _ptr_or_null(arr):
 
 def layer_norm_forward(x, weight, bias, eps=1e-5):
     """(y, mean, rstd): y = (x - mean) * rstd * weight + bias over the last dim."""
-    _check_float("x", x)
+    check_float("x", x)
     if x.ndim < 1:
         raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
     weight = _layer_norm_param("weight", weight, x)
@@ -536,15 +496,15 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
 
 def layer_norm_backward(dy, x, weight, mean, rstd):
     """(dx, dweight, dbias); dweight and dbias are None when weight is None."""
-    _check_float("x", x)
+    check_float("x", x)
     if x.ndim < 1:
         raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
-    _check_float("dy", dy, x.dtype)
-    _check_same_shape("dy", dy, x.shape)
+    check_float("dy", dy, x.dtype)
+    check_same_shape("dy", dy, x.shape)
     weight = _layer_norm_param("weight", weight, x)
     for name, s in (("mean", mean), ("rstd", rstd)):
-        _check_float(name, s, x.dtype)
-        _check_same_shape(name, s, x.shape[:-1])
+        check_float(name, s, x.dtype)
+        check_same_shape(name, s, x.shape[:-1])
     x, dy, mean, rstd = _contiguous(x), _contiguous(dy), _contiguous(mean), _contiguous(rstd)
     dx = np.zeros_like(x)
     cols = x.shape[-1]

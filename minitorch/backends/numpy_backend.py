@@ -17,8 +17,8 @@ cross_entropy_forward returns for backward is float64 for both dtypes: rounded t
 """
 import numpy as np
 
-FLOAT_DTYPES = (np.float32, np.float64)
-REDUCTIONS = ("mean", "sum", "none")
+from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_label_smoothing,  # noqa: F401
+                     check_reduction, check_same_shape, check_target)
 
 _num_threads = 1
 
@@ -40,57 +40,12 @@ def get_num_threads():
 
 
 # ---------------------------------------------------------------------------------------------
-# Argument checks (the same messages as the C backend)
-# ---------------------------------------------------------------------------------------------
-def _check_float(name, x, dtype=None):
-    if not isinstance(x, np.ndarray):
-        raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
-    if x.dtype not in FLOAT_DTYPES:
-        raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
-    if dtype is not None and x.dtype != dtype:
-        raise TypeError(f"{name} must have the same dtype as the other inputs ({dtype}), got {x.dtype}")
-    return x
-
-
-def _check_same_shape(name, x, shape):
-    if x.shape != tuple(shape):
-        raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")
-
-
-def _check_reduction(reduction):
-    if reduction not in REDUCTIONS:
-        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
-
-
-def _check_target(logits, target, ignore_index):
-    if not isinstance(target, np.ndarray):
-        raise TypeError(f"target must be a numpy.ndarray, got {type(target).__name__}")
-    if target.dtype != np.int64:
-        raise TypeError(f"target must be int64, got {target.dtype}")
-    if logits.ndim != 2:
-        raise ValueError(f"logits must be 2-D (N, C), got shape {logits.shape}")
-    if target.shape != (logits.shape[0],):
-        raise ValueError(f"target must have shape ({logits.shape[0]},), got {target.shape}")
-    n_classes = logits.shape[1]
-    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
-    if bad.any():
-        value = int(target[np.argmax(bad)])
-        raise IndexError(f"target value {value} is out of range [0, {n_classes}) "
-                         f"and is not ignore_index ({ignore_index})")
-
-
-def _check_label_smoothing(label_smoothing):
-    if not 0.0 <= float(label_smoothing) <= 1.0:
-        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
-
-
-# ---------------------------------------------------------------------------------------------
 # Matrix multiply
 # ---------------------------------------------------------------------------------------------
 def matmul(a, b):
     """C[..., i, j] = sum_k A[..., i, k] B[..., k, j], batch dims broadcast like np.matmul."""
-    _check_float("a", a)
-    _check_float("b", b, a.dtype)
+    check_float("a", a)
+    check_float("b", b, a.dtype)
     if a.ndim < 2 or b.ndim < 2:
         raise ValueError(f"matmul needs a and b with ndim >= 2, got a.ndim={a.ndim}, b.ndim={b.ndim}")
     if a.shape[-1] != b.shape[-2]:
@@ -104,8 +59,8 @@ def matmul(a, b):
 
 def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
     """C = alpha * op(A) @ op(B) + beta * C for 2-D arrays (op = identity or transpose)."""
-    _check_float("a", a)
-    _check_float("b", b, a.dtype)
+    check_float("a", a)
+    check_float("b", b, a.dtype)
     if a.ndim != 2 or b.ndim != 2:
         raise ValueError(f"gemm needs 2-D a and b, got a.ndim={a.ndim}, b.ndim={b.ndim}")
     op_a = a.T if trans_a else a
@@ -115,8 +70,8 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
     product = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64))
     if out is None:
         return product.astype(a.dtype)
-    _check_float("out", out, a.dtype)
-    _check_same_shape("out", out, product.shape)
+    check_float("out", out, a.dtype)
+    check_same_shape("out", out, product.shape)
     if beta != 0:
         product = product + beta * out
     out[...] = product
@@ -156,7 +111,7 @@ def softmax_forward(x, scale=1.0, mask=None, causal=False):
 
     softmax(z)_j = exp(z_j - max z) / sum_k exp(z_k - max z); a row with nothing left is zeros.
     """
-    _check_float("x", x)
+    check_float("x", x)
     _check_mask(x, mask)
     if causal and x.ndim < 2:
         raise ValueError(f"causal softmax needs x.ndim >= 2, got shape {x.shape}")
@@ -175,9 +130,9 @@ def softmax_forward(x, scale=1.0, mask=None, causal=False):
 
 def softmax_backward(y, dy, scale=1.0):
     """dx = scale * y * (dy - sum_j dy_j y_j)."""
-    _check_float("y", y)
-    _check_float("dy", dy, y.dtype)
-    _check_same_shape("dy", dy, y.shape)
+    check_float("y", y)
+    check_float("dy", dy, y.dtype)
+    check_same_shape("dy", dy, y.shape)
     y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
     dot = np.sum(dy64 * y64, axis=-1, keepdims=True)
     return (float(scale) * y64 * (dy64 - dot)).astype(y.dtype)
@@ -193,7 +148,7 @@ def _logsumexp(x64):
 
 def log_softmax_forward(x):
     """y = x - logsumexp(x) over the last dim (an all -inf row stays -inf, no NaN)."""
-    _check_float("x", x)
+    check_float("x", x)
     x64 = x.astype(np.float64)
     lse = _logsumexp(x64)
     y = np.where(np.isneginf(lse), -np.inf, x64 - np.where(np.isneginf(lse), 0.0, lse))
@@ -202,9 +157,9 @@ def log_softmax_forward(x):
 
 def log_softmax_backward(y, dy):
     """dx = dy - exp(y) * sum_j dy_j."""
-    _check_float("y", y)
-    _check_float("dy", dy, y.dtype)
-    _check_same_shape("dy", dy, y.shape)
+    check_float("y", y)
+    check_float("dy", dy, y.dtype)
+    check_same_shape("dy", dy, y.shape)
     y64, dy64 = y.astype(np.float64), dy.astype(np.float64)
     return (dy64 - np.exp(y64) * np.sum(dy64, axis=-1, keepdims=True)).astype(y.dtype)
 
@@ -218,10 +173,10 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
     Returns (loss, lse): loss is 0-d for "mean"/"sum" ("mean" divides by the non-ignored count,
     and is 0.0 when every row is ignored), (N,) for "none"; lse (N,) float64, kept for backward.
     """
-    _check_float("logits", logits)
-    _check_reduction(reduction)
-    _check_label_smoothing(label_smoothing)
-    _check_target(logits, target, ignore_index)
+    check_float("logits", logits)
+    check_reduction(reduction)
+    check_label_smoothing(label_smoothing)
+    check_target(logits, target, ignore_index)
     eps = float(label_smoothing)
     x64 = logits.astype(np.float64)
     lse = _logsumexp(x64)[:, 0]
@@ -246,12 +201,12 @@ def _cross_entropy_row_grad(grad, target, ignore_index, reduction, dtype):
     """dLoss/dloss_i for every row: grad/count (mean), grad (sum), grad_i (none)."""
     if not isinstance(grad, np.ndarray):
         grad = np.asarray(grad, dtype=dtype)
-    _check_float("grad", grad, dtype)
+    check_float("grad", grad, dtype)
     n = target.shape[0]
     if reduction == "none":
-        _check_same_shape("grad", grad, (n,))
+        check_same_shape("grad", grad, (n,))
         return grad.astype(np.float64)
-    _check_same_shape("grad", grad, ())
+    check_same_shape("grad", grad, ())
     g = float(grad)
     if reduction == "mean":
         count = int((target != ignore_index).sum())
@@ -262,12 +217,12 @@ def _cross_entropy_row_grad(grad, target, ignore_index, reduction, dtype):
 def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_smoothing=0.0,
                            reduction="mean"):
     """dlogits_ic = g_i (softmax(x_i)_c - (1-eps)[c == t_i] - eps/C); 0 for ignored rows."""
-    _check_float("logits", logits)
-    _check_reduction(reduction)
-    _check_label_smoothing(label_smoothing)
-    _check_target(logits, target, ignore_index)
-    _check_float("lse", lse)
-    _check_same_shape("lse", lse, (logits.shape[0],))
+    check_float("logits", logits)
+    check_reduction(reduction)
+    check_label_smoothing(label_smoothing)
+    check_target(logits, target, ignore_index)
+    check_float("lse", lse)
+    check_same_shape("lse", lse, (logits.shape[0],))
     g = _cross_entropy_row_grad(grad, target, ignore_index, reduction, logits.dtype)
     eps = float(label_smoothing)
     n, c = logits.shape
@@ -290,8 +245,8 @@ def _check_layer_norm_params(x, weight, bias):
         raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
     for name, p in (("weight", weight), ("bias", bias)):
         if p is not None:
-            _check_float(name, p, x.dtype)
-            _check_same_shape(name, p, (d,))
+            check_float(name, p, x.dtype)
+            check_same_shape(name, p, (d,))
 
 
 def layer_norm_forward(x, weight, bias, eps=1e-5):
@@ -299,7 +254,7 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
 
     Returns (y, mean, rstd) with mean, rstd of shape x.shape[:-1]; statistics in float64.
     """
-    _check_float("x", x)
+    check_float("x", x)
     _check_layer_norm_params(x, weight, bias)
     x64 = x.astype(np.float64)
     if x.shape[-1] == 0:
@@ -319,13 +274,13 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
 def layer_norm_backward(dy, x, weight, mean, rstd):
     """xhat = (x - mean) rstd, g = dy w:  dx = rstd (g - mean(g) - xhat mean(g xhat)),
     dw = sum over rows of dy xhat, db = sum over rows of dy. Returns (dx, dw, db)."""
-    _check_float("x", x)
-    _check_float("dy", dy, x.dtype)
-    _check_same_shape("dy", dy, x.shape)
+    check_float("x", x)
+    check_float("dy", dy, x.dtype)
+    check_same_shape("dy", dy, x.shape)
     _check_layer_norm_params(x, weight, None)
     for name, s in (("mean", mean), ("rstd", rstd)):
-        _check_float(name, s, x.dtype)
-        _check_same_shape(name, s, x.shape[:-1])
+        check_float(name, s, x.dtype)
+        check_same_shape(name, s, x.shape[:-1])
     x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
     xhat = (x64 - mean.astype(np.float64)[..., None]) * rstd.astype(np.float64)[..., None]
     g = dy64 * weight.astype(np.float64) if weight is not None else dy64

@@ -1,0 +1,50 @@
+"""Argument checks shared by every backend, so each raises the same error, naming the argument,
+for the same bad input. Imports: numpy only."""
+import numpy as np
+
+FLOAT_DTYPES = (np.float32, np.float64)
+REDUCTIONS = ("mean", "sum", "none")
+
+
+def check_float(name, x, dtype=None):
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype not in FLOAT_DTYPES:
+        raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
+    if dtype is not None and x.dtype != dtype:
+        raise TypeError(f"{name} must have the same dtype as the other inputs ({dtype}), got {x.dtype}")
+    return x
+
+
+def check_same_shape(name, x, shape):
+    if x.shape != tuple(shape):
+        raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")
+
+
+def check_reduction(reduction):
+    if reduction not in REDUCTIONS:
+        raise ValueError(f"reduction must be one of {REDUCTIONS}, got {reduction!r}")
+
+
+def check_label_smoothing(label_smoothing):
+    if not 0.0 <= float(label_smoothing) <= 1.0:
+        raise ValueError(f"label_smoothing must be in [0, 1], got {label_smoothing}")
+
+
+def check_target(logits, target, ignore_index):
+    """target: int64 (N,) for logits (N, C), each in [0, C) or equal to ignore_index."""
+    if not isinstance(target, np.ndarray):
+        raise TypeError(f"target must be a numpy.ndarray, got {type(target).__name__}")
+    if target.dtype != np.int64:
+        raise TypeError(f"target must be int64, got {target.dtype}")
+    if logits.ndim != 2:
+        raise ValueError(f"logits must be 2-D (N, C), got shape {logits.shape}")
+    if target.shape != (logits.shape[0],):
+        raise ValueError(f"target must have shape ({logits.shape[0]},), got {target.shape}")
+    n_classes = logits.shape[1]
+    bad = (target != ignore_index) & ((target < 0) | (target >= n_classes))
+    if bad.any():
+        value = int(target[np.argmax(bad)])
+        raise IndexError(f"target value {value} is out of range [0, {n_classes}) "
+                         f"and is not ignore_index ({ignore_index})")
+    return target
