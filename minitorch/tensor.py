@@ -40,9 +40,10 @@ class Tensor:
     def _make(cls, array, requires_grad=False):
         """A tensor around an existing numpy array (no copy, no checks): the ops' fast path."""
         t = cls.__new__(cls)
-        array = np.asarray(array)
-        if array.dtype not in _NUMPY_OK:
-            array = array.astype(as_dtype(array.dtype).numpy)
+        if type(array) is not np.ndarray or array.dtype not in _NUMPY_OK:
+            array = np.asarray(array)  # numpy scalars and odd dtypes; ops mostly skip this
+            if array.dtype not in _NUMPY_OK:
+                array = array.astype(as_dtype(array.dtype).numpy)
         t._init(array, requires_grad)
         return t
 

@@ -10,6 +10,7 @@ on, so the gradients have a graph of their own and can be differentiated again.
 """
 import numpy as np
 
+from .function import _tensor_class
 from .grad_mode import no_grad, set_grad_enabled
 
 
@@ -79,30 +80,34 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None)
             for t, edge, g in zip(node.inputs, node.input_edges, input_grads):
                 if t is None or g is None:
                     continue
-                if tuple(g.shape) != tuple(t.shape):
+                if g._data.shape != t._data.shape:
                     raise RuntimeError(f"{node.name()} returned a gradient of shape "
                                        f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
                 _deliver(t, edge, g, wanted, results, create_graph, pending, nodes)
-                producer = None if edge is None else edge[0]
-                if producer is not None and id(producer) in nodes:
-                    dependencies[id(producer)] -= 1
-                    if dependencies[id(producer)] == 0:
-                        ready.append(producer)
+                if edge is not None and id(edge[0]) in nodes:
+                    producer = id(edge[0])
+                    dependencies[producer] -= 1
+                    if dependencies[producer] == 0:
+                        ready.append(edge[0])
     return results
 
 
 def _run_node(node, slots):
     """Call the node's backward on its output gradients (zeros for outputs that got none)."""
-    from ..tensor import Tensor
-    grads = []
-    for index, (grad, (shape, dtype)) in enumerate(zip(slots, node.output_meta)):
-        if grad is not None:
-            for hook in node.output_hooks.get(index, ()):
+    hooks = node.output_hooks
+    if hooks or any(g is None for g in slots):  # (not `None in slots`: Tensor.__eq__)
+        slots = list(slots)
+        for index, (shape, dtype) in enumerate(node.output_meta):
+            grad = slots[index]
+            if grad is None:
+                slots[index] = _tensor_class()._make(np.zeros(shape, dtype.numpy))
+                continue
+            for hook in hooks.get(index, ()):
                 new = hook(grad)
                 grad = grad if new is None else new
-        grads.append(Tensor._make(np.zeros(shape, dtype.numpy)) if grad is None else grad)
-    input_grads = node.fn.backward(node, *grads)
-    if not isinstance(input_grads, tuple):
+            slots[index] = grad
+    input_grads = node.fn.backward(node, *slots)
+    if type(input_grads) is not tuple:
         input_grads = (input_grads,)
     if len(input_grads) != len(node.inputs):
         raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
@@ -133,7 +138,7 @@ def _accumulate_into_leaf(leaf, grad, create_graph):
         grad = grad if new is None else new
     if leaf.grad is None:
         # Own the storage: a later in-place update of .grad must not write into another tensor.
-        leaf.grad = grad if create_graph else grad.detach().clone()
+        leaf.grad = grad if create_graph else _tensor_class()._make(grad._data.copy())
     elif create_graph:
         leaf.grad = leaf.grad + grad
     else:

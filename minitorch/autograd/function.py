@@ -19,7 +19,7 @@ Every differentiable op is a subclass of ``Function`` with two static methods, a
 makes the ``Context`` the node of the graph: the output tensors point at it (``grad_fn``),
 and it points at the input tensors. The engine (engine.py) later walks these nodes backwards.
 """
-from .grad_mode import is_grad_enabled, no_grad
+from . import grad_mode
 
 
 class Context:
@@ -30,29 +30,32 @@ class Context:
     ``mark_non_differentiable`` and any attribute it sets itself (``ctx.dim = dim``).
     """
 
+    # Class-level defaults: a Context is made for every op, so attributes that most ops leave
+    # as they are cost nothing per instance.
+    _saved = ()
+    _saved_versions = ()
+    _freed = False
+    _non_differentiable = ()
+    output_meta = ()       # (shape, dtype) of each output, to make zero grads
+    output_hooks = None    # output index -> hooks registered on that non-leaf tensor (a dict)
+    inputs = input_edges = ()
+
     def __init__(self, fn, args):
         self.fn = fn
-        tensor = _tensor_class()
-        needs, inputs, edges = [], [], []
-        for a in args:
-            need = isinstance(a, tensor) and a.requires_grad
-            needs.append(need)
-            inputs.append(a if need else None)
+        tensor = _Tensor or _tensor_class()
+        # List comprehensions, not generators: this runs once per op on the hot path.
+        needs = self.needs_input_grad = tuple([isinstance(a, tensor) and a.requires_grad
+                                               for a in args])
+        if True in needs:  # otherwise this node never enters a graph: no edges to record
+            self.inputs = tuple([a if need else None for a, need in zip(args, needs)])
             # The node that made the input *now*: an in-place op later re-points the tensor's
             # own ``_ctx`` at its new history, which must not change what this node computes.
-            edges.append((a._ctx, a._output_nr) if need and a._ctx is not None else None)
-        self.needs_input_grad, self.inputs, self.input_edges = \
-            tuple(needs), tuple(inputs), tuple(edges)
-        self._saved = ()
-        self._saved_versions = ()
-        self._freed = False
-        self._non_differentiable = ()
-        self.output_meta = ()       # (shape, dtype) of each output, to make zero grads
-        self.output_hooks = {}      # output index -> hooks registered on that non-leaf tensor
+            self.input_edges = tuple([(a._ctx, a._output_nr) if need and a._ctx is not None
+                                      else None for a, need in zip(args, needs)])
 
     def save_for_backward(self, *tensors):
         self._saved = tensors
-        self._saved_versions = tuple(None if t is None else t._version[0] for t in tensors)
+        self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
     @property
     def saved_tensors(self):
@@ -110,14 +113,20 @@ class Function:
     @classmethod
     def apply(cls, *args, **kwargs):
         ctx = Context(cls, args)
-        with no_grad():
+        # ``with no_grad():`` inlined: it is only this flag flip, and apply runs for every op.
+        recording = grad_mode._enabled
+        grad_mode._enabled = False
+        try:
             outputs = cls.forward(ctx, *args, **kwargs)
-        if is_grad_enabled() and any(ctx.needs_input_grad):
-            single = not isinstance(outputs, tuple)
-            outs = (outputs,) if single else outputs
-            ctx.output_meta = tuple((o.shape, o.dtype) for o in outs)
+        finally:
+            grad_mode._enabled = recording
+        if recording and True in ctx.needs_input_grad:
+            outs = outputs if type(outputs) is tuple else (outputs,)
+            ctx.output_meta = tuple([(o._data.shape, o.dtype) for o in outs])
+            ctx.output_hooks = {}
+            skip = ctx._non_differentiable
             for index, out in enumerate(outs):
-                if id(out) in ctx._non_differentiable or not out.dtype.is_floating_point:
+                if (skip and id(out) in skip) or not out.dtype.is_floating_point:
                     continue
                 out._ctx, out._output_nr, out.requires_grad = ctx, index, True
         return outputs

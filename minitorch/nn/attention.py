@@ -2,8 +2,9 @@
 (``in_proj_weight``/``in_proj_bias``, or ``q/k/v_proj_weight`` when kdim/vdim differ, and
 ``out_proj``), initialisation, shapes and mask conventions, so a PyTorch state_dict loads as is.
 
-Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H); the scores of all
-heads are one batched matmul and one fused softmax (scale, combined mask) on the kernels.
+Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H), copied once to
+be contiguous; the scores of all heads are one batched matmul and one fused softmax (scale,
+combined mask) on the kernels.
 May import: ``.module``, ``.parameter``, ``.init``, ``.linear``, ``.functional``, ``minitorch``.
 """
 import math
@@ -84,24 +85,38 @@ class MultiheadAttention(Module):
             init.constant_(self.out_proj.bias, 0.0)
 
     # ------------------------------------------------------------------ pieces
-    def _project(self, query, key, value):
-        """The q, k, v projections (one GEMM for self-attention with a packed weight)."""
-        E = self.embed_dim
-        b = self.in_proj_bias
-        bq, bk, bv = (None, None, None) if b is None else (b[:E], b[E:2 * E], b[2 * E:])
-        if self._qkv_same_embed_dim:
-            w = self.in_proj_weight
-            if query is key and key is value:
-                return F.linear(query, w, b).chunk(3, dim=-1)
-            return (F.linear(query, w[:E], bq), F.linear(key, w[E:2 * E], bk),
-                    F.linear(value, w[2 * E:], bv))
-        return (F.linear(query, self.q_proj_weight, bq), F.linear(key, self.k_proj_weight, bk),
-                F.linear(value, self.v_proj_weight, bv))
+    def _project_heads(self, query, key, value):
+        """q, k, v projected and split into heads, each a contiguous (N, H, L, E/H) tensor.
 
-    def _heads(self, x):
-        """(N, L, E) → (N, H, L, E/H)."""
+        One GEMM for self-attention with the packed weight (and one for k and v together when
+        key is value); then one copy into the heads layout, so that each attention matmul is a
+        single batched GEMM (on the strided views, the backend loops over the batch instead).
+        """
+        E = self.embed_dim
+        w, b = self.in_proj_weight, self.in_proj_bias
+
+        def bias(start, stop):
+            return None if b is None else b[start:stop]
+        if not self._qkv_same_embed_dim:
+            projections = ((query, self.q_proj_weight, bias(0, E)),
+                           (key, self.k_proj_weight, bias(E, 2 * E)),
+                           (value, self.v_proj_weight, bias(2 * E, 3 * E)))
+            return tuple(self._split_heads(F.linear(x, w_x, b_x), 1)[0]
+                         for x, w_x, b_x in projections)
+        if query is key and key is value:
+            return self._split_heads(F.linear(query, w, b), 3)
+        q = self._split_heads(F.linear(query, w[:E], bias(0, E)), 1)[0]
+        if key is value:
+            return (q,) + self._split_heads(F.linear(key, w[E:], bias(E, 3 * E)), 2)
+        k = self._split_heads(F.linear(key, w[E:2 * E], bias(E, 2 * E)), 1)[0]
+        v = self._split_heads(F.linear(value, w[2 * E:], bias(2 * E, 3 * E)), 1)[0]
+        return q, k, v
+
+    def _split_heads(self, x, parts):
+        """(N, L, parts·E) → ``parts`` contiguous tensors (N, H, L, E/H)."""
         n, length = x.shape[0], x.shape[1]
-        return x.reshape(n, length, self.num_heads, self.head_dim).transpose(1, 2)
+        heads = x.reshape(n, length, parts, self.num_heads, self.head_dim)
+        return heads.permute(2, 0, 3, 1, 4).contiguous().unbind(0)
 
     def _combined_mask(self, attn_mask, key_padding_mask, n, tgt_len, src_len, dtype):
         """One mask of shape broadcastable to (N, H, L, S), kernel convention (True = excluded)."""
@@ -164,7 +179,7 @@ class MultiheadAttention(Module):
                              f"{n} and one length, got key {tuple(key.shape)} and value "
                              f"{tuple(value.shape)} (batch-first view)")
 
-        q, k, v = (self._heads(t) for t in self._project(query, key, value))
+        q, k, v = self._project_heads(query, key, value)
         mask = self._combined_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, q.dtype)
         causal = bool(is_causal) and attn_mask is None
         dropout_p = self.dropout if self.training else 0.0

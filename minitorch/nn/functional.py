@@ -20,6 +20,7 @@ from .. import ops
 from ..autograd.function import Function
 from ..dtype import bool_, int64
 from ..ops.fused import CrossEntropy, LayerNorm as _LayerNormFunction, Softmax
+from ..ops.linalg import Linear as _LinearFunction
 from ..ops.shape import IndexAdd
 from ..random import generator
 from ..tensor import Tensor
@@ -82,6 +83,11 @@ def linear(input, weight, bias=None):
     if input.ndim == 0 or input.shape[-1] != weight.shape[1]:
         raise ValueError(f"linear: input's last dim must be in_features={weight.shape[1]}, got "
                          f"input shape {tuple(input.shape)}")
+    if (input.dtype is weight.dtype and input.dtype.is_floating_point
+            and (bias is None or (bias.dtype is weight.dtype
+                                  and bias._data.shape == weight._data.shape[:1]))):
+        return _LinearFunction.apply(input, weight, bias)  # one node, one GEMM
+    # Mixed dtypes or a broadcast bias: the composite, which promotes and broadcasts.
     if input.ndim > 2:
         # One 2-D GEMM over all rows instead of a broadcast batch (whose weight gradient
         # would be a batch of products summed afterwards).
@@ -123,7 +129,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
         if p is not None and tuple(p.shape) != shape:
             raise ValueError(f"layer_norm: {name} must have shape {shape} (normalized_shape), "
                              f"got {tuple(p.shape)}")
-    size = int(np.prod(shape))
+    size = math.prod(shape)
     lead = tuple(input.shape[:input.ndim - k])
     x = input.reshape(*lead, size) if k > 1 else input
     w = None if weight is None else weight.reshape(size)

@@ -1,9 +1,12 @@
-"""Matrix multiplication, batched and broadcast like ``np.matmul``, on the backend's GEMM.
+"""Matrix multiplication, batched and broadcast like ``np.matmul``, on the backend's GEMM, and
+``Linear`` (x Wᵀ + b as one node, the fused form of ``nn.functional.linear``).
 
 1-d operands are promoted as in PyTorch (a vector on the left is a row, on the right a column)
 and the added dim is removed from the result. The backward is two more matmuls, so the
 gradient is differentiable again.
 """
+import numpy as np
+
 from .. import backends
 from ..autograd.function import Function
 from ..tensor import Tensor
@@ -21,12 +24,49 @@ class MatMul(Function):
     @staticmethod
     def backward(ctx, grad):
         b, a = ctx.saved_tensors
+        if grad.ndim > 2 and not grad._data.flags.c_contiguous:
+            # A batched gradient that arrives as a strided view (through a transpose) is copied
+            # once: on a view the backend would run one GEMM per batch entry, twice.
+            grad = grad.contiguous()
         grad_a = unbroadcast(grad @ b.mT, ctx.shapes[0]) if ctx.needs_input_grad[0] else None
         grad_b = unbroadcast(a.mT @ grad, ctx.shapes[1]) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b
 
 
+class Linear(Function):
+    """x Wᵀ + b over the last dim of x, as one node: a single GEMM over all leading dims that
+    reads W transposed in place (a flag, no copy), with b added into the GEMM's fresh output.
+    Its backward is matmuls and a sum, so it differentiates again."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None)
+        ctx.x_shape = x.shape
+        rows = x._data.reshape(-1, x._data.shape[-1])
+        out = backends.current().matmul(rows, weight._data.T)
+        if bias is not None:
+            out += bias._data
+        return Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight = ctx.saved_tensors
+        need_x, need_weight, need_bias = ctx.needs_input_grad
+        rows = grad.reshape(-1, grad.shape[-1])
+        grad_x = (rows @ weight).reshape(ctx.x_shape) if need_x else None
+        grad_weight = rows.mT @ x.reshape(-1, x.shape[-1]) if need_weight else None
+        grad_bias = rows.sum(0) if need_bias else None
+        return grad_x, grad_weight, grad_bias
+
+
 def matmul(a, b):
+    if type(a) is Tensor and type(b) is Tensor:
+        x, y = a._data, b._data
+        if (x.dtype == y.dtype and x.dtype.kind == "f" and x.ndim >= 2 and y.ndim >= 2
+                and x.shape[-1] == y.shape[-2]
+                and (x.ndim == 2 or y.ndim == 2 or x.shape[:-2] == y.shape[:-2])):
+            return MatMul.apply(a, b)  # the usual case, valid as it stands: skip the checks
     a, b = as_operands(a, b)
     if a.ndim == 0 or b.ndim == 0:
         raise ValueError(f"matmul: both arguments need at least 1 dim, got shapes "
@@ -42,7 +82,6 @@ def matmul(a, b):
         raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
                          f"multiplied ({a.shape[-1]} != {b.shape[-2]})")
     try:
-        import numpy as np
         np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     except ValueError:
         raise ValueError(f"matmul: batch dims of shapes {tuple(a.shape)} and {tuple(b.shape)} "

@@ -27,7 +27,7 @@ class Sum(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         ctx.shape, ctx.kept = a.shape, _kept_shape(a.shape, dims)
-        return _make(np.sum(a._data, axis=dims, keepdims=keepdim))
+        return _make(a._data.sum(axis=dims, keepdims=keepdim))
 
     @staticmethod
     def backward(ctx, grad):

@@ -6,6 +6,8 @@ the version counter of their base, so an in-place change through either is seen 
 Indexing with integer arrays or masks copies, and its backward scatter-adds, so an index that
 repeats accumulates its gradient.
 """
+import math
+
 import numpy as np
 
 from ..autograd.function import Function
@@ -20,6 +22,11 @@ def _shape_arg(shape):
     if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
         shape = tuple(shape[0])
     for n in shape:
+        if type(n) is not int:  # plain ints (the usual case) need no checks or conversion
+            break
+    else:
+        return shape
+    for n in shape:
         if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
             raise TypeError(f"shape: expected ints, got {shape!r}")
     return tuple(int(n) for n in shape)
@@ -27,14 +34,16 @@ def _shape_arg(shape):
 
 def _infer(shape, numel, name):
     """Resolve one -1 in ``shape``; ValueError naming both shapes when sizes do not match."""
+    if -1 not in shape and math.prod(shape) == numel and min(shape, default=0) >= 0:
+        return shape  # the common case, a valid shape in full, checked cheaply
     if list(shape).count(-1) > 1:
         raise ValueError(f"{name}: only one dimension can be -1, got {shape}")
-    known = int(np.prod([n for n in shape if n != -1]))
+    known = math.prod([n for n in shape if n != -1])
     if -1 in shape:
         if known == 0 or numel % known:
             raise ValueError(f"{name}: shape {shape} is invalid for input of size {numel}")
         shape = tuple(numel // known if n == -1 else n for n in shape)
-    if int(np.prod(shape)) != numel or any(n < 0 for n in shape):
+    if math.prod(shape) != numel or any(n < 0 for n in shape):
         raise ValueError(f"{name}: shape {shape} is invalid for input of size {numel}")
     return shape
 
@@ -43,7 +52,7 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx, a, shape):
         ctx.shape = a.shape
-        return _view(np.reshape(a._data, shape), a)
+        return _view(a._data.reshape(shape), a)
 
     @staticmethod
     def backward(ctx, grad):
@@ -53,8 +62,8 @@ class Reshape(Function):
 class Permute(Function):
     @staticmethod
     def forward(ctx, a, dims):
-        ctx.inverse = tuple(np.argsort(dims))
-        return _view(np.transpose(a._data, dims), a)
+        ctx.inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
+        return _view(a._data.transpose(dims), a)
 
     @staticmethod
     def backward(ctx, grad):
@@ -123,6 +132,8 @@ class IndexAdd(Function):
         out = np.zeros(shape, dtype=grad._data.dtype)
         if _is_basic(index):
             out[index] = grad._data
+        elif _is_row_index(index, shape):
+            _add_rows(out, index, grad._data)
         else:
             np.add.at(out, index, grad._data)
         return _make(out)
@@ -156,6 +167,23 @@ class ScatterAdd(Function):
     @staticmethod
     def backward(ctx, grad):
         return Gather.apply(grad, ctx.dim, ctx.index), None, None, None
+
+
+def _is_row_index(index, shape):
+    return (type(index) is np.ndarray and index.dtype.kind == "i" and index.size > 0
+            and len(shape) > 0)
+
+
+def _add_rows(out, rows, values):
+    """``np.add.at(out, rows, values)`` for an int array picking rows of ``out`` (embedding
+    gradients): sort the rows, sum each run of equal rows with ``reduceat``, add once per row.
+    np.add.at is an unbuffered element-by-element loop, tens of times slower."""
+    rows = rows.reshape(-1) % out.shape[0]  # negative rows: the same row as their positive twin
+    values = values.reshape(rows.size, *out.shape[1:])
+    order = np.argsort(rows, kind="stable")
+    sorted_rows = rows[order]
+    starts = np.flatnonzero(np.concatenate(([True], sorted_rows[1:] != sorted_rows[:-1])))
+    out[sorted_rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
 
 
 def _along_axis(index, dim):
@@ -341,9 +369,26 @@ def chunk(a, chunks, dim=0):
     return split(a, max(-(-n // chunks), 1), dim)
 
 
+class Unbind(Function):
+    """The slices along ``dim`` as views, in one node: its backward stacks their gradients
+    (instead of one zero-filled scatter per slice, summed)."""
+
+    @staticmethod
+    def forward(ctx, a, dim):
+        ctx.dim = dim
+        return tuple(_view(a._data[(slice(None),) * dim + (i, Ellipsis)], a)
+                     for i in range(a.shape[dim]))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        return stack(grads, ctx.dim), None
+
+
 def unbind(a, dim=0):
     d = normalize_dim(dim, a.ndim)
-    return tuple(getitem(a, (slice(None),) * d + (i,)) for i in range(a.shape[d]))
+    if a.shape[d] == 0:
+        return ()
+    return Unbind.apply(a, d)
 
 
 def _convert_index(index):

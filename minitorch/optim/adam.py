@@ -71,9 +71,11 @@ class Adam(Optimizer):
                 else:
                     grad = grad + weight_decay * data
 
-            _lerp_(exp_avg, grad, 1 - beta1)
+            # One scratch array per parameter serves every temporary of the update.
+            scratch = np.empty_like(data)
+            _lerp_(exp_avg, grad, 1 - beta1, scratch)
             exp_avg_sq *= beta2
-            scratch = (1 - beta2) * grad
+            np.multiply(grad, 1 - beta2, out=scratch)
             scratch *= grad
             exp_avg_sq += scratch
 
@@ -111,9 +113,13 @@ class AdamW(Adam):
                          amsgrad=amsgrad, maximize=maximize)
 
 
-def _lerp_(start, end, weight):
-    """``start += weight * (end - start)`` in place, rounded as ``torch.lerp`` rounds it."""
+def _lerp_(start, end, weight, scratch):
+    """``start += weight * (end - start)`` in place, rounded as ``torch.lerp`` rounds it;
+    ``scratch`` (shaped like ``start``) holds the temporary."""
+    np.subtract(end, start, out=scratch)
     if abs(weight) < 0.5:
-        start += weight * (end - start)
+        scratch *= weight
+        start += scratch
     else:
-        np.subtract(end, (end - start) * (1 - weight), out=start)
+        scratch *= 1 - weight
+        np.subtract(end, scratch, out=start)
