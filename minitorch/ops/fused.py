@@ -166,7 +166,7 @@ class CrossEntropyBackward(Function):
         q, row_weight = _make(q), _make(row_weight)
 
         def composite(x, grad_in):
-            w = (grad_in * row_weight if reduction == "none" else grad_in * row_weight)
+            w = grad_in * row_weight  # (N,) per-row weight of the loss
             probs = Softmax.apply(x, 1.0, None, False)
             return w.unsqueeze(-1) * (probs - q)
         return _differentiate_composite(composite, ctx.saved_tensors, ctx.needs_input_grad[:2],

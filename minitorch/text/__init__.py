@@ -1,43 +1,27 @@
-"""minitorch.text: pure-Python text tools for sequence-to-sequence models.
+"""minitorch.text: what a sequence-to-sequence model needs around the network.
 
-BPE tokenizer, generated English→Spanish corpus, trans-de-en sentence loader, corpus BLEU.
-These modules import only the standard library (never the tensor core).
+- ``bpe.py``: the BPE tokenizer; ``corpus.py``: the generated English→Spanish corpus;
+  ``trans_de_en.py``: sentence pairs from Debian's trans-de-en dictionary; ``bleu.py``: corpus BLEU
+  (these four use only the standard library)
+- ``batching.py``: length buckets, padding, masks, teacher-forcing shift
+- ``model.py``: ``Seq2SeqTransformer``; ``decoding.py``: KV-cached greedy/sampled/beam decoding;
+  ``training.py``: the loss, one training step, progress display
 
-The seq2seq modules (batching and masks, the Seq2SeqTransformer, KV-cached decoding, the training
-loop helpers) do use the tensor core and ``minitorch.nn``; their names are imported lazily on
-first use, so ``import minitorch.text`` for the tokenizer stays light.
+May import: ``minitorch.nn``, ``minitorch.optim`` and below.
 """
-from minitorch.text.bpe import BPETokenizer, normalize
+from minitorch.text.batching import (Batch, bucket_indices, causal_mask, iterate_batches,
+                                     make_batch, pad_sequences)
 from minitorch.text.bleu import bleu
+from minitorch.text.bpe import BPETokenizer, normalize
 from minitorch.text.corpus import CorpusSplits, build_pair, generate_pairs, load_corpus
+from minitorch.text.decoding import (DecoderCache, beam_search, greedy_decode, sample_decode,
+                                     translate)
+from minitorch.text.model import Seq2SeqTransformer
 from minitorch.text.trans_de_en import load_trans_de_en
+from minitorch.text.training import Progress, evaluate_loss, seq2seq_loss, train_step
 
-__all__ = [
-    "BPETokenizer",
-    "normalize",
-    "bleu",
-    "CorpusSplits",
-    "build_pair",
-    "generate_pairs",
-    "load_corpus",
-    "load_trans_de_en",
-]
-
-# Lazily imported seq2seq names: name -> submodule of minitorch.text that defines it.
-_LAZY = {
-    "Batch": "batching", "make_batch": "batching", "causal_mask": "batching",
-    "pad_sequences": "batching", "bucket_indices": "batching", "iterate_batches": "batching",
-    "Seq2SeqTransformer": "model",
-    "DecoderCache": "decoding", "greedy_decode": "decoding", "sample_decode": "decoding",
-    "beam_search": "decoding", "translate": "decoding",
-    "seq2seq_loss": "training", "train_step": "training", "evaluate_loss": "training",
-    "Progress": "training",
-}
-__all__ += list(_LAZY)
-
-
-def __getattr__(name):
-    if name in _LAZY:
-        import importlib
-        return getattr(importlib.import_module(f"minitorch.text.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'minitorch.text' has no attribute {name!r}")
+__all__ = ["BPETokenizer", "normalize", "bleu", "CorpusSplits", "build_pair", "generate_pairs",
+           "load_corpus", "load_trans_de_en", "Batch", "make_batch", "causal_mask",
+           "pad_sequences", "bucket_indices", "iterate_batches", "Seq2SeqTransformer",
+           "DecoderCache", "greedy_decode", "sample_decode", "beam_search", "translate",
+           "seq2seq_loss", "train_step", "evaluate_loss", "Progress"]
