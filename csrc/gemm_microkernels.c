@@ -21,13 +21,20 @@
 #define DEFINE_GENERIC_KERNEL(NAME, T)                                                        \
     static void NAME(int64_t kc, const T *ap, const T *bp, T *c, int64_t ldc, T alpha,       \
                      T beta) {                                                                \
+        NAME##_strided(kc, ap, 1, MT_GENERIC_MR, bp, MT_GENERIC_NR, c, ldc, alpha, beta);    \
+    }
+
+/* The same tile with A(r, p) = a[r*rs_a + p*cs_a] and B rows ldb apart (unpacked operands). */
+#define DEFINE_GENERIC_STRIDED_KERNEL(NAME, T)                                                \
+    static void NAME(int64_t kc, const T *a, int64_t rs_a, int64_t cs_a, const T *bp,        \
+                     int64_t ldb, T *c, int64_t ldc, T alpha, T beta) {                       \
         T acc[MT_GENERIC_MR][MT_GENERIC_NR] = {{0}};                                          \
         for (int64_t p = 0; p < kc; ++p) {                                                    \
             for (int r = 0; r < MT_GENERIC_MR; ++r)                                           \
                 for (int j = 0; j < MT_GENERIC_NR; ++j)                                       \
-                    acc[r][j] += ap[r] * bp[j];                                               \
-            ap += MT_GENERIC_MR;                                                              \
-            bp += MT_GENERIC_NR;                                                              \
+                    acc[r][j] += a[r * rs_a] * bp[j];                                         \
+            a += cs_a;                                                                        \
+            bp += ldb;                                                                        \
         }                                                                                     \
         for (int r = 0; r < MT_GENERIC_MR; ++r)                                               \
             for (int j = 0; j < MT_GENERIC_NR; ++j)                                           \
@@ -35,13 +42,24 @@
                                            : alpha * acc[r][j] + beta * c[r * ldc + j];       \
     }
 
+DEFINE_GENERIC_STRIDED_KERNEL(microkernel_generic_f32_strided, float)
+DEFINE_GENERIC_STRIDED_KERNEL(microkernel_generic_f64_strided, double)
+/* A full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */
+#define DEFINE_GENERIC_PACK_BT(NAME, T)                                                      \
+    static void NAME(int64_t kc, const T *b, int64_t ldb, T *bp) {                          \
+        for (int j = 0; j < MT_GENERIC_NR; ++j)                                              \
+            for (int64_t p = 0; p < kc; ++p) bp[p * MT_GENERIC_NR + j] = b[j * ldb + p];      \
+    }
+DEFINE_GENERIC_PACK_BT(pack_bt_generic_f32, float)
+DEFINE_GENERIC_PACK_BT(pack_bt_generic_f64, double)
+
 DEFINE_GENERIC_KERNEL(microkernel_generic_f32, float)
 DEFINE_GENERIC_KERNEL(microkernel_generic_f64, double)
 
 #ifdef MT_HAVE_X86_KERNELS
 /* One row of the 6 x (2 vectors) tile: broadcast A[r], two FMAs. */
-#define MT_UK_ROW(r)                                   \
-    a = BCAST(ap + (r));                               \
+#define MT_UK_ROW(r, A_AT)                             \
+    a = BCAST(A_AT(r));                                \
     acc##r##a = FMADD(a, b0, acc##r##a);               \
     acc##r##b = FMADD(a, b1, acc##r##b);
 
@@ -55,27 +73,43 @@ DEFINE_GENERIC_KERNEL(microkernel_generic_f64, double)
         STOREU(c + (r) * ldc + VL, FMADD(vb, LOADU(c + (r) * ldc + VL), MUL(va, acc##r##b))); \
     }
 
+/* The loop and the store of one 6 x (2 vectors) tile. A's row r at step p is A_AT(r); after
+ * each step A advances by A_STEP elements and B by B_STEP (a packed sliver: 6 and 2*VL). */
+#define MT_UK_BODY(T, V, A_AT, A_STEP, B_STEP)                                          \
+    V acc0a = SETZERO(), acc0b = SETZERO(), acc1a = SETZERO(), acc1b = SETZERO();       \
+    V acc2a = SETZERO(), acc2b = SETZERO(), acc3a = SETZERO(), acc3b = SETZERO();       \
+    V acc4a = SETZERO(), acc4b = SETZERO(), acc5a = SETZERO(), acc5b = SETZERO();       \
+    for (int r = 0; r < 6; ++r) {                                                       \
+        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                         \
+        _mm_prefetch((const char *)(c + r * ldc + 2 * VL - 1), _MM_HINT_T0);            \
+    }                                                                                   \
+    _Pragma("GCC unroll 4")                                                             \
+    for (int64_t p = 0; p < kc; ++p) {                                                  \
+        V b0 = LOADU(bp), b1 = LOADU(bp + VL), a;                                       \
+        MT_UK_ROW(0, A_AT) MT_UK_ROW(1, A_AT) MT_UK_ROW(2, A_AT)                         \
+        MT_UK_ROW(3, A_AT) MT_UK_ROW(4, A_AT) MT_UK_ROW(5, A_AT)                         \
+        ap += (A_STEP);                                                                 \
+        bp += (B_STEP);                                                                 \
+    }                                                                                   \
+    V va = SET1(alpha), vb = SET1(beta);                                                \
+    MT_UK_STORE_ROW(0) MT_UK_STORE_ROW(1) MT_UK_STORE_ROW(2)                            \
+    MT_UK_STORE_ROW(3) MT_UK_STORE_ROW(4) MT_UK_STORE_ROW(5)
+
+#define MT_PACKED_A(r) (ap + (r))
+#define MT_STRIDED_A(r) (ap + (r) * rs_a)
+
+/* NAME works on packed slivers; NAME##_strided reads A(r, p) = a[r*rs_a + p*cs_a] and B rows
+ * ldb apart, so small products can skip packing (a transposed A is rs_a = 1, cs_a = lda). */
 #define DEFINE_SIMD_KERNEL(NAME, TARGET, T, V)                                          \
     __attribute__((target(TARGET))) static void NAME(int64_t kc, const T *ap,          \
                                                      const T *bp, T *c, int64_t ldc,    \
                                                      T alpha, T beta) {                 \
-        V acc0a = SETZERO(), acc0b = SETZERO(), acc1a = SETZERO(), acc1b = SETZERO();   \
-        V acc2a = SETZERO(), acc2b = SETZERO(), acc3a = SETZERO(), acc3b = SETZERO();   \
-        V acc4a = SETZERO(), acc4b = SETZERO(), acc5a = SETZERO(), acc5b = SETZERO();   \
-        for (int r = 0; r < 6; ++r) {                                                   \
-            _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                     \
-            _mm_prefetch((const char *)(c + r * ldc + 2 * VL - 1), _MM_HINT_T0);        \
-        }                                                                               \
-        _Pragma("GCC unroll 4")                                                         \
-        for (int64_t p = 0; p < kc; ++p) {                                              \
-            V b0 = LOADU(bp), b1 = LOADU(bp + VL), a;                                   \
-            MT_UK_ROW(0) MT_UK_ROW(1) MT_UK_ROW(2) MT_UK_ROW(3) MT_UK_ROW(4) MT_UK_ROW(5) \
-            ap += 6;                                                                    \
-            bp += 2 * VL;                                                               \
-        }                                                                               \
-        V va = SET1(alpha), vb = SET1(beta);                                            \
-        MT_UK_STORE_ROW(0) MT_UK_STORE_ROW(1) MT_UK_STORE_ROW(2)                        \
-        MT_UK_STORE_ROW(3) MT_UK_STORE_ROW(4) MT_UK_STORE_ROW(5)                        \
+        MT_UK_BODY(T, V, MT_PACKED_A, 6, 2 * VL)                                        \
+    }                                                                                   \
+    __attribute__((target(TARGET))) static void NAME##_strided(                         \
+        int64_t kc, const T *ap, int64_t rs_a, int64_t cs_a, const T *bp, int64_t ldb,  \
+        T *c, int64_t ldc, T alpha, T beta) {                                           \
+        MT_UK_BODY(T, V, MT_STRIDED_A, cs_a, ldb)                                       \
     }
 
 /* AVX2 + FMA, float: 6 x 16 */
@@ -153,6 +187,73 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, __m512d)
 #undef FMADD
 #undef MUL
 #undef SET1
+/* ---- packing a transposed B (e.g. the Kᵀ of attention scores): 8x8 / 4x4 register
+ * transposes. Each op(B) column is a contiguous stored row, so a full sliver is NR stored rows
+ * turned on their side; element by element that was ~30% of a 32x32x32 product's time. ---- */
+__attribute__((target("avx2,fma"))) static void pack_bt_avx2_f32(int64_t kc, const float *b,
+                                                                  int64_t ldb, float *bp,
+                                                                  int nr) {
+    for (int j0 = 0; j0 < nr; j0 += 8) {
+        const float *src = b + j0 * ldb;
+        int64_t p = 0;
+        for (; p + 8 <= kc; p += 8) {
+            __m256 r0 = _mm256_loadu_ps(src + 0 * ldb + p), r1 = _mm256_loadu_ps(src + 1 * ldb + p);
+            __m256 r2 = _mm256_loadu_ps(src + 2 * ldb + p), r3 = _mm256_loadu_ps(src + 3 * ldb + p);
+            __m256 r4 = _mm256_loadu_ps(src + 4 * ldb + p), r5 = _mm256_loadu_ps(src + 5 * ldb + p);
+            __m256 r6 = _mm256_loadu_ps(src + 6 * ldb + p), r7 = _mm256_loadu_ps(src + 7 * ldb + p);
+            __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+            __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+            __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+            __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+            __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+            __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+            __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+            __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+            float *dst = bp + p * nr + j0;
+            _mm256_storeu_ps(dst + 0 * nr, _mm256_permute2f128_ps(s0, s4, 0x20));
+            _mm256_storeu_ps(dst + 1 * nr, _mm256_permute2f128_ps(s1, s5, 0x20));
+            _mm256_storeu_ps(dst + 2 * nr, _mm256_permute2f128_ps(s2, s6, 0x20));
+            _mm256_storeu_ps(dst + 3 * nr, _mm256_permute2f128_ps(s3, s7, 0x20));
+            _mm256_storeu_ps(dst + 4 * nr, _mm256_permute2f128_ps(s0, s4, 0x31));
+            _mm256_storeu_ps(dst + 5 * nr, _mm256_permute2f128_ps(s1, s5, 0x31));
+            _mm256_storeu_ps(dst + 6 * nr, _mm256_permute2f128_ps(s2, s6, 0x31));
+            _mm256_storeu_ps(dst + 7 * nr, _mm256_permute2f128_ps(s3, s7, 0x31));
+        }
+        for (; p < kc; ++p)
+            for (int j = 0; j < 8; ++j) bp[p * nr + j0 + j] = src[j * ldb + p];
+    }
+}
+
+__attribute__((target("avx2,fma"))) static void pack_bt_avx2_f64(int64_t kc, const double *b,
+                                                                  int64_t ldb, double *bp,
+                                                                  int nr) {
+    for (int j0 = 0; j0 < nr; j0 += 4) {
+        const double *src = b + j0 * ldb;
+        int64_t p = 0;
+        for (; p + 4 <= kc; p += 4) {
+            __m256d r0 = _mm256_loadu_pd(src + 0 * ldb + p), r1 = _mm256_loadu_pd(src + 1 * ldb + p);
+            __m256d r2 = _mm256_loadu_pd(src + 2 * ldb + p), r3 = _mm256_loadu_pd(src + 3 * ldb + p);
+            __m256d t0 = _mm256_unpacklo_pd(r0, r1), t1 = _mm256_unpackhi_pd(r0, r1);
+            __m256d t2 = _mm256_unpacklo_pd(r2, r3), t3 = _mm256_unpackhi_pd(r2, r3);
+            double *dst = bp + p * nr + j0;
+            _mm256_storeu_pd(dst + 0 * nr, _mm256_permute2f128_pd(t0, t2, 0x20));
+            _mm256_storeu_pd(dst + 1 * nr, _mm256_permute2f128_pd(t1, t3, 0x20));
+            _mm256_storeu_pd(dst + 2 * nr, _mm256_permute2f128_pd(t0, t2, 0x31));
+            _mm256_storeu_pd(dst + 3 * nr, _mm256_permute2f128_pd(t1, t3, 0x31));
+        }
+        for (; p < kc; ++p)
+            for (int j = 0; j < 4; ++j) bp[p * nr + j0 + j] = src[j * ldb + p];
+    }
+}
+
+/* The AVX-512 plans reuse the AVX2 transposes (every AVX-512 CPU has AVX2; packing is not
+ * where the time goes). */
+#define DEFINE_PACK_BT(NAME, IMPL, T, NR)                                                   \
+    static void NAME(int64_t kc, const T *b, int64_t ldb, T *bp) { IMPL(kc, b, ldb, bp, NR); }
+DEFINE_PACK_BT(pack_bt_avx2_f32_nr16, pack_bt_avx2_f32, float, 16)
+DEFINE_PACK_BT(pack_bt_avx512_f32_nr32, pack_bt_avx2_f32, float, 32)
+DEFINE_PACK_BT(pack_bt_avx2_f64_nr8, pack_bt_avx2_f64, double, 8)
+DEFINE_PACK_BT(pack_bt_avx512_f64_nr16, pack_bt_avx2_f64, double, 16)
 #endif /* MT_HAVE_X86_KERNELS */
 
 /* Block sizes: B sliver kc*NR*sizeof(T) = 16 KiB (half of the 32 KiB L1d), A block
@@ -160,31 +261,37 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, __m512d)
 void mt_gemm_plan_for_f32(int isa, mt_gemm_plan_f32 *plan) {
 #ifdef MT_HAVE_X86_KERNELS
     if (isa == MT_ISA_AVX512) {
-        *plan = (mt_gemm_plan_f32){6, 32, 144, 256, 4064, microkernel_avx512_f32};
+        *plan = (mt_gemm_plan_f32){6, 32, 144, 256, 4064, microkernel_avx512_f32,
+                                     microkernel_avx512_f32_strided, pack_bt_avx512_f32_nr32};
         return;
     }
     if (isa == MT_ISA_AVX2) {
-        *plan = (mt_gemm_plan_f32){6, 16, 144, 256, 4080, microkernel_avx2_f32};
+        *plan = (mt_gemm_plan_f32){6, 16, 144, 256, 4080, microkernel_avx2_f32,
+                                     microkernel_avx2_f32_strided, pack_bt_avx2_f32_nr16};
         return;
     }
 #endif
     (void)isa;
     *plan = (mt_gemm_plan_f32){MT_GENERIC_MR, MT_GENERIC_NR, 128, 256, 4096,
-                               microkernel_generic_f32};
+                               microkernel_generic_f32, microkernel_generic_f32_strided,
+                               pack_bt_generic_f32};
 }
 
 void mt_gemm_plan_for_f64(int isa, mt_gemm_plan_f64 *plan) {
 #ifdef MT_HAVE_X86_KERNELS
     if (isa == MT_ISA_AVX512) {
-        *plan = (mt_gemm_plan_f64){6, 16, 72, 256, 4080, microkernel_avx512_f64};
+        *plan = (mt_gemm_plan_f64){6, 16, 72, 256, 4080, microkernel_avx512_f64,
+                                     microkernel_avx512_f64_strided, pack_bt_avx512_f64_nr16};
         return;
     }
     if (isa == MT_ISA_AVX2) {
-        *plan = (mt_gemm_plan_f64){6, 8, 72, 256, 4080, microkernel_avx2_f64};
+        *plan = (mt_gemm_plan_f64){6, 8, 72, 256, 4080, microkernel_avx2_f64,
+                                     microkernel_avx2_f64_strided, pack_bt_avx2_f64_nr8};
         return;
     }
 #endif
     (void)isa;
     *plan = (mt_gemm_plan_f64){MT_GENERIC_MR, MT_GENERIC_NR, 64, 256, 4096,
-                               microkernel_generic_f64};
+                               microkernel_generic_f64, microkernel_generic_f64_strided,
+                               pack_bt_generic_f64};
 }

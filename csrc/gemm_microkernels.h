@@ -3,6 +3,7 @@
  * A micro-kernel multiplies one packed MR x kc sliver of A by one packed kc x NR sliver of B
  * and writes C[0:MR, 0:NR] = alpha * (A*B) + beta * C (C not read when beta == 0).
  * Packed A: ap[p*MR + r]; packed B: bp[p*NR + j].
+ * Each also has a strided twin for small products that are not worth packing.
  */
 #ifndef MT_GEMM_MICROKERNELS_H
 #define MT_GEMM_MICROKERNELS_H
@@ -14,17 +15,31 @@ typedef void (*mt_microkernel_f32)(int64_t kc, const float *ap, const float *bp,
 typedef void (*mt_microkernel_f64)(int64_t kc, const double *ap, const double *bp, double *c,
                                    int64_t ldc, double alpha, double beta);
 
+/* The same tile on unpacked operands: A(r, p) = a[r*rs_a + p*cs_a], B(p, j) = b[p*ldb + j].
+ * B's NR columns must all exist (the caller pads edge slivers); A's MR rows too. */
+typedef void (*mt_strided_microkernel_f32)(int64_t kc, const float *a, int64_t rs_a,
+                                           int64_t cs_a, const float *b, int64_t ldb, float *c,
+                                           int64_t ldc, float alpha, float beta);
+typedef void (*mt_strided_microkernel_f64)(int64_t kc, const double *a, int64_t rs_a,
+                                           int64_t cs_a, const double *b, int64_t ldb,
+                                           double *c, int64_t ldc, double alpha, double beta);
+
 /* Tile shape and cache blocking for one instruction set and dtype. */
 typedef struct {
     int mr, nr;          /* register tile */
     int64_t mc, kc, nc;  /* cache blocks: A block mc x kc in L2, B sliver kc x nr in L1 */
     mt_microkernel_f32 kernel;
+    mt_strided_microkernel_f32 strided_kernel; /* for small products: no packing */
+    /* Pack a full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */
+    void (*pack_b_transposed)(int64_t kc, const float *b, int64_t ldb, float *bp);
 } mt_gemm_plan_f32;
 
 typedef struct {
     int mr, nr;
     int64_t mc, kc, nc;
     mt_microkernel_f64 kernel;
+    mt_strided_microkernel_f64 strided_kernel;
+    void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp);
 } mt_gemm_plan_f64;
 
 /* Fill `plan` for `isa` (MT_ISA_GENERIC / AVX2 / AVX512), which must be supported. */

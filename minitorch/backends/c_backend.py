@@ -117,8 +117,11 @@ def _matrix_layout(x):
     anything else (negative or odd strides, misaligned data) becomes a contiguous copy."""
     rows, cols = x.shape[-2:]
     item = x.itemsize
-    if x.flags.c_contiguous:
+    flags = x.flags
+    if flags.c_contiguous:
         return x, 0, max(cols, 1)
+    if flags.f_contiguous and x.ndim == 2 and flags.aligned:  # w.T, the common case: no checks
+        return x, 1, max(rows, 1)
     s_row, s_col = x.strides[-2:]
     # A size-1 dim's stride is meaningless; normalise it so the layout tests below work.
     if rows == 1:
@@ -176,12 +179,29 @@ def _collapse_batch(batch_shape, stride_lists):
     return p, size, strides
 
 
+# Looked up once: a training step makes hundreds of GEMM calls, and building the name each
+# time cost a few microseconds per call.
+_GEMM_KERNELS = {np.dtype(np.float32): lib.mt_gemm_isa_f32, np.dtype(np.float64): lib.mt_gemm_isa_f64}
+
+
 def _run_gemm(dtype, isa, a, ta, lda, sa, b, tb, ldb, sb, c, ldc, sc, m, n, k, batch, alpha,
               beta):
     """One mt_gemm_isa_* call; a, b, c are C pointers to the first elements."""
-    status = _kernel("gemm_isa", dtype)(isa, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb,
-                                        beta, c, ldc, sc, batch)
-    _check_status(status, "matmul")
+    status = _GEMM_KERNELS[dtype](isa, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c,
+                                  ldc, sc, batch)
+    if status:
+        _check_status(status, "matmul")
+
+
+def _rows_of_one_matrix(batch_shape, strides, matrix_elems):
+    """True if batch index i of A starts at row i*m of one tall matrix: every batch dim of
+    extent > 1 has the stride of all the matrices after it."""
+    inner = matrix_elems
+    for extent, stride in zip(reversed(batch_shape), reversed(strides)):
+        if extent != 1 and stride != inner:
+            return False
+        inner *= extent
+    return True
 
 
 def _offset(ptr, elements):
@@ -224,15 +244,17 @@ def matmul(a, b, _isa="auto"):
         return out
     sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
     sc = [s // out.itemsize for s in out.strides[:-2]]
-    if not any(sb) and not ta and all(
-            extent == 1 or s == m * lda * int(np.prod(batch_shape[i + 1:], dtype=np.int64))
-            for i, (extent, s) in enumerate(zip(batch_shape, sa))):
+    if not any(sb) and not ta and _rows_of_one_matrix(batch_shape, sa, m * lda):
         # Every batch of A is the next block of rows of one tall matrix and B is shared:
         # one GEMM with M = batch*m, so B is packed once and the threads split all the rows.
         rows = out.size // n
         _run_gemm(out.dtype, isa, pa, 0, lda, 0, pb, tb, ldb, 0, pc, n, 0, rows, n, k, 1, 1.0, 0.0)
         return out
     p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])
+    if p == 0:  # the usual case: all batch dims are one strided batch, one C call
+        _run_gemm(out.dtype, isa, pa, ta, lda, stride_a, pb, tb, ldb, stride_b, pc, n, stride_c,
+                  m, n, k, inner, 1.0, 0.0)
+        return out
     for outer in np.ndindex(*batch_shape[:p]):
         _run_gemm(out.dtype, isa,
                   _offset(pa, sum(i * s for i, s in zip(outer, sa))), ta, lda, stride_a,
