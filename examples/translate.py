@@ -38,7 +38,7 @@ from minitorch.text.training import Progress, train_step
 CHECKPOINT = "checkpoint.safetensors"
 SRC_TOKENIZER, TGT_TOKENIZER = "src_bpe.json", "tgt_bpe.json"
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # BPETokenizer's fixed special ids
-DEFAULT_EPOCHS = 2
+DEFAULT_EPOCHS = 3
 
 # Settings the model and data depend on: stored in the checkpoint, restored by --resume and
 # --translate (so the flags of a later run cannot silently build a different model).
