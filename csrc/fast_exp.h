@@ -6,9 +6,10 @@
  * exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n*ln2 (ln2 split in hi+lo parts so r is
  * exact), |r| <= ln2/2; exp(r) by a polynomial; 2^n built directly in the exponent bits.
  * Accuracy: ~1 ulp (f32, Cephes coefficients), ~2 ulp (f64, degree-13 Taylor).
- * Range: inputs below the smallest normal result return exactly 0 (so exp(-inf) = 0, which
- * masked softmax relies on); inputs above ~88.3 (f32) / ~709 (f64) are clamped: callers only
- * pass x - max <= 0.
+ * Range: f32 inputs <= MT_EXP_F32_ZERO (and f64 below the smallest normal result) return
+ * exactly 0 (so exp(-inf) = 0, which masked softmax relies on; f32 results between that and
+ * FLT_MIN are subnormal, or 0 in the AVX-512 loop); inputs above ~88.3 (f32) / ~709 (f64)
+ * are clamped: callers only pass x - max <= 0.
  */
 #ifndef MT_FAST_EXP_H
 #define MT_FAST_EXP_H
@@ -16,8 +17,11 @@
 #include <stdint.h>
 #include "mt_internal.h"
 
+/* Rounds to k = -127 in exp(x) = 2^k exp(r): the 2^k built in the exponent bits is then +0. */
+#define MT_EXP_F32_ZERO (-88.0f)
+
 MT_INLINE static float mt_exp_f32(float x) {
-    const float lo = -87.33654f, hi = 88.3762626647949f;
+    const float lo = MT_EXP_F32_ZERO, hi = 88.3762626647949f;
     float xc = x < lo ? lo : (x > hi ? hi : x);
     /* Adding 1.5*2^23 rounds t to an integer held in the low mantissa bits. */
     const float magic = 12582912.0f;
@@ -41,8 +45,7 @@ MT_INLINE static float mt_exp_f32(float x) {
     int32_t scale_bits = (shifted_bits - magic_bits + 127) << 23;
     float scale;
     __builtin_memcpy(&scale, &scale_bits, 4);
-    float result = p * scale;
-    return x < lo ? 0.0f : result;
+    return p * scale; /* 0 for x <= lo: see MT_EXP_F32_ZERO */
 }
 
 MT_INLINE static double mt_exp_f64(double x) {

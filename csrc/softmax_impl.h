@@ -116,8 +116,11 @@ MT_ROW_KERNEL static void SC(log_softmax_row, SFX)(const T *x, T *y, int64_t n) 
         for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
         return;
     }
+    /* x - lse with lse split hi + lo: x - lse_hi is exact where y is near 0 (Sterbenz), so T
+     * keeps the double lse's precision without converting every element to double. */
+    const T lse_hi = (T)lse, lse_lo = (T)(lse - (double)lse_hi);
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) y[j] = (T)((double)x[j] - lse);
+    for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - lse_hi) - lse_lo;
 }
 
 int SC(mt_log_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols) {
