@@ -14,8 +14,8 @@ import numpy as np
 
 from minitorch._C import ffi, lib
 
-from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_label_smoothing,  # noqa: F401
-                     check_reduction, check_same_shape, check_target)
+from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_gemm_operands,  # noqa: F401
+                     check_label_smoothing, check_reduction, check_same_shape, check_target)
 
 # The instruction sets mt_gemm_isa_* understands (tests use them to exercise every kernel).
 GEMM_ISAS = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}
@@ -268,14 +268,7 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, _isa
     """out = alpha * op(a) @ op(b) + beta * out for 2-D arrays; a new array when out is None
     (beta is then irrelevant). `out` must be C-contiguous, of the result's shape and dtype,
     and must not overlap a or b."""
-    check_float("a", a)
-    check_float("b", b, a.dtype)
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"gemm needs 2-D a and b, got a.ndim={a.ndim}, b.ndim={b.ndim}")
-    op_a = a.T if trans_a else a
-    op_b = b.T if trans_b else b
-    if op_a.shape[1] != op_b.shape[0]:
-        raise ValueError(f"gemm: op(a) is {op_a.shape} and op(b) is {op_b.shape}; inner dims differ")
+    op_a, op_b = check_gemm_operands(a, b, trans_a, trans_b)
     if _isa not in GEMM_ISAS:
         raise ValueError(f"_isa must be one of {tuple(GEMM_ISAS)}, got {_isa!r}")
     m, k = op_a.shape

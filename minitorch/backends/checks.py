@@ -16,6 +16,19 @@ def check_float(name, x, dtype=None):
     return x
 
 
+def check_gemm_operands(a, b, trans_a, trans_b):
+    """op(a), op(b) for gemm: 2-D float arrays of one dtype whose inner dims agree."""
+    check_float("a", a)
+    check_float("b", b, a.dtype)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"gemm needs 2-D a and b, got a.ndim={a.ndim}, b.ndim={b.ndim}")
+    op_a = a.T if trans_a else a
+    op_b = b.T if trans_b else b
+    if op_a.shape[1] != op_b.shape[0]:
+        raise ValueError(f"gemm: op(a) is {op_a.shape} and op(b) is {op_b.shape}; inner dims differ")
+    return op_a, op_b
+
+
 def check_same_shape(name, x, shape):
     if x.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")

@@ -17,8 +17,8 @@ cross_entropy_forward returns for backward is float64 for both dtypes: rounded t
 """
 import numpy as np
 
-from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_label_smoothing,  # noqa: F401
-                     check_reduction, check_same_shape, check_target)
+from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_gemm_operands,  # noqa: F401
+                     check_label_smoothing, check_reduction, check_same_shape, check_target)
 
 _num_threads = 1
 
@@ -59,14 +59,7 @@ def matmul(a, b):
 
 def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
     """C = alpha * op(A) @ op(B) + beta * C for 2-D arrays (op = identity or transpose)."""
-    check_float("a", a)
-    check_float("b", b, a.dtype)
-    if a.ndim != 2 or b.ndim != 2:
-        raise ValueError(f"gemm needs 2-D a and b, got a.ndim={a.ndim}, b.ndim={b.ndim}")
-    op_a = a.T if trans_a else a
-    op_b = b.T if trans_b else b
-    if op_a.shape[1] != op_b.shape[0]:
-        raise ValueError(f"gemm: op(a) is {op_a.shape} and op(b) is {op_b.shape}; inner dims differ")
+    op_a, op_b = check_gemm_operands(a, b, trans_a, trans_b)
     product = alpha * (op_a.astype(np.float64) @ op_b.astype(np.float64))
     if out is None:
         return product.astype(a.dtype)
