@@ -6,7 +6,7 @@ Every differentiable op is a subclass of ``Function`` with two static methods, a
     class Exp(Function):
         @staticmethod
         def forward(ctx, x):              # runs under no_grad, on Tensors
-            y = minitorch.Tensor._make(np.exp(x.data))
+            y = minitorch.Tensor._make(np.exp(x._data))   # ._data: the numpy array
             ctx.save_for_backward(y)
             return y
 
