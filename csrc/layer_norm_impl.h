@@ -1,6 +1,6 @@
 /* layer_norm_impl.h — layer normalization over the last dim, one dtype.
  *
- * Included by layer_norm.c with T, SFX defined. Statistics in double, two passes
+ * Included by layer_norm.c with T, SFX defined, after row_ops_impl.h (vector sums). Statistics in double, two passes
  * (mean, then mean of squared deviations), never E[x^2] - E[x]^2, which cancels.
  *   y = (x - mean) * rstd * w + b,           rstd = 1 / sqrt(var + eps)
  *   xhat = (x - mean) * rstd,  g = dy * w
@@ -10,24 +10,69 @@
 #define LN_(a, b) a##_##b
 #define LN(a, b) LN_(a, b)
 
-/* Sum of (x[j] - c) and of (x[j] - c)^2 in T within blocks, blocks added in double. */
+/* Two sums at once, on the vector type and with the blocking of row_ops_impl.h (two
+ * accumulators per quantity, block sums in double). */
+#define LN_LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
+#define LN_BLOCK 1024
+
+/* Sum of (x[j] - c) and of (x[j] - c)^2. */
 MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double *sum,
                                              double *sumsq) {
     double s1 = 0, s2 = 0;
-    for (int64_t j0 = 0; j0 < n; j0 += 512) {
-        int64_t j1 = j0 + 512 < n ? j0 + 512 : n;
-        T b1 = 0, b2 = 0;
-#pragma omp simd reduction(+ : b1, b2)
-        for (int64_t j = j0; j < j1; ++j) {
-            T d = x[j] - c;
-            b1 += d;
-            b2 += d * d;
+    for (int64_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
+        const int64_t j1 = j0 + LN_BLOCK < n ? j0 + LN_BLOCK : n;
+        LN(vec, SFX) a1[2] = {{0}}, a2[2] = {{0}}, d;
+        T t1 = 0, t2 = 0;
+        int64_t j = j0;
+        for (; j + 2 * LN_LANES <= j1; j += 2 * LN_LANES)
+            for (int u = 0; u < 2; ++u) {
+                MT_VLOAD(d, x + j + u * LN_LANES);
+                d -= c;
+                a1[u] += d;
+                a2[u] += d * d;
+            }
+        for (; j < j1; ++j) {
+            T e = x[j] - c;
+            t1 += e;
+            t2 += e * e;
         }
-        s1 += (double)b1;
-        s2 += (double)b2;
+        s1 += LN(lanes_total, SFX)(a1[0] + a1[1]) + (double)t1;
+        s2 += LN(lanes_total, SFX)(a2[0] + a2[1]) + (double)t2;
     }
     *sum = s1;
     *sumsq = s2;
+}
+
+/* Sum of g[j] and of g[j] * xhat[j], g = dy * w (w = NULL: 1), xhat = (x - mean) * rstd. */
+MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T mean, T rstd,
+                                         int64_t n, double *sum_g, double *sum_gx) {
+    double s1 = 0, s2 = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
+        const int64_t j1 = j0 + LN_BLOCK < n ? j0 + LN_BLOCK : n;
+        LN(vec, SFX) a1[2] = {{0}}, a2[2] = {{0}}, g, xv, wv;
+        T t1 = 0, t2 = 0;
+        int64_t j = j0;
+        for (; j + 2 * LN_LANES <= j1; j += 2 * LN_LANES)
+            for (int u = 0; u < 2; ++u) {
+                MT_VLOAD(g, dy + j + u * LN_LANES);
+                if (w) {
+                    MT_VLOAD(wv, w + j + u * LN_LANES);
+                    g *= wv;
+                }
+                MT_VLOAD(xv, x + j + u * LN_LANES);
+                a1[u] += g;
+                a2[u] += g * ((xv - mean) * rstd);
+            }
+        for (; j < j1; ++j) {
+            T gj = w ? dy[j] * w[j] : dy[j];
+            t1 += gj;
+            t2 += gj * ((x[j] - mean) * rstd);
+        }
+        s1 += LN(lanes_total, SFX)(a1[0] + a1[1]) + (double)t1;
+        s2 += LN(lanes_total, SFX)(a2[0] + a2[1]) + (double)t2;
+    }
+    *sum_g = s1;
+    *sum_gx = s2;
 }
 
 /* Two passes, both in T at full SIMD width with block sums added in double:
@@ -85,27 +130,8 @@ int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T
 MT_ROW_KERNEL static void LN(layer_norm_backward_row, SFX)(const T *dy, const T *x, const T *w,
                                                           T mean, T rstd, T *dx, int64_t n,
                                                           T *dw_acc, T *db_acc) {
-    double sum_g = 0, sum_gx = 0;
-    for (int64_t j0 = 0; j0 < n; j0 += 512) {
-        int64_t j1 = j0 + 512 < n ? j0 + 512 : n;
-        T bg = 0, bgx = 0;
-        if (w) {
-#pragma omp simd reduction(+ : bg, bgx)
-            for (int64_t j = j0; j < j1; ++j) {
-                T g = dy[j] * w[j];
-                bg += g;
-                bgx += g * ((x[j] - mean) * rstd);
-            }
-        } else {
-#pragma omp simd reduction(+ : bg, bgx)
-            for (int64_t j = j0; j < j1; ++j) {
-                bg += dy[j];
-                bgx += dy[j] * ((x[j] - mean) * rstd);
-            }
-        }
-        sum_g += (double)bg;
-        sum_gx += (double)bgx;
-    }
+    double sum_g, sum_gx;
+    LN(grad_sums, SFX)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
     const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
     if (w) {
 #pragma omp simd
@@ -190,5 +216,7 @@ int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, co
 }
 
 #undef LN_FLUSH_ROWS
+#undef LN_BLOCK
+#undef LN_LANES
 #undef LN
 #undef LN_

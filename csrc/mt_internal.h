@@ -26,12 +26,19 @@ static inline int mt_threads_for(int64_t work) {
 }
 
 /* Row kernels are plain C written so that GCC vectorizes them; target_clones compiles each
- * one for AVX-512, AVX2 and baseline x86-64 and picks at load time (ifunc). ("arch=haswell"
- * would be matched by CPU model, i.e. never on AMD.) Their hot exp loop dispatches on its own
- * (fast_exp.c). Non-GCC or non-x86 compilers get the single portable version. */
+ * one for x86-64-v4 (AVX-512), x86-64-v3 (AVX2 + FMA) and baseline x86-64 and picks at load
+ * time (ifunc). The ISA levels matter: a plain "avx2" clone has no FMA, and "arch=haswell" is
+ * matched by CPU model, i.e. never on AMD. GCC < 12 knows no ISA levels and gets "avx2".
+ * Their hot exp loop dispatches on its own (fast_exp.c). Non-GCC or non-x86 compilers get the
+ * single portable version. */
 #if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__)) && \
     !defined(MT_NO_TARGET_CLONES) && !defined(__clang__)
+#if __GNUC__ >= 12
+#define MT_ROW_KERNEL \
+    __attribute__((noinline, target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
 #define MT_ROW_KERNEL __attribute__((noinline, target_clones("avx512f", "avx2", "default")))
+#endif
 #else
 #define MT_ROW_KERNEL __attribute__((noinline))
 #endif
@@ -43,6 +50,11 @@ static inline int mt_threads_for(int64_t work) {
 #else
 #define MT_INLINE inline
 #endif
+
+/* Row sums use GCC vector types of this many bytes (one AVX2 register; the baseline clone
+ * lowers them to SSE pairs). MT_VLOAD is an unaligned load into one. */
+#define MT_VEC_BYTES 32
+#define MT_VLOAD(v, p) __builtin_memcpy(&(v), (p), sizeof(v))
 
 /* 64-byte aligned scratch (cache line / AVX-512 vector); NULL on failure or overflow. */
 static inline void *mt_scratch_alloc(int64_t bytes) {
