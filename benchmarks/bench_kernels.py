@@ -68,6 +68,10 @@ def set_threads(n):
 # ---------------------------------------------------------------------------------------------
 # Timing
 # ---------------------------------------------------------------------------------------------
+# How long other libraries' idle worker threads may keep spinning after their last call.
+SPIN_SETTLE_SECONDS = 0.15
+
+
 def best_time(fn, budget=0.25, min_reps=3, max_reps=200):
     """Best wall time of one call of fn, over repeated calls within ~budget seconds."""
     fn()  # warm-up: page faults, lazy init, thread start
@@ -80,23 +84,21 @@ def best_time(fn, budget=0.25, min_reps=3, max_reps=200):
     return best
 
 
-def best_times(fns, budget=0.3, min_reps=3, max_reps=200):
-    """Best wall time of each fn (None entries stay None), measured round-robin: each round
-    times every fn once, so a burst of load from other processes hits all of them alike."""
-    live = [f for f in fns if f]
-    for f in live:
-        f()  # warm-up
-    best = [float("inf")] * len(fns)
-    spent, reps = 0.0, 0
-    while reps < min_reps or (spent < budget and reps < max_reps):
+def best_times(fns, budget=0.3, rounds=3):
+    """Best wall time of each fn (None entries stay None), measured in `rounds` rounds; each
+    round times every fn in a block of its own, so slow drifts of the machine's speed hit all
+    of them alike. Blocks, not call-by-call alternation: after a call, OpenBLAS's and OpenMP's
+    worker threads spin for a while (up to ~0.1 s) waiting for more work, and on a 2-core
+    machine a spinning thread of one library takes a core from the next library's call. A
+    short sleep between blocks lets the spinners go to sleep."""
+    best = [None] * len(fns)
+    for _ in range(rounds):
         for i, f in enumerate(fns):
             if f:
-                t0 = time.perf_counter()
-                f()
-                dt = time.perf_counter() - t0
-                best[i], spent = min(best[i], dt), spent + dt
-        reps += 1
-    return [b if f else None for b, f in zip(best, fns)]
+                time.sleep(SPIN_SETTLE_SECONDS)
+                t = best_time(f, budget=budget / rounds)
+                best[i] = t if best[i] is None else min(best[i], t)
+    return best
 
 
 def copy_bandwidth(nbytes=512 * 2**20):
