@@ -28,16 +28,16 @@ static void exp_shifted_generic_f64(const double *x, double *out, int64_t n, dou
 /* The *_sum variants also return sum(out) (added in T lanes: callers pass blocks of a few
  * hundred elements and add the block sums in double). */
 static double exp_shifted_sum_generic_f32(const float *x, float *out, int64_t n, float scale,
-                                          float hi, float lo) {
+                                          float shift) {
     float s = 0;
-    for (int64_t j = 0; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+    for (int64_t j = 0; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - shift);
     return s;
 }
 
 static double exp_shifted_sum_generic_f64(const double *x, double *out, int64_t n,
-                                          double scale, double hi, double lo) {
+                                          double scale, double shift) {
     double s = 0;
-    for (int64_t j = 0; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+    for (int64_t j = 0; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - shift);
     return s;
 }
 
@@ -49,12 +49,15 @@ static const double MT_INV_FACTORIAL[14] = {
 
 /* ---------------- AVX2 + FMA ---------------- */
 __attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
-    /* Clamping at MT_EXP_F32_ZERO (not ln FLT_MIN) makes k = -127, whose 2^k bits are all zero:
-     * exp(-inf) and every x below come out exactly 0 without a compare and a mask. NaN passes
-     * through max/min (they return their second operand, x, when it is NaN). */
-    const __m256 lo = _mm256_set1_ps(MT_EXP_F32_ZERO), hi = _mm256_set1_ps(88.3762626647949f);
-    const __m256 magic = _mm256_set1_ps(12582912.0f);
-    __m256 xc = _mm256_min_ps(hi, _mm256_max_ps(lo, x));
+    /* Clamping at MT_EXP_F32_ZERO (not ln FLT_MIN) makes k = -127, whose biased exponent bits
+     * k + 127 are all zero: exp(-inf) and every x below come out exactly 0 without a compare
+     * and a mask. There is no upper clamp: every caller passes x - max <= 0 (see fast_exp.h).
+     * NaN passes through max (it returns its second operand, x, when that is NaN). */
+    __m256 xc = _mm256_max_ps(_mm256_set1_ps(MT_EXP_F32_ZERO), x);
+    /* Adding 1.5*2^23 rounds to an integer held in the low mantissa bits; adding 127 more puts
+     * the biased exponent k + 127 there, so shifting the bits left by 23 builds 2^k directly
+     * (the magic's own bits shift out). */
+    const __m256 magic = _mm256_set1_ps(12582912.0f + 127.0f);
     __m256 shifted = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
     __m256 k = _mm256_sub_ps(shifted, magic);
     __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), xc);
@@ -71,8 +74,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
 #undef C
     __m256 q = _mm256_fmadd_ps(_mm256_fmadd_ps(q45, r2, q23), r2, q01);
     __m256 p = _mm256_fmadd_ps(q, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i bits = _mm256_sub_epi32(_mm256_castps_si256(shifted), _mm256_castps_si256(magic));
-    bits = _mm256_slli_epi32(_mm256_add_epi32(bits, _mm256_set1_epi32(127)), 23);
+    __m256i bits = _mm256_slli_epi32(_mm256_castps_si256(shifted), 23);
     return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
 }
 
@@ -90,12 +92,12 @@ __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
 }
 
 __attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
-    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
-    const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(hi), vl = _mm256_set1_ps(lo);
+    const float *x, float *out, int64_t n, float scale, float shift) {
+    const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(shift);
     __m256 acc = _mm256_setzero_ps();
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
-        __m256 e = exp8_avx2(_mm256_sub_ps(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh), vl));
+        __m256 e = exp8_avx2(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh));
         _mm256_storeu_ps(out + j, e);
         acc = _mm256_add_ps(acc, e);
     }
@@ -103,14 +105,15 @@ __attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
     _mm256_storeu_ps(lanes, acc);
     double s = 0;
     for (int l = 0; l < 8; ++l) s += lanes[l];
-    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - shift);
     return s;
 }
 
 __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
-    const __m256d lo = _mm256_set1_pd(-708.3964185322641), hi = _mm256_set1_pd(709.0);
-    const __m256d magic = _mm256_set1_pd(6755399441055744.0);
-    __m256d xc = _mm256_min_pd(hi, _mm256_max_pd(lo, x));
+    /* As exp8_avx2: clamped at -709, k = -1023 and the biased exponent bits are zero, so x
+     * below (and -inf) give exactly 0 (results below ~1.4e-308, subnormal, are flushed). */
+    __m256d xc = _mm256_max_pd(_mm256_set1_pd(-709.0), x);
+    const __m256d magic = _mm256_set1_pd(6755399441055744.0 + 1023.0); /* 1.5*2^52 + bias */
     __m256d shifted = _mm256_fmadd_pd(xc, _mm256_set1_pd(1.4426950408889634), magic);
     __m256d k = _mm256_sub_pd(shifted, magic);
     __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93145751953125e-1), xc);
@@ -128,10 +131,8 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
     __m256d s0 = _mm256_fmadd_pd(q1, r4, q0), s1 = _mm256_fmadd_pd(pcd, r4, q2);
     __m256d p = _mm256_fmadd_pd(s1, r8, s0);
 #undef C
-    __m256i bits = _mm256_sub_epi64(_mm256_castpd_si256(shifted), _mm256_castpd_si256(magic));
-    bits = _mm256_slli_epi64(_mm256_add_epi64(bits, _mm256_set1_epi64x(1023)), 52);
-    __m256d result = _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
-    return _mm256_andnot_pd(_mm256_cmp_pd(x, lo, _CMP_LT_OQ), result);
+    __m256i bits = _mm256_slli_epi64(_mm256_castpd_si256(shifted), 52);
+    return _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
 }
 
 __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
@@ -146,19 +147,19 @@ __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
 }
 
 __attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f64(
-    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
-    const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(hi), vl = _mm256_set1_pd(lo);
+    const double *x, double *out, int64_t n, double scale, double shift) {
+    const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(shift);
     __m256d acc = _mm256_setzero_pd();
     int64_t j = 0;
     for (; j + 4 <= n; j += 4) {
-        __m256d e = exp4_avx2(_mm256_sub_pd(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh), vl));
+        __m256d e = exp4_avx2(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh));
         _mm256_storeu_pd(out + j, e);
         acc = _mm256_add_pd(acc, e);
     }
     double lanes[4];
     _mm256_storeu_pd(lanes, acc);
     double s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
-    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - shift);
     return s;
 }
 
@@ -233,12 +234,12 @@ __attribute__((target("avx512f"))) static void exp_shifted_avx512_f64(
     for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
 }
 __attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f32(
-    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
-    const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(hi), vl = _mm512_set1_ps(lo);
+    const float *x, float *out, int64_t n, float scale, float shift) {
+    const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(shift);
     __m512 acc = _mm512_setzero_ps();
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        __m512 e = exp16_avx512(_mm512_sub_ps(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), vs, vh), vl));
+        __m512 e = exp16_avx512(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), vs, vh));
         _mm512_storeu_ps(out + j, e);
         acc = _mm512_add_ps(acc, e);
     }
@@ -246,17 +247,17 @@ __attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f32(
     _mm512_storeu_ps(lanes, acc);
     double s = 0;
     for (int l = 0; l < 16; ++l) s += lanes[l];
-    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - shift);
     return s;
 }
 
 __attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f64(
-    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
-    const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(hi), vl = _mm512_set1_pd(lo);
+    const double *x, double *out, int64_t n, double scale, double shift) {
+    const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(shift);
     __m512d acc = _mm512_setzero_pd();
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
-        __m512d e = exp8_avx512(_mm512_sub_pd(_mm512_fmsub_pd(_mm512_loadu_pd(x + j), vs, vh), vl));
+        __m512d e = exp8_avx512(_mm512_fmsub_pd(_mm512_loadu_pd(x + j), vs, vh));
         _mm512_storeu_pd(out + j, e);
         acc = _mm512_add_pd(acc, e);
     }
@@ -264,29 +265,30 @@ __attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f64(
     _mm512_storeu_pd(lanes, acc);
     double s = 0;
     for (int l = 0; l < 8; ++l) s += lanes[l];
-    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - shift);
     return s;
 }
 #endif /* MT_X86 */
 
-double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float hi,
-                              float lo) {
+double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float shift) {
 #ifdef MT_X86
-    if (__builtin_cpu_supports("avx512f")) return exp_shifted_sum_avx512_f32(x, out, n, scale, hi, lo);
+    if (__builtin_cpu_supports("avx512f"))
+        return exp_shifted_sum_avx512_f32(x, out, n, scale, shift);
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return exp_shifted_sum_avx2_f32(x, out, n, scale, hi, lo);
+        return exp_shifted_sum_avx2_f32(x, out, n, scale, shift);
 #endif
-    return exp_shifted_sum_generic_f32(x, out, n, scale, hi, lo);
+    return exp_shifted_sum_generic_f32(x, out, n, scale, shift);
 }
 
-double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double scale, double hi,
-                              double lo) {
+double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double scale,
+                              double shift) {
 #ifdef MT_X86
-    if (__builtin_cpu_supports("avx512f")) return exp_shifted_sum_avx512_f64(x, out, n, scale, hi, lo);
+    if (__builtin_cpu_supports("avx512f"))
+        return exp_shifted_sum_avx512_f64(x, out, n, scale, shift);
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return exp_shifted_sum_avx2_f64(x, out, n, scale, hi, lo);
+        return exp_shifted_sum_avx2_f64(x, out, n, scale, shift);
 #endif
-    return exp_shifted_sum_generic_f64(x, out, n, scale, hi, lo);
+    return exp_shifted_sum_generic_f64(x, out, n, scale, shift);
 }
 
 void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, float hi, float lo) {

@@ -8,8 +8,9 @@
  * Accuracy: ~1 ulp (f32, Cephes coefficients), ~2 ulp (f64, degree-13 Taylor).
  * Range: f32 inputs <= MT_EXP_F32_ZERO (and f64 below the smallest normal result) return
  * exactly 0 (so exp(-inf) = 0, which masked softmax relies on; f32 results between that and
- * FLT_MIN are subnormal, or 0 in the AVX-512 loop); inputs above ~88.3 (f32) / ~709 (f64)
- * are clamped: callers only pass x - max <= 0.
+ * FLT_MIN are subnormal, or 0 in the vector loops). Every caller passes x - max <= 0 (plus at
+ * most a rounding error), so the AVX2 loops do not clamp above; these scalar versions clamp
+ * at ~88.3 (f32) / ~709 (f64).
  */
 #ifndef MT_FAST_EXP_H
 #define MT_FAST_EXP_H
@@ -87,10 +88,10 @@ void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, floa
                         float shift_lo);
 void mt_exp_shifted_f64(const double *x, double *out, int64_t n, double scale, double shift_hi,
                         double shift_lo);
-/* Same, returning sum(out) too (T lanes; meant for blocks of a few hundred elements). */
-double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale,
-                              float shift_hi, float shift_lo);
+/* out[j] = exp(x[j]*scale - shift), returning sum(out) too (T lanes; meant for blocks of a few
+ * hundred elements). */
+double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float shift);
 double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double scale,
-                              double shift_hi, double shift_lo);
+                              double shift);
 
 #endif /* MT_FAST_EXP_H */

@@ -69,7 +69,7 @@ MT_INLINE static double RC(row_exp_sum, SFX)(const T *x, T *out, int64_t n, T sc
     double total = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
-        total += RC(mt_exp_shifted_sum, SFX)(x + j0, out + j0, len, scale, shift, (T)0);
+        total += RC(mt_exp_shifted_sum, SFX)(x + j0, out + j0, len, scale, shift);
     }
     return total;
 }
@@ -80,7 +80,7 @@ MT_INLINE static double RC(row_sum_exp, SFX)(const T *x, int64_t n, T shift) {
     double total = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
-        total += RC(mt_exp_shifted_sum, SFX)(x + j0, buffer, len, (T)1, shift, (T)0);
+        total += RC(mt_exp_shifted_sum, SFX)(x + j0, buffer, len, (T)1, shift);
     }
     return total;
 }
