@@ -17,6 +17,7 @@ write y). Timings are the best of several calls per library, measured round-robi
 each library per round) so that load from other processes affects all columns alike.
 """
 import argparse
+import itertools
 import ctypes
 import os
 import platform
@@ -203,43 +204,82 @@ def np_layer_norm_backward(dy, x, w, mean, rstd):
     return dx, (dy * xhat).sum(0), dy.sum(0)
 
 
+# Two sizes per kernel: one whose operands stay in the L2/L3 caches (the activations of a small
+# Transformer: 1024 tokens x 512 features), where the kernels are bound by arithmetic, and one
+# of ~16 MB per operand, bound by DRAM bandwidth. (softmax/log-softmax shape, layer-norm shape,
+# cross-entropy shapes, with the masked-attention case)
+ROW_SIZES = [((1024, 512), (1024, 512), [(1024, 1000)], False),
+             ((4096, 1000), (8192, 512), [(4096, 1000), (2048, 32000)], True)]
+
+
+def masked_softmax_case(rng, dtype):
+    """Attention scores (batch 8, heads 8, 256 queries, 256 keys), key padding + causal."""
+    s = rng.standard_normal((8, 8, 256, 256)).astype(dtype)
+    pad = np.zeros((8, 1, 1, 256), bool)
+    pad[:, :, :, 200:] = True
+    causal = np.triu(np.ones((256, 256), bool), 1)
+    torch_fn = None
+    if torch is not None:
+        ts, tmask = torch.from_numpy(s), torch.from_numpy(pad | causal)
+        torch_fn = lambda: torch.softmax((ts * 0.125).masked_fill(tmask, float("-inf")), -1)
+    return ("masked+causal softmax 8x8x256x256", dtype, 2 * s.nbytes,
+            lambda: mt.softmax_forward(s, scale=0.125, mask=pad, causal=True),
+            lambda: np_softmax(s, 0.125, pad | causal), torch_fn)
+
+
+def layer_norm_cases(rng, dtype, shape):
+    """Layer norm forward and backward over the last dim of `shape`, with weight and bias."""
+    rows, cols = shape
+    x = rng.standard_normal(shape).astype(dtype)
+    w, b = rng.standard_normal(cols).astype(dtype), rng.standard_normal(cols).astype(dtype)
+    dy = rng.standard_normal(shape).astype(dtype)
+    _, mean, rstd = mt.layer_norm_forward(x, w, b)
+    _, np_mean, np_rstd = np_layer_norm(x, w, b)
+    torch_fwd = torch_bwd = None
+    if torch is not None:
+        tx, tw, tb, tdy = (torch.from_numpy(v) for v in (x, w, b, dy))
+        _, tmean, trstd = torch.native_layer_norm(tx, [cols], tw, tb, 1e-5)
+        torch_fwd = lambda: torch.native_layer_norm(tx, [cols], tw, tb, 1e-5)
+        torch_bwd = lambda: torch.ops.aten.native_layer_norm_backward(
+            tdy, tx, [cols], tmean, trstd, tw, tb, [True, True, True])
+    name = f"{rows}x{cols}"
+    return [(f"layer_norm fwd {name}", dtype, 2 * x.nbytes, lambda: mt.layer_norm_forward(x, w, b),
+             lambda: np_layer_norm(x, w, b), torch_fwd),
+            (f"layer_norm bwd {name}", dtype, 3 * x.nbytes,
+             lambda: mt.layer_norm_backward(dy, x, w, mean, rstd),
+             lambda: np_layer_norm_backward(dy, x, w, np_mean, np_rstd), torch_bwd)]
+
+
 def row_cases(quick):
     """(name, dtype, bytes moved, minitorch fn, numpy fn, torch fn or None)."""
     rng = np.random.default_rng(1)
     cases = []
-    for dtype in (np.float32, np.float64):
+    for dtype, (sm_shape, ln_shape, ce_shapes, with_masked) in itertools.product(
+            (np.float32, np.float64), ROW_SIZES):
         tdt = None if torch is None else {np.float32: torch.float32, np.float64: torch.float64}[dtype]
-        x = rng.standard_normal((4096, 1000)).astype(dtype)
+        sm_name = "x".join(map(str, sm_shape))
+        x = rng.standard_normal(sm_shape).astype(dtype)
         dy = rng.standard_normal(x.shape).astype(dtype)
         y = mt.softmax_forward(x)
         nb = x.nbytes
         tx = ty = tdy = None
         if torch is not None:
             tx, ty, tdy = torch.from_numpy(x), torch.from_numpy(y), torch.from_numpy(dy)
-        cases.append(("softmax fwd 4096x1000", dtype, 2 * nb, lambda x=x: mt.softmax_forward(x),
+        cases.append((f"softmax fwd {sm_name}", dtype, 2 * nb, lambda x=x: mt.softmax_forward(x),
                       lambda x=x: np_softmax(x),
                       tx is not None and (lambda tx=tx: torch.softmax(tx, -1))))
-        cases.append(("softmax bwd 4096x1000", dtype, 3 * nb, lambda y=y, dy=dy: mt.softmax_backward(y, dy),
+        cases.append((f"softmax bwd {sm_name}", dtype, 3 * nb, lambda y=y, dy=dy: mt.softmax_backward(y, dy),
                       lambda y=y, dy=dy: np_softmax_backward(y, dy),
                       tx is not None and (lambda ty=ty, tdy=tdy, tdt=tdt:
                                           torch.ops.aten._softmax_backward_data(tdy, ty, -1, tdt))))
-        # attention scores: (batch 8, heads 8, 256 queries, 256 keys), key padding + causal
-        s = rng.standard_normal((8, 8, 256, 256)).astype(dtype)
-        pad = np.zeros((8, 1, 1, 256), bool)
-        pad[:, :, :, 200:] = True
-        causal = np.triu(np.ones((256, 256), bool), 1)
-        ts = tpad = tcausal = None
-        if torch is not None:
-            ts, tpad, tcausal = torch.from_numpy(s), torch.from_numpy(pad), torch.from_numpy(causal)
-        cases.append(("masked+causal softmax 8x8x256x256", dtype, 2 * s.nbytes,
-                      lambda s=s, pad=pad: mt.softmax_forward(s, scale=0.125, mask=pad, causal=True),
-                      lambda s=s, pad=pad, causal=causal: np_softmax(s, 0.125, pad | causal),
-                      ts is not None and (lambda ts=ts, m=(tpad | tcausal) if ts is not None else None:
-                                          torch.softmax((ts * 0.125).masked_fill(m, float("-inf")), -1))))
-        cases.append(("log_softmax fwd 4096x1000", dtype, 2 * nb, lambda x=x: mt.log_softmax_forward(x),
+        if with_masked:
+            cases.append(masked_softmax_case(rng, dtype))
+        cases.append((f"log_softmax fwd {sm_name}", dtype, 2 * nb, lambda x=x: mt.log_softmax_forward(x),
                       lambda x=x: np_log_softmax(x),
                       tx is not None and (lambda tx=tx: torch.log_softmax(tx, -1))))
-        for rows, vocab in ([(4096, 1000)] + ([] if quick or dtype == np.float64 else [(2048, 32000)])):
+        for rows, vocab in ce_shapes:
+            if vocab > 1000 and (quick or dtype == np.float64):
+                continue
             logits = rng.standard_normal((rows, vocab)).astype(dtype)
             target = rng.integers(0, vocab, rows).astype(np.int64)
             tl = tt = None
@@ -259,25 +299,7 @@ def row_cases(quick):
             cases.append((f"cross_entropy fwd+bwd {rows}x{vocab}", dtype, 3 * logits.nbytes, mt_ce,
                           lambda logits=logits, target=target: np_cross_entropy_fwd_bwd(logits, target),
                           tl is not None and torch_ce))
-        xl = rng.standard_normal((4096, 512)).astype(dtype)
-        w, b = rng.standard_normal(512).astype(dtype), rng.standard_normal(512).astype(dtype)
-        dyl = rng.standard_normal(xl.shape).astype(dtype)
-        _, mean, rstd = mt.layer_norm_forward(xl, w, b)
-        npy, npmean, nprstd = np_layer_norm(xl, w, b)
-        txl = tw = tb = tdyl = None
-        if torch is not None:
-            txl, tw, tb, tdyl = (torch.from_numpy(v) for v in (xl, w, b, dyl))
-            _, tmean, trstd = torch.native_layer_norm(txl, [512], tw, tb, 1e-5)
-        cases.append(("layer_norm fwd 4096x512", dtype, 2 * xl.nbytes,
-                      lambda xl=xl, w=w, b=b: mt.layer_norm_forward(xl, w, b),
-                      lambda xl=xl, w=w, b=b: np_layer_norm(xl, w, b),
-                      txl is not None and (lambda txl=txl, tw=tw, tb=tb:
-                                           torch.native_layer_norm(txl, [512], tw, tb, 1e-5))))
-        cases.append(("layer_norm bwd 4096x512", dtype, 3 * xl.nbytes,
-                      lambda dyl=dyl, xl=xl, w=w, mean=mean, rstd=rstd: mt.layer_norm_backward(dyl, xl, w, mean, rstd),
-                      lambda: np_layer_norm_backward(dyl, xl, w, npmean, nprstd),
-                      txl is not None and (lambda: torch.ops.aten.native_layer_norm_backward(
-                          tdyl, txl, [512], tmean, trstd, tw, tb, [True, True, True]))))
+        cases += layer_norm_cases(rng, dtype, ln_shape)
     return cases
 
 
