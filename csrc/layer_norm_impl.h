@@ -10,7 +10,7 @@
 #define LN_(a, b) a##_##b
 #define LN(a, b) LN_(a, b)
 
-/* Two sums at once, on the vector type and with the blocking of row_ops_impl.h (two
+/* Two sums at once, on the vector type and with the blocking of row_ops_impl.h (four
  * accumulators per quantity, block sums in double). */
 #define LN_LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
 #define LN_BLOCK 1024
@@ -21,11 +21,11 @@ MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double 
     double s1 = 0, s2 = 0;
     for (int64_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
         const int64_t j1 = j0 + LN_BLOCK < n ? j0 + LN_BLOCK : n;
-        LN(vec, SFX) a1[2] = {{0}}, a2[2] = {{0}}, d;
+        LN(vec, SFX) a1[4] = {{0}}, a2[4] = {{0}}, d;
         T t1 = 0, t2 = 0;
         int64_t j = j0;
-        for (; j + 2 * LN_LANES <= j1; j += 2 * LN_LANES)
-            for (int u = 0; u < 2; ++u) {
+        for (; j + 4 * LN_LANES <= j1; j += 4 * LN_LANES)
+            for (int u = 0; u < 4; ++u) {
                 MT_VLOAD(d, x + j + u * LN_LANES);
                 d -= c;
                 a1[u] += d;
@@ -36,8 +36,8 @@ MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double 
             t1 += e;
             t2 += e * e;
         }
-        s1 += LN(lanes_total, SFX)(a1[0] + a1[1]) + (double)t1;
-        s2 += LN(lanes_total, SFX)(a2[0] + a2[1]) + (double)t2;
+        s1 += LN(lanes_total, SFX)((a1[0] + a1[1]) + (a1[2] + a1[3])) + (double)t1;
+        s2 += LN(lanes_total, SFX)((a2[0] + a2[1]) + (a2[2] + a2[3])) + (double)t2;
     }
     *sum = s1;
     *sumsq = s2;
@@ -49,11 +49,11 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
     double s1 = 0, s2 = 0;
     for (int64_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
         const int64_t j1 = j0 + LN_BLOCK < n ? j0 + LN_BLOCK : n;
-        LN(vec, SFX) a1[2] = {{0}}, a2[2] = {{0}}, g, xv, wv;
+        LN(vec, SFX) a1[4] = {{0}}, a2[4] = {{0}}, g, xv, wv;
         T t1 = 0, t2 = 0;
         int64_t j = j0;
-        for (; j + 2 * LN_LANES <= j1; j += 2 * LN_LANES)
-            for (int u = 0; u < 2; ++u) {
+        for (; j + 4 * LN_LANES <= j1; j += 4 * LN_LANES)
+            for (int u = 0; u < 4; ++u) {
                 MT_VLOAD(g, dy + j + u * LN_LANES);
                 if (w) {
                     MT_VLOAD(wv, w + j + u * LN_LANES);
@@ -68,8 +68,8 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
             t1 += gj;
             t2 += gj * ((x[j] - mean) * rstd);
         }
-        s1 += LN(lanes_total, SFX)(a1[0] + a1[1]) + (double)t1;
-        s2 += LN(lanes_total, SFX)(a2[0] + a2[1]) + (double)t2;
+        s1 += LN(lanes_total, SFX)((a1[0] + a1[1]) + (a1[2] + a1[3])) + (double)t1;
+        s2 += LN(lanes_total, SFX)((a2[0] + a2[1]) + (a2[2] + a2[3])) + (double)t2;
     }
     *sum_g = s1;
     *sum_gx = s2;
@@ -85,9 +85,7 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
 MT_ROW_KERNEL static void LN(layer_norm_row, SFX)(const T *x, const T *w, const T *b, T *y,
                                                  int64_t n, double eps, T *mean_out,
                                                  T *rstd_out) {
-    double sum_x, unused;
-    LN(centered_sums, SFX)(x, n, (T)0, &sum_x, &unused);
-    const T m_hi = (T)(sum_x / (double)n); /* rough: a float32 sum of x ~ 1000 keeps ~4 digits */
+    const T m_hi = (T)(LN(row_sum, SFX)(x, n) / (double)n); /* rough: a float32 sum of x ~ 1000 keeps ~4 digits */
     double sum_e, sum_e2;
     LN(centered_sums, SFX)(x, n, m_hi, &sum_e, &sum_e2);
     double mean_e = sum_e / (double)n; /* the correction to m_hi, accurate: e is small */
