@@ -23,7 +23,8 @@ typedef struct {
     int64_t m, n, k;
     T alpha, beta;
     int64_t lda, ldb, ldc;
-    int64_t mc, kc; /* block sizes balanced for this problem */
+    int64_t mc, kc;   /* block sizes balanced for this problem (mc: the largest A block) */
+    int64_t blocks_m; /* A blocks per K block: each gets an equal share (+-1) of MR slivers */
 } MT_CAT(gemm_problem, SFX);
 #define PROBLEM MT_CAT(gemm_problem, SFX)
 
@@ -163,7 +164,7 @@ static void MT_CAT(gemm_tiles, SFX)(const PROBLEM *pr, const T *a, const T *b, T
                                     T *apack, T *bpack, int tid, int nthr) {
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
-    const int64_t n_ic = (m + pr->mc - 1) / pr->mc;
+    const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
     for (int64_t jc = 0; jc < n; jc += pr->plan.nc) {
         int64_t nc = n - jc < pr->plan.nc ? n - jc : pr->plan.nc;
         int64_t slivers = (nc + nr - 1) / nr;
@@ -181,8 +182,11 @@ static void MT_CAT(gemm_tiles, SFX)(const PROBLEM *pr, const T *a, const T *b, T
             }
             for (int64_t w = tid; w < n_ic * n_js; w += nthr) {
                 int64_t ib = w / n_js, js = w % n_js;
-                int64_t ic = ib * pr->mc;
-                int64_t mc = m - ic < pr->mc ? m - ic : pr->mc;
+                /* Equal sliver counts per block, so that threads finish together at the
+                 * barrier (blocks of mc rows and a short last one left one thread idle). */
+                int64_t ic = slivers_m * ib / n_ic * pr->plan.mr;
+                int64_t i_end = slivers_m * (ib + 1) / n_ic * pr->plan.mr;
+                int64_t mc = (i_end < m ? i_end : m) - ic;
                 MT_CAT(pack_a, SFX)(pr, a, ic, mc, pc, kc, apack);
                 MT_CAT(macro_kernel, SFX)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
                                           slivers * js / n_js, slivers * (js + 1) / n_js, beta);
@@ -287,11 +291,15 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
                          (batch % nt == 0 || batch >= 4 * nt || flops_per_matrix < 8e6);
     int team = batch_parallel ? 1 : nt;
 
-    /* Balance the blocks: equal-sized A blocks (a multiple of MR), a multiple of `team`
-     * of them when that keeps them near MC, and no thin last K block. */
+    /* Balance the blocks: A blocks of equal sliver counts, a multiple of `team` of them when
+     * that keeps them near MC, and no thin last K block. */
     int64_t blocks_m = (m + pr.plan.mc - 1) / pr.plan.mc;
     if (team > 1) blocks_m = (blocks_m + team - 1) / team * team;
-    pr.mc = MT_CAT(round_up, SFX)((m + blocks_m - 1) / blocks_m, pr.plan.mr);
+    int64_t slivers_m = (m + pr.plan.mr - 1) / pr.plan.mr;
+    if (blocks_m > slivers_m) blocks_m = slivers_m;
+    if (blocks_m < 1) blocks_m = 1;
+    pr.blocks_m = blocks_m;
+    pr.mc = (slivers_m + blocks_m - 1) / blocks_m * pr.plan.mr;
     int64_t blocks_k = (k + pr.plan.kc - 1) / pr.plan.kc;
     pr.kc = (k + blocks_k - 1) / blocks_k;
 
