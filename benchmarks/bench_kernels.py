@@ -180,6 +180,10 @@ def np_log_softmax(x):
     return x - (m + np.log(np.exp(x - m).sum(-1, keepdims=True)))
 
 
+def np_log_softmax_backward(y, dy):
+    return dy - np.exp(y) * dy.sum(-1, keepdims=True)
+
+
 def np_cross_entropy_fwd_bwd(x, t):
     m = x.max(-1, keepdims=True)
     lse = m + np.log(np.exp(x - m).sum(-1, keepdims=True))
@@ -277,6 +281,13 @@ def row_cases(quick):
         cases.append((f"log_softmax fwd {sm_name}", dtype, 2 * nb, lambda x=x: mt.log_softmax_forward(x),
                       lambda x=x: np_log_softmax(x),
                       tx is not None and (lambda tx=tx: torch.log_softmax(tx, -1))))
+        ly = mt.log_softmax_forward(x)
+        tly = torch.from_numpy(ly) if torch is not None else None
+        cases.append((f"log_softmax bwd {sm_name}", dtype, 3 * nb,
+                      lambda ly=ly, dy=dy: mt.log_softmax_backward(ly, dy),
+                      lambda ly=ly, dy=dy: np_log_softmax_backward(ly, dy),
+                      tx is not None and (lambda tly=tly, tdy=tdy, tdt=tdt:
+                                          torch.ops.aten._log_softmax_backward_data(tdy, tly, -1, tdt))))
         for rows, vocab in ce_shapes:
             if vocab > 1000 and (quick or dtype == np.float64):
                 continue

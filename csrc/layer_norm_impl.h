@@ -36,8 +36,10 @@ MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double 
             t1 += e;
             t2 += e * e;
         }
-        s1 += LN(lanes_total, SFX)((a1[0] + a1[1]) + (a1[2] + a1[3])) + (double)t1;
-        s2 += LN(lanes_total, SFX)((a2[0] + a2[1]) + (a2[2] + a2[3])) + (double)t2;
+        a1[0] = (a1[0] + a1[1]) + (a1[2] + a1[3]);
+        a2[0] = (a2[0] + a2[1]) + (a2[2] + a2[3]);
+        s1 += LN(lanes_total, SFX)(&a1[0]) + (double)t1;
+        s2 += LN(lanes_total, SFX)(&a2[0]) + (double)t2;
     }
     *sum = s1;
     *sumsq = s2;
@@ -68,8 +70,10 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
             t1 += gj;
             t2 += gj * ((x[j] - mean) * rstd);
         }
-        s1 += LN(lanes_total, SFX)((a1[0] + a1[1]) + (a1[2] + a1[3])) + (double)t1;
-        s2 += LN(lanes_total, SFX)((a2[0] + a2[1]) + (a2[2] + a2[3])) + (double)t2;
+        a1[0] = (a1[0] + a1[1]) + (a1[2] + a1[3]);
+        a2[0] = (a2[0] + a2[1]) + (a2[2] + a2[3]);
+        s1 += LN(lanes_total, SFX)(&a1[0]) + (double)t1;
+        s2 += LN(lanes_total, SFX)(&a2[0]) + (double)t2;
     }
     *sum_g = s1;
     *sum_gx = s2;

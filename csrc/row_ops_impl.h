@@ -28,9 +28,10 @@ MT_INLINE static T RC(row_max_scaled, SFX)(const T *x, int64_t n, T scale) {
 typedef T RC(vec, SFX) __attribute__((vector_size(MT_VEC_BYTES)));
 #define RC_LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
 
-MT_INLINE static double RC(lanes_total, SFX)(RC(vec, SFX) v) {
+/* The sum of a vector's lanes (by pointer: a vector argument's ABI depends on the clone). */
+MT_INLINE static double RC(lanes_total, SFX)(const RC(vec, SFX) *v) {
     T lanes[RC_LANES];
-    __builtin_memcpy(lanes, &v, sizeof(v));
+    __builtin_memcpy(lanes, v, sizeof(*v));
     T s = 0;
     for (int64_t l = 0; l < RC_LANES; ++l) s += lanes[l];
     return (double)s;
@@ -54,7 +55,8 @@ MT_INLINE static double RC(row_dot, SFX)(const T *x, const T *y, int64_t n) {
                 acc[u] += a;
             }
         for (; j < j1; ++j) tail += y ? x[j] * y[j] : x[j];
-        total += RC(lanes_total, SFX)((acc[0] + acc[1]) + (acc[2] + acc[3])) + (double)tail;
+        acc[0] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        total += RC(lanes_total, SFX)(&acc[0]) + (double)tail;
     }
     return total;
 }
