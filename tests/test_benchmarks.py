@@ -1,0 +1,56 @@
+"""The kernel benchmark times like against like: for every row-kernel case, minitorch's result
+equals the numpy composite's and PyTorch's (where installed), and every GEMM case is a valid
+product. (Timings themselves are never asserted.)"""
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+import minitorch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+bench_kernels = pytest.importorskip("bench_kernels")
+
+pytestmark = pytest.mark.skipif("c" not in minitorch.backends.available,
+                                reason="the C extension is not built")
+
+
+def _first(result):
+    """The array a case is judged by: the output; dx of layer-norm backward's (dx, dw, db);
+    the gradient of the numpy cross-entropy's (loss, grad)."""
+    if isinstance(result, tuple):
+        result = result[1] if len(result) == 2 and np.ndim(result[0]) == 0 else result[0]
+    return result.numpy() if hasattr(result, "numpy") else np.asarray(result)
+
+
+@pytest.fixture(scope="module")
+def row_cases():
+    return bench_kernels.row_cases(quick=True)
+
+
+def test_row_cases_cover_every_kernel(row_cases):
+    names = " ".join(name for name, *_ in row_cases)
+    for kernel in ("softmax fwd", "softmax bwd", "masked+causal softmax", "log_softmax fwd",
+                   "log_softmax bwd", "cross_entropy fwd+bwd", "layer_norm fwd",
+                   "layer_norm bwd"):
+        assert kernel in names
+    assert {np.dtype(dtype) for _, dtype, *_ in row_cases} == {np.dtype(np.float32),
+                                                               np.dtype(np.float64)}
+
+
+def test_row_cases_compute_the_same_thing(row_cases):
+    for name, dtype, _, f_mt, f_np, f_torch in row_cases:
+        tol = 1e-4 if dtype == np.float32 else 1e-10
+        ours = _first(f_mt())
+        np.testing.assert_allclose(ours, _first(f_np()), rtol=tol, atol=tol, err_msg=name)
+        if f_torch:
+            np.testing.assert_allclose(ours, _first(f_torch()), rtol=tol, atol=tol, err_msg=name)
+
+
+def test_gemm_cases_are_products():
+    rng = np.random.default_rng(0)
+    for name, a_shape, b_shape in bench_kernels.gemm_cases(quick=True):
+        a, b = rng.standard_normal(a_shape), rng.standard_normal(b_shape)
+        np.testing.assert_allclose(minitorch.backends.c_backend.matmul(a, b), a @ b,
+                                   rtol=1e-10, atol=1e-10, err_msg=name)
