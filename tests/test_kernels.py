@@ -95,7 +95,7 @@ def test_matmul_matches_numpy(dtype, threads, isa, data):
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,k", [(1, 1, 4096), (33, 129, 4096), (1000, 7, 129), (7, 1000, 33),
-                                   (300, 300, 300), (129, 1, 1000), (1, 257, 1)])
+                                   (300, 300, 300), (1001, 64, 200), (129, 1, 1000), (1, 257, 1)])
 def test_gemm_tile_edges_and_long_k(dtype, threads, isa, m, n, k):
     rng = np.random.default_rng(m * 7919 + n * 31 + k)
     a, b = rand(rng, (m, k), dtype), rand(rng, (k, n), dtype)
