@@ -127,6 +127,23 @@ int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T
     return 0;
 }
 
+/* dx[j] = rstd * (g[j] - a - xhat[j] * c), and, in the same pass over dy and x, this row's
+ * dy * xhat and dy added into the partial column sums dw_acc / db_acc. */
+MT_INLINE static void LN(dx_pass, SFX)(const T *dy, const T *x, const T *w, T mean, T rstd, T a,
+                                       T c, T *dx, int64_t n, T *dw_acc, T *db_acc,
+                                       const int has_w, const int has_acc) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) {
+        T xhat = (x[j] - mean) * rstd;
+        T g = has_w ? dy[j] * w[j] : dy[j];
+        dx[j] = rstd * (g - a - xhat * c);
+        if (has_acc) {
+            dw_acc[j] += dy[j] * xhat;
+            db_acc[j] += dy[j];
+        }
+    }
+}
+
 /* dx for one row; adds this row's dy*xhat and dy into the partial column sums dw_acc / db_acc
  * (T, flushed to double by the caller every few rows), if given. */
 MT_ROW_KERNEL static void LN(layer_norm_backward_row, SFX)(const T *dy, const T *x, const T *w,
@@ -135,21 +152,11 @@ MT_ROW_KERNEL static void LN(layer_norm_backward_row, SFX)(const T *dy, const T 
     double sum_g, sum_gx;
     LN(grad_sums, SFX)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
     const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
-    if (w) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j)
-            dx[j] = rstd * (dy[j] * w[j] - a - (x[j] - mean) * rstd * c);
-    } else {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) dx[j] = rstd * (dy[j] - a - (x[j] - mean) * rstd * c);
-    }
-    if (dw_acc) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) {
-            dw_acc[j] += dy[j] * ((x[j] - mean) * rstd);
-            db_acc[j] += dy[j];
-        }
-    }
+    /* Constant flags: each call below is inlined into a loop without the tests. */
+    if (w && dw_acc) LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, 1, 1);
+    else if (w) LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, 1, 0);
+    else if (dw_acc) LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, 0, 1);
+    else LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, 0, 0);
 }
 
 /* Rows are added into T partial sums in groups of this many, then into double: full SIMD
