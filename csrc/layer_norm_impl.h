@@ -121,9 +121,16 @@ int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T
     if (rows < 0 || cols <= 0) return rows == 0 ? 0 : MT_ERR_ARGS;
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r)
+    for (int64_t r = 0; r < rows; ++r) {
+        /* Ask for the next row while this one is worked on: the row's three passes run from
+         * L1, and one core keeps DRAM busy only with many misses in flight (measured ~15% on
+         * 16 MB inputs; the same in backward, with two input rows, did not help). */
+        if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
+            for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
+                __builtin_prefetch(x + (r + 1) * cols + j);
         LN(layer_norm_row, SFX)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
                                 &rstd[r]);
+    }
     return 0;
 }
 
