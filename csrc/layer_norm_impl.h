@@ -79,23 +79,31 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
     *sum_gx = s2;
 }
 
-/* Two passes, both in T at full SIMD width with block sums added in double:
- *   1. m_hi = sum(x) / n, a first estimate of the mean (in float32 only ~4 digits may be right
- *      when |mean| >> std)
- *   2. e = x - m_hi (exact for such data, by Sterbenz): mean = m_hi + mean(e),
- *      var = mean(e^2) - mean(e)^2, where mean(e) is small, so nothing cancels.
- * y = ((x - m_hi) - m_lo) * rstd with m_lo = mean(e) keeps y accurate even when the mean is
- * not representable in T (x ~ 1000 +- 1 in float32). */
+/* Statistics of the data shifted by c, in T at full SIMD width with block sums in double:
+ * e = x - c, mean = c + mean(e), var = mean(e^2) - mean(e)^2. This cancels only when the shift
+ * is far from the mean: the rounding error of var is amplified by mean(e^2) / var =
+ * 1 + mean(e)^2 / var. So the row's first element is tried as the shift (one pass over the
+ * row); if it lies more than one standard deviation from the mean (amplification > 2), a
+ * second pass shifts by the mean just found, which is then accurate to a few units in the
+ * last place of T, and leaves nothing to cancel: the two-pass algorithm.
+ * y = ((x - m_hi) - m_lo) * rstd with m_hi = c, m_lo = mean(e) keeps y accurate even when the
+ * mean is not representable in T (x ~ 1000 +- 1 in float32). */
 MT_ROW_KERNEL static void LN(layer_norm_row, SFX)(const T *x, const T *w, const T *b, T *y,
                                                  int64_t n, double eps, T *mean_out,
                                                  T *rstd_out) {
-    const T m_hi = (T)(LN(row_sum, SFX)(x, n) / (double)n); /* rough: a float32 sum of x ~ 1000 keeps ~4 digits */
+    T m_hi = x[0];
     double sum_e, sum_e2;
     LN(centered_sums, SFX)(x, n, m_hi, &sum_e, &sum_e2);
-    double mean_e = sum_e / (double)n; /* the correction to m_hi, accurate: e is small */
+    double mean_e = sum_e / (double)n, mean_e2 = sum_e2 / (double)n;
+    if (!(mean_e * mean_e <= 0.5 * mean_e2)) { /* (also when NaN/inf: then it stays NaN) */
+        m_hi = (T)((double)m_hi + mean_e);
+        LN(centered_sums, SFX)(x, n, m_hi, &sum_e, &sum_e2);
+        mean_e = sum_e / (double)n;
+        mean_e2 = sum_e2 / (double)n;
+    }
     double mean = (double)m_hi + mean_e;
     const T m_lo = (T)mean_e;
-    double var = sum_e2 / (double)n - mean_e * mean_e;
+    double var = mean_e2 - mean_e * mean_e;
     if (var < 0) var = 0;
     double rstd = 1.0 / sqrt(var + eps);
     *mean_out = (T)mean;

@@ -336,6 +336,28 @@ def test_layer_norm_matches_numpy(dtype, threads, lead, d, affine, offset, seed)
         np.testing.assert_allclose(db, db_ref, rtol=loose["rtol"], atol=loose["atol"] * scale)
 
 
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("first", ["typical", "outlier"])
+def test_layer_norm_statistics_do_not_cancel(dtype, first):
+    """The forward pass shifts each row by its first element and redoes the pass around the
+    mean when that element is far from it: either way mean and variance keep full precision,
+    here for float32 data at 1000 with a spread of 1e-2 (E[x^2] - E[x]^2 would lose it all)."""
+    rng = np.random.default_rng(7)
+    x64 = 1000.0 + 1e-2 * rng.standard_normal((16, 4099))
+    if first == "outlier":
+        x64[:, 0] = 1000.0 + 10.0  # ~60 standard deviations of the whole row away
+    x = x64.astype(dtype)
+    y, mean, rstd = C.layer_norm_forward(x, None, None, eps=0.0)
+    exact = x.astype(np.float64)
+    mean_ref = exact.mean(-1)
+    rstd_ref = 1 / exact.std(-1)
+    np.testing.assert_allclose(mean, mean_ref, rtol=1e-6 if dtype == np.float32 else 1e-14)
+    np.testing.assert_allclose(rstd, rstd_ref, rtol=1e-4 if dtype == np.float32 else 1e-10)
+    y_ref = (exact - mean_ref[:, None]) * rstd_ref[:, None]
+    np.testing.assert_allclose(y, y_ref, atol=2e-3 if dtype == np.float32 else 1e-9)
+
+
 # ---------------------------------------------------------------------------------------------
 # The oracle against independent formulas
 # ---------------------------------------------------------------------------------------------
