@@ -1,7 +1,8 @@
 /* layer_norm_impl.h — layer normalization over the last dim, one dtype.
  *
- * Included by layer_norm.c with T, SFX defined, after row_ops_impl.h (vector sums). Statistics in double, two passes
- * (mean, then mean of squared deviations), never E[x^2] - E[x]^2, which cancels.
+ * Included by layer_norm.c with T, SFX defined, after row_ops_impl.h (vector sums). Statistics
+ * of the row shifted by a point near its mean (see layer_norm_row), sums finished in double;
+ * never E[x^2] - E[x]^2 of the raw data, which cancels.
  *   y = (x - mean) * rstd * w + b,           rstd = 1 / sqrt(var + eps)
  *   xhat = (x - mean) * rstd,  g = dy * w
  *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
@@ -130,9 +131,9 @@ int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
-        /* Ask for the next row while this one is worked on: the row's three passes run from
-         * L1, and one core keeps DRAM busy only with many misses in flight (measured ~15% on
-         * 16 MB inputs; the same in backward, with two input rows, did not help). */
+        /* Ask for the next row while this one is worked on: the row's passes run from L1, and
+         * one core keeps DRAM busy only with many misses in flight (measured ~15% on 16 MB
+         * inputs; the same in backward, with two input rows, did not help). */
         if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
             for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
                 __builtin_prefetch(x + (r + 1) * cols + j);
