@@ -14,8 +14,9 @@ import numpy as np
 
 from minitorch._C import ffi, lib
 
-from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_gemm_operands,  # noqa: F401
-                     check_label_smoothing, check_reduction, check_same_shape, check_target)
+from .checks import (FLOAT_DTYPES, REDUCTIONS, broadcast_shape, check_float,  # noqa: F401
+                     check_gemm_operands, check_label_smoothing, check_matmul_operands,
+                     check_reduction, check_same_shape, check_target)
 
 # The instruction sets mt_gemm_isa_* understands (tests use them to exercise every kernel).
 GEMM_ISAS = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}
@@ -98,19 +99,6 @@ def _contiguous(x):
 # ---------------------------------------------------------------------------------------------
 # Matrix multiply
 # ---------------------------------------------------------------------------------------------
-def _broadcast_shape(s1, s2):
-    """np.broadcast_shapes for two shapes (5x cheaper); raises ValueError if they do not."""
-    ndim = max(len(s1), len(s2))
-    s1 = (1,) * (ndim - len(s1)) + tuple(s1)
-    s2 = (1,) * (ndim - len(s2)) + tuple(s2)
-    out = []
-    for d1, d2 in zip(s1, s2):
-        if d1 != d2 and d1 != 1 and d2 != 1:
-            raise ValueError(f"shapes {s1} and {s2} do not broadcast")
-        out.append(d2 if d1 == 1 else d1)
-    return tuple(out)
-
-
 def _matrix_layout(x):
     """(array, trans, ld) so that C reads x's last two dims without a copy when they are
     row-major (ld >= cols, e.g. a slice) or a transposed row-major matrix (e.g. w.T);
@@ -215,16 +203,7 @@ def matmul(a, b, _isa="auto"):
     batch of A times one B is folded into a single tall GEMM. `_isa` forces a micro-kernel
     (tests only): "auto", "generic", "avx2", "avx512" (falls back to what the CPU has).
     """
-    check_float("a", a)
-    check_float("b", b, a.dtype)
-    if a.ndim < 2 or b.ndim < 2:
-        raise ValueError(f"matmul needs a and b with ndim >= 2, got a.ndim={a.ndim}, b.ndim={b.ndim}")
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul: a.shape[-1] ({a.shape[-1]}) must equal b.shape[-2] ({b.shape[-2]})")
-    try:
-        batch_shape = _broadcast_shape(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        raise ValueError(f"matmul: batch dims of a {a.shape[:-2]} and b {b.shape[:-2]} do not broadcast") from None
+    batch_shape = check_matmul_operands(a, b)
     isa = GEMM_ISAS.get(_isa)
     if isa is None:
         raise ValueError(f"_isa must be one of {tuple(GEMM_ISAS)}, got {_isa!r}")
@@ -306,7 +285,7 @@ def _mask_layout(x, mask):
     if mask.dtype != np.bool_ and mask.dtype != x.dtype:
         raise TypeError(f"mask must be bool or {x.dtype} (the dtype of x), got {mask.dtype}")
     try:
-        fits = _broadcast_shape(mask.shape, x.shape) == x.shape
+        fits = broadcast_shape(mask.shape, x.shape) == x.shape
     except ValueError:
         fits = False
     if not fits:

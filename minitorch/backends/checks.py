@@ -29,6 +29,34 @@ def check_gemm_operands(a, b, trans_a, trans_b):
     return op_a, op_b
 
 
+def broadcast_shape(s1, s2):
+    """np.broadcast_shapes for two shapes (5x cheaper); raises ValueError if they do not."""
+    ndim = max(len(s1), len(s2))
+    s1 = (1,) * (ndim - len(s1)) + tuple(s1)
+    s2 = (1,) * (ndim - len(s2)) + tuple(s2)
+    out = []
+    for d1, d2 in zip(s1, s2):
+        if d1 != d2 and d1 != 1 and d2 != 1:
+            raise ValueError(f"shapes {s1} and {s2} do not broadcast")
+        out.append(d2 if d1 == 1 else d1)
+    return tuple(out)
+
+
+def check_matmul_operands(a, b):
+    """The broadcast batch shape of np.matmul(a, b) for float arrays of one dtype, ndim >= 2,
+    whose inner dims agree."""
+    check_float("a", a)
+    check_float("b", b, a.dtype)
+    if a.ndim < 2 or b.ndim < 2:
+        raise ValueError(f"matmul needs a and b with ndim >= 2, got a.ndim={a.ndim}, b.ndim={b.ndim}")
+    if a.shape[-1] != b.shape[-2]:
+        raise ValueError(f"matmul: a.shape[-1] ({a.shape[-1]}) must equal b.shape[-2] ({b.shape[-2]})")
+    try:
+        return broadcast_shape(a.shape[:-2], b.shape[:-2])
+    except ValueError:
+        raise ValueError(f"matmul: batch dims of a {a.shape[:-2]} and b {b.shape[:-2]} do not broadcast") from None
+
+
 def check_same_shape(name, x, shape):
     if x.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")

@@ -18,7 +18,8 @@ cross_entropy_forward returns for backward is float64 for both dtypes: rounded t
 import numpy as np
 
 from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_gemm_operands,  # noqa: F401
-                     check_label_smoothing, check_reduction, check_same_shape, check_target)
+                     check_label_smoothing, check_matmul_operands, check_reduction,
+                     check_same_shape, check_target)
 
 _num_threads = 1
 
@@ -44,16 +45,7 @@ def get_num_threads():
 # ---------------------------------------------------------------------------------------------
 def matmul(a, b):
     """C[..., i, j] = sum_k A[..., i, k] B[..., k, j], batch dims broadcast like np.matmul."""
-    check_float("a", a)
-    check_float("b", b, a.dtype)
-    if a.ndim < 2 or b.ndim < 2:
-        raise ValueError(f"matmul needs a and b with ndim >= 2, got a.ndim={a.ndim}, b.ndim={b.ndim}")
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul: a.shape[-1] ({a.shape[-1]}) must equal b.shape[-2] ({b.shape[-2]})")
-    try:
-        np.broadcast_shapes(a.shape[:-2], b.shape[:-2])
-    except ValueError:
-        raise ValueError(f"matmul: batch dims of a {a.shape[:-2]} and b {b.shape[:-2]} do not broadcast") from None
+    check_matmul_operands(a, b)
     return np.ascontiguousarray(np.matmul(a, b))
 
 
