@@ -334,11 +334,7 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
          * no barriers (which cost a scheduler tick each on a busy machine). */
 #pragma omp parallel num_threads(team)
         {
-            int tid = 0, nthr = 1;
-#ifdef _OPENMP
-            tid = omp_get_thread_num();
-            nthr = omp_get_num_threads();
-#endif
+            const int tid = mt_thread_num(), nthr = mt_team_size();
             int64_t slivers = (n + pr.plan.nr - 1) / pr.plan.nr;
             int64_t j0 = slivers * tid / nthr * pr.plan.nr;
             int64_t j1 = slivers * (tid + 1) / nthr * pr.plan.nr;
@@ -381,11 +377,7 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
     }
 #pragma omp parallel num_threads(team)
     {
-        int tid = 0, nthr = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nthr = omp_get_num_threads();
-#endif
+        const int tid = mt_thread_num(), nthr = mt_team_size();
         T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
         int my_failed = apack == NULL;
         /* Every thread must agree before anyone waits at a barrier inside gemm_tiles. */

@@ -198,11 +198,7 @@ int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, co
     }
 #pragma omp parallel num_threads(nt)
     {
-        int tid = 0, nthr = 1;
-#ifdef _OPENMP
-        tid = omp_get_thread_num();
-        nthr = omp_get_num_threads();
-#endif
+        const int tid = mt_thread_num(), nthr = mt_team_size();
         int64_t r0 = rows * tid / nthr, r1 = rows * (tid + 1) / nthr;
         double *dw_sum = NULL, *db_sum = NULL;
         T *dw_group = NULL, *db_group = NULL;

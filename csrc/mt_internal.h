@@ -1,7 +1,8 @@
 /* mt_internal.h — helpers shared by the kernel files (not part of the public API).
  *
- * Holds: the OpenMP guard, how many threads a kernel of a given size should use, the
- * run-time multi-versioning attribute for row kernels, and aligned scratch allocation.
+ * Holds: the OpenMP guard, the thread number and team size, how many threads a kernel of a
+ * given size should use, the run-time multi-versioning attribute for row kernels, and aligned
+ * scratch allocation.
  */
 #ifndef MT_INTERNAL_H
 #define MT_INTERNAL_H
@@ -17,6 +18,23 @@
 /* Below this many elements a row kernel runs on one thread: waking a team costs more
  * than the work (a few microseconds). */
 #define MT_PARALLEL_MIN_ELEMENTS 32768
+
+/* This thread's number and its team's size inside a parallel region (0 and 1 without OpenMP). */
+static inline int mt_thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
+static inline int mt_team_size(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
 
 /* Threads to use for `work` elements of streaming work. */
 static inline int mt_threads_for(int64_t work) {
