@@ -14,14 +14,13 @@
 /* Two sums at once, on the vector type and with the blocking of row_ops_impl.h (four
  * accumulators per quantity, block sums in double). */
 #define LN_LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
-#define LN_BLOCK 1024
 
 /* Sum of (x[j] - c) and of (x[j] - c)^2. */
 MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double *sum,
                                              double *sumsq) {
     double s1 = 0, s2 = 0;
-    for (int64_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
-        const int64_t j1 = j0 + LN_BLOCK < n ? j0 + LN_BLOCK : n;
+    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
+        const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
         LN(vec, SFX) a1[4] = {{0}}, a2[4] = {{0}}, d;
         T t1 = 0, t2 = 0;
         int64_t j = j0;
@@ -50,8 +49,8 @@ MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double 
 MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T mean, T rstd,
                                          int64_t n, double *sum_g, double *sum_gx) {
     double s1 = 0, s2 = 0;
-    for (int64_t j0 = 0; j0 < n; j0 += LN_BLOCK) {
-        const int64_t j1 = j0 + LN_BLOCK < n ? j0 + LN_BLOCK : n;
+    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
+        const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
         LN(vec, SFX) a1[4] = {{0}}, a2[4] = {{0}}, g, xv, wv;
         T t1 = 0, t2 = 0;
         int64_t j = j0;
@@ -237,7 +236,6 @@ int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, co
 }
 
 #undef LN_FLUSH_ROWS
-#undef LN_BLOCK
 #undef LN_LANES
 #undef LN
 #undef LN_
