@@ -42,11 +42,6 @@ static double exp_shifted_sum_generic_f64(const double *x, double *out, int64_t 
 }
 
 #ifdef MT_X86
-/* 1/i! for the f64 Taylor series */
-static const double MT_INV_FACTORIAL[14] = {
-    1.0, 1.0, 1.0 / 2, 1.0 / 6, 1.0 / 24, 1.0 / 120, 1.0 / 720, 1.0 / 5040, 1.0 / 40320,
-    1.0 / 362880, 1.0 / 3628800, 1.0 / 39916800, 1.0 / 479001600, 1.0 / 6227020800.0};
-
 /* ---------------- AVX2 + FMA ---------------- */
 __attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
     /* Clamping at MT_EXP_F32_ZERO (not ln FLT_MIN) makes k = -127, whose biased exponent bits
@@ -60,22 +55,17 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
     const __m256 magic = _mm256_set1_ps(12582912.0f + 127.0f);
     __m256 shifted = _mm256_fmadd_ps(xc, _mm256_set1_ps(1.44269504088896341f), magic);
     __m256 k = _mm256_sub_ps(shifted, magic);
-    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(0.693359375f), xc);
-    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(-2.12194440e-4f), r);
-    /* exp(r) = 1 + r + r^2 * q(r), q of degree 5 (Cephes), evaluated as (c0 + c1 r) +
-     * r^2 (c2 + c3 r) + r^4 (c4 + c5 r): 4 dependent FMAs instead of Horner's 7. The chain,
-     * not the FMA count, limits this loop: each vector's ~15 dependent steps cover more
-     * latency than the out-of-order window can hide. */
-#define C(value) _mm256_set1_ps(value)
-    __m256 r2 = _mm256_mul_ps(r, r);
-    __m256 q01 = _mm256_fmadd_ps(C(1.6666665459E-1f), r, C(5.0000001201E-1f));
-    __m256 q23 = _mm256_fmadd_ps(C(8.3334519073E-3f), r, C(4.1665795894E-2f));
-    __m256 q45 = _mm256_fmadd_ps(C(1.9875691500E-4f), r, C(1.3981999507E-3f));
-#undef C
-    __m256 q = _mm256_fmadd_ps(_mm256_fmadd_ps(q45, r2, q23), r2, q01);
-    __m256 p = _mm256_fmadd_ps(q, r2, _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
-    __m256i bits = _mm256_slli_epi32(_mm256_castps_si256(shifted), 23);
-    return _mm256_mul_ps(p, _mm256_castsi256_ps(bits));
+    __m256 r = _mm256_fnmadd_ps(k, _mm256_set1_ps(MT_LN2_F32_HI), xc);
+    r = _mm256_fnmadd_ps(k, _mm256_set1_ps(MT_LN2_F32_LO), r);
+    /* exp(r) = 1 + r p(r), p of degree 4 by Horner (MT_EXP_F32_C*, fast_exp.h). The result is
+     * s + (r s) p with s = 2^k: r s is ready before p, so the chain ends in one FMA and the
+     * "1 +" costs nothing. Ten FMA-pipe operations per vector: the throughput limit. */
+    __m256 s = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_castps_si256(shifted), 23));
+    __m256 p = _mm256_fmadd_ps(_mm256_set1_ps(MT_EXP_F32_C5), r, _mm256_set1_ps(MT_EXP_F32_C4));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MT_EXP_F32_C3));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MT_EXP_F32_C2));
+    p = _mm256_fmadd_ps(p, r, _mm256_set1_ps(MT_EXP_F32_C1));
+    return _mm256_fmadd_ps(_mm256_mul_ps(r, s), p, s);
 }
 
 __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
@@ -118,21 +108,20 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
     __m256d k = _mm256_sub_pd(shifted, magic);
     __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93145751953125e-1), xc);
     r = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.42860682030941723212e-6), r);
-    /* Taylor series to r^13 by Estrin's scheme: 5 dependent FMAs instead of 13 (Horner),
-     * so a few iterations in flight keep the FMA pipes full. c_i = 1/i!. */
-#define C(i) _mm256_set1_pd(MT_INV_FACTORIAL[i])
+    /* 1 + r p(r), p of degree 10 (MT_EXP_F64_C) by Estrin's scheme: 5 dependent FMAs instead
+     * of Horner's 10, so a few iterations in flight keep the FMA pipes full. As in the f32
+     * version the result is s + (r s) p, s = 2^k. */
+#define C(i) _mm256_set1_pd(MT_EXP_F64_C[i])
     __m256d r2 = _mm256_mul_pd(r, r), r4 = _mm256_mul_pd(r2, r2), r8 = _mm256_mul_pd(r4, r4);
     __m256d p01 = _mm256_fmadd_pd(C(1), r, C(0)), p23 = _mm256_fmadd_pd(C(3), r, C(2));
     __m256d p45 = _mm256_fmadd_pd(C(5), r, C(4)), p67 = _mm256_fmadd_pd(C(7), r, C(6));
-    __m256d p89 = _mm256_fmadd_pd(C(9), r, C(8)), pab = _mm256_fmadd_pd(C(11), r, C(10));
-    __m256d pcd = _mm256_fmadd_pd(C(13), r, C(12));
+    __m256d p89 = _mm256_fmadd_pd(C(9), r, C(8));
     __m256d q0 = _mm256_fmadd_pd(p23, r2, p01), q1 = _mm256_fmadd_pd(p67, r2, p45);
-    __m256d q2 = _mm256_fmadd_pd(pab, r2, p89);
-    __m256d s0 = _mm256_fmadd_pd(q1, r4, q0), s1 = _mm256_fmadd_pd(pcd, r4, q2);
-    __m256d p = _mm256_fmadd_pd(s1, r8, s0);
+    __m256d q2 = _mm256_fmadd_pd(C(10), r2, p89);
+    __m256d p = _mm256_fmadd_pd(q2, r8, _mm256_fmadd_pd(q1, r4, q0));
 #undef C
-    __m256i bits = _mm256_slli_epi64(_mm256_castpd_si256(shifted), 52);
-    return _mm256_mul_pd(p, _mm256_castsi256_pd(bits));
+    __m256d s = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(shifted), 52));
+    return _mm256_fmadd_pd(_mm256_mul_pd(r, s), p, s);
 }
 
 __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
@@ -170,15 +159,13 @@ __attribute__((target("avx512f"))) static inline __m512 exp16_avx512(__m512 x) {
     __m512 xc = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
     __m512 shifted = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), magic);
     __m512 k = _mm512_sub_ps(shifted, magic);
-    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(0.693359375f), xc);
-    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(-2.12194440e-4f), r);
-    __m512 p = _mm512_set1_ps(1.9875691500E-4f);
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073E-3f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894E-2f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459E-1f));
-    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201E-1f));
-    p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+    __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(MT_LN2_F32_HI), xc);
+    r = _mm512_fnmadd_ps(k, _mm512_set1_ps(MT_LN2_F32_LO), r);
+    __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(MT_EXP_F32_C5), r, _mm512_set1_ps(MT_EXP_F32_C4));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MT_EXP_F32_C3));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MT_EXP_F32_C2));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MT_EXP_F32_C1));
+    p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
     __m512i bits = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_castps_si512(magic));
     bits = _mm512_slli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(127)), 23);
     __m512 result = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
@@ -205,16 +192,15 @@ __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x) 
     __m512d k = _mm512_sub_pd(shifted, magic);
     __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93145751953125e-1), xc);
     r = _mm512_fnmadd_pd(k, _mm512_set1_pd(1.42860682030941723212e-6), r);
-#define C(i) _mm512_set1_pd(MT_INV_FACTORIAL[i])
+#define C(i) _mm512_set1_pd(MT_EXP_F64_C[i])
     __m512d r2 = _mm512_mul_pd(r, r), r4 = _mm512_mul_pd(r2, r2), r8 = _mm512_mul_pd(r4, r4);
     __m512d p01 = _mm512_fmadd_pd(C(1), r, C(0)), p23 = _mm512_fmadd_pd(C(3), r, C(2));
     __m512d p45 = _mm512_fmadd_pd(C(5), r, C(4)), p67 = _mm512_fmadd_pd(C(7), r, C(6));
-    __m512d p89 = _mm512_fmadd_pd(C(9), r, C(8)), pab = _mm512_fmadd_pd(C(11), r, C(10));
-    __m512d pcd = _mm512_fmadd_pd(C(13), r, C(12));
+    __m512d p89 = _mm512_fmadd_pd(C(9), r, C(8));
     __m512d q0 = _mm512_fmadd_pd(p23, r2, p01), q1 = _mm512_fmadd_pd(p67, r2, p45);
-    __m512d q2 = _mm512_fmadd_pd(pab, r2, p89);
-    __m512d s0 = _mm512_fmadd_pd(q1, r4, q0), s1 = _mm512_fmadd_pd(pcd, r4, q2);
-    __m512d p = _mm512_fmadd_pd(s1, r8, s0);
+    __m512d q2 = _mm512_fmadd_pd(C(10), r2, p89);
+    __m512d p = _mm512_fmadd_pd(q2, r8, _mm512_fmadd_pd(q1, r4, q0));
+    p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
 #undef C
     __m512i bits = _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(magic));
     bits = _mm512_slli_epi64(_mm512_add_epi64(bits, _mm512_set1_epi64(1023)), 52);

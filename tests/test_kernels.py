@@ -217,6 +217,24 @@ def test_log_softmax_matches_numpy(dtype, threads, rows, cols, seed):
     np.testing.assert_allclose(dx, N.log_softmax_backward(y, dy), **grad_tol)
 
 
+@needs_c
+@pytest.mark.parametrize("dtype,lowest,ulps", [(np.float32, -87.0, 3), (np.float64, -700.0, 3)])
+def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps):
+    """softmax([0, x_1, ..., x_66]) with every x_j so negative that the row sums to exactly 1 in
+    T: then y_j is the kernel's exp(x_j) itself, and its error can be read off in ulps. The x_j
+    sweep hundreds of periods of ln 2, so the reduced argument covers the polynomial's range;
+    67 columns take both the vector loop and its scalar tail."""
+    highest = -25.0 if dtype == np.float32 else -45.0  # 66 exp(x_j) < half an ulp of 1
+    x = np.linspace(lowest, highest, 66 * 4096).astype(dtype).reshape(-1, 66)
+    rows = np.concatenate([np.zeros((len(x), 1), dtype), x], axis=1)
+    y = C.softmax_forward(rows)[:, 1:]
+    exact = np.exp(x.astype(np.float64))  # libm: < 1 ulp of float64
+    if dtype == np.float64:  # float64 has no wider type in numpy; libm's own error counts here
+        ulps += 1
+    error = np.abs(y.astype(np.float64) - exact) / np.spacing(exact.astype(dtype)).astype(np.float64)
+    assert error.max() <= ulps, f"max error {error.max():.2f} ulp"
+
+
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fully_masked_rows_are_zero_with_zero_grad(backend, dtype):
