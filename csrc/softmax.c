@@ -16,17 +16,20 @@ static inline int64_t mask_row_offset(int64_t row, int64_t ndim, const int64_t *
     return offset;
 }
 
-
 #define T float
+#define UT uint32_t
 #define SFX f32
 #include "row_ops_impl.h"
 #include "softmax_impl.h"
 #undef T
+#undef UT
 #undef SFX
 
 #define T double
+#define UT uint64_t
 #define SFX f64
 #include "row_ops_impl.h"
 #include "softmax_impl.h"
 #undef T
+#undef UT
 #undef SFX

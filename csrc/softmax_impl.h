@@ -1,6 +1,7 @@
 /* softmax_impl.h — softmax and log-softmax over the last dim, for one dtype.
  *
- * Included by softmax.c with T, SFX defined (after row_ops_impl.h for that dtype).
+ * Included by softmax.c with T, SFX and UT (the unsigned integer of T's width) defined, after
+ * row_ops_impl.h for that dtype.
  * Each row: z = x*scale (+ mask), m = max z, e = exp(z - m), y = e / sum e. The row is at most a
  * few hundred KiB, so the three passes hit L1/L2 and memory traffic is one read + one write.
  */
@@ -18,6 +19,19 @@ MT_ROW_KERNEL static void SC(softmax_row_plain, SFX)(const T *x, T *y, int64_t n
     SC(row_scale, SFX)(y, n, (T)(1.0 / s));
 }
 
+/* -inf where `excluded` is set, else v; on the bits, because GCC 12 does not vectorize a
+ * float select on a byte condition (the scalar loop took 6 cycles an element, not 1). */
+MT_INLINE static T SC(masked_out, SFX)(T v, uint8_t excluded) {
+    const UT all_ones_if_excluded = (UT)(excluded == 0) - 1;
+    const T minus_inf = -(T)INFINITY;
+    UT bits, minus_inf_bits;
+    __builtin_memcpy(&bits, &v, sizeof(T));
+    __builtin_memcpy(&minus_inf_bits, &minus_inf, sizeof(T));
+    bits = (bits & ~all_ones_if_excluded) | (minus_inf_bits & all_ones_if_excluded);
+    __builtin_memcpy(&v, &bits, sizeof(T));
+    return v;
+}
+
 /* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
  * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL. */
 MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t n, T scale,
@@ -32,12 +46,9 @@ MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t 
             m = z > m ? z : m;
         }
     } else if (mbool && mstride == 1) {
-#pragma omp simd reduction(max : m)
-        for (int64_t j = 0; j < live; ++j) {
-            T z = mbool[j] ? -(T)INFINITY : x[j] * scale;
-            y[j] = z;
-            m = z > m ? z : m;
-        }
+        /* No `omp simd` here: masked_out's bit casts would become memory (see fast_exp.h) */
+        for (int64_t j = 0; j < live; ++j) y[j] = SC(masked_out, SFX)(x[j] * scale, mbool[j]);
+        m = SC(row_max_scaled, SFX)(y, live, (T)1);
     } else {
         /* A broadcast (stride-0) mask is one value for the whole row. */
         T add = madd ? madd[0] : 0;
@@ -58,6 +69,17 @@ MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t 
     for (int64_t j = live; j < n; ++j) y[j] = 0;
 }
 
+/* Ask for the next row of x, and for its row of y with intent to write, while this one is
+ * worked on. The masked pass streams x into y: without this the store misses on y (write
+ * allocate from DRAM) took half its time. Rows above 8 KiB are left to the hardware. */
+static inline void SC(prefetch_row, SFX)(const T *x, T *y, int64_t cols) {
+    if (cols * (int64_t)sizeof(T) > 8192) return;
+    for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T)) {
+        __builtin_prefetch(x + j, 0);
+        __builtin_prefetch(y + j, 1);
+    }
+}
+
 int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
                                 const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
                                 const int64_t *row_shape, const int64_t *mask_row_strides,
@@ -76,6 +98,7 @@ int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T 
             SC(softmax_row_plain, SFX)(xr, yr, cols, scale);
             continue;
         }
+        if (r + 1 < rows) SC(prefetch_row, SFX)(xr + cols, yr + cols, cols);
         int64_t live = cols;
         if (causal_lq > 0) {
             int64_t query = r % causal_lq;

@@ -237,6 +237,24 @@ def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps):
 
 @pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_bool_mask_excludes_inf_and_nan_scores(backend, dtype):
+    """What a True entry hides does not matter: +inf or NaN there gives the softmax of the rest."""
+    B = N if backend == "numpy" else C
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((3, 37)).astype(dtype)  # 37: vector body and tail
+    mask = rng.random((3, 37)) < 0.3
+    mask[:, 0] = False
+    hidden = x.copy()
+    hidden[mask] = np.where(rng.random(mask.sum()) < 0.5, np.inf, np.nan)
+    z = np.where(mask, -np.inf, 0.5 * x.astype(np.float64))
+    expected = np.exp(z - z.max(-1, keepdims=True))
+    expected /= expected.sum(-1, keepdims=True)
+    y = B.softmax_forward(hidden, scale=0.5, mask=mask)
+    np.testing.assert_allclose(y, expected, **tol(dtype))
+
+
+@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_fully_masked_rows_are_zero_with_zero_grad(backend, dtype):
     B = N if backend == "numpy" else C
     x = np.random.default_rng(0).standard_normal((2, 3, 4, 6)).astype(dtype)
