@@ -285,10 +285,13 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
 
     int nt = mt_get_num_threads();
     double flops_per_matrix = 2.0 * (double)m * (double)n * (double)k;
-    if (flops_per_matrix < 4e6) nt = 1; /* waking a team costs more than ~2M FMAs save */
-    /* Many matrices: give whole matrices to threads (no barriers, no shared packing). */
+    if (flops_per_matrix * (double)batch < 4e6) nt = 1; /* waking a team costs more than
+                                                          * ~2M FMAs save */
+    /* Many matrices: give whole matrices to threads (no barriers, no shared packing). This
+     * is attention's case: 128 heads of 32x32x32 are too small to split, but not to share. */
     int batch_parallel = nt > 1 && batch >= nt &&
                          (batch % nt == 0 || batch >= 4 * nt || flops_per_matrix < 8e6);
+    if (!batch_parallel && flops_per_matrix < 4e6) nt = 1; /* too small to split one */
     int team = batch_parallel ? 1 : nt;
 
     /* Balance the blocks: A blocks of equal sliver counts, a multiple of `team` of them when
