@@ -40,33 +40,41 @@ typedef struct {
     } while (0)
 
 /* Transposed A (stored k x m, e.g. the xᵀ of a weight gradient): op(A)'s column p is the
- * stored row p, so walk the stored rows once, contiguously, and scatter each row's MR-wide
- * pieces into every sliver. Walking sliver by sliver instead reads MR values per stored row
- * with a stride of lda: for lda = 512 floats (2 KiB) all those lines fall into 2 of the 64 L1
- * sets, and the kernel ran at ~27 GF/s instead of ~40. */
+ * stored row p. Walking sliver by sliver reads MR values per stored row with a stride of lda:
+ * for lda = 512 floats (2 KiB) all those lines fall into 2 of the 64 L1 sets, and the kernel
+ * ran at ~27 GF/s instead of ~40. Walking row by row instead scatters every row over all the
+ * slivers, kc*MR elements apart: one store per page. So take 8 stored rows at a time (at most
+ * a few KiB, L1-resident) and write each sliver's 8*MR contiguous values from them. */
+#define MT_PACK_A_T_ROWS 8
 static void MT_CAT(pack_a_transposed, SFX)(const PROBLEM *pr, const T *a, int64_t i0,
                                            int64_t mc, int64_t p0, int64_t kc,
                                            T *restrict ap) {
     const int mr = pr->plan.mr;
     const int64_t full = mc / mr, tail = mc - full * mr;
-    for (int64_t p = 0; p < kc; ++p) {
-        const T *src = a + (p0 + p) * pr->lda + i0;
-        T *dst = ap + p * mr;
-        if (mr == 6) {
-            for (int64_t s = 0; s < full; ++s)
-                for (int r = 0; r < 6; ++r) dst[s * 6 * kc + r] = src[s * 6 + r];
-        } else {
-            for (int64_t s = 0; s < full; ++s)
-                for (int r = 0; r < mr; ++r) dst[s * mr * kc + r] = src[s * mr + r];
+    for (int64_t q0 = 0; q0 < kc; q0 += MT_PACK_A_T_ROWS) {
+        const int64_t q1 = q0 + MT_PACK_A_T_ROWS < kc ? q0 + MT_PACK_A_T_ROWS : kc;
+        const T *src = a + (p0 + q0) * pr->lda + i0;
+        for (int64_t s = 0; s < full; ++s) {
+            T *dst = ap + s * mr * kc + q0 * mr;
+            if (mr == 6) {
+                for (int64_t q = 0; q < q1 - q0; ++q)
+                    for (int r = 0; r < 6; ++r) dst[q * 6 + r] = src[q * pr->lda + s * 6 + r];
+            } else {
+                for (int64_t q = 0; q < q1 - q0; ++q)
+                    for (int r = 0; r < mr; ++r) dst[q * mr + r] = src[q * pr->lda + s * mr + r];
+            }
         }
         if (tail) {
-            T *d = dst + full * mr * kc;
-            int64_t r = 0;
-            for (; r < tail; ++r) d[r] = src[full * mr + r];
-            for (; r < mr; ++r) d[r] = 0;
+            T *dst = ap + full * mr * kc + q0 * mr;
+            for (int64_t q = 0; q < q1 - q0; ++q) {
+                int64_t r = 0;
+                for (; r < tail; ++r) dst[q * mr + r] = src[q * pr->lda + full * mr + r];
+                for (; r < mr; ++r) dst[q * mr + r] = 0;
+            }
         }
     }
 }
+#undef MT_PACK_A_T_ROWS
 
 static void MT_CAT(pack_a, SFX)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
                                 int64_t p0, int64_t kc, T *restrict ap) {
