@@ -203,6 +203,9 @@ def matmul(a, b, _isa="auto"):
     batch of A times one B is folded into a single tall GEMM. `_isa` forces a micro-kernel
     (tests only): "auto", "generic", "avx2", "avx512" (falls back to what the CPU has).
     """
+    fast = _matmul_2d_contiguous(a, b) if _isa == "auto" else None
+    if fast is not None:
+        return fast
     batch_shape = check_matmul_operands(a, b)
     isa = GEMM_ISAS.get(_isa)
     if isa is None:
@@ -240,6 +243,36 @@ def matmul(a, b, _isa="auto"):
                   _offset(pb, sum(i * s for i, s in zip(outer, sb))), tb, ldb, stride_b,
                   _offset(pc, sum(i * s for i, s in zip(outer, sc))), n, stride_c,
                   m, n, k, inner, 1.0, 0.0)
+    return out
+
+
+def _matmul_2d_contiguous(a, b):
+    """a @ b for the most common calls, two non-empty matrices of one float dtype, each
+    C-contiguous or the transpose of one (x @ w.T, x.T @ dy), with nothing but the checks that
+    case needs; None for anything else. The general path's checks and layout analysis cost
+    ~2.5 us per call, a fifth of a 64x64x64 product."""
+    if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2:
+        return None
+    kernel = _GEMM_KERNELS.get(a.dtype)
+    (m, k), (k_b, n) = a.shape, b.shape
+    if kernel is None or b.dtype != a.dtype or k != k_b or not (m and n and k):
+        return None
+    if a.flags.c_contiguous:
+        ta, lda, pa = 0, k, _ptr(a)
+    elif a.flags.f_contiguous:
+        ta, lda, pa = 1, m, _ptr(a.T)
+    else:
+        return None
+    if b.flags.c_contiguous:
+        tb, ldb, pb = 0, n, _ptr(b)
+    elif b.flags.f_contiguous:
+        tb, ldb, pb = 1, k, _ptr(b.T)
+    else:
+        return None
+    out = np.empty((m, n), dtype=a.dtype)
+    status = kernel(0, ta, tb, m, n, k, 1.0, pa, lda, 0, pb, ldb, 0, 0.0, _ptr(out), n, 0, 1)
+    if status:
+        _check_status(status, "matmul")
     return out
 
 
