@@ -79,19 +79,24 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
     *sum_gx = s2;
 }
 
+#define LN_SHIFT_SAMPLE 32
+
 /* Statistics of the data shifted by c, in T at full SIMD width with block sums in double:
  * e = x - c, mean = c + mean(e), var = mean(e^2) - mean(e)^2. This cancels only when the shift
  * is far from the mean: the rounding error of var is amplified by mean(e^2) / var =
- * 1 + mean(e)^2 / var. So the row's first element is tried as the shift (one pass over the
- * row); if it lies more than one standard deviation from the mean (amplification > 2), a
- * second pass shifts by the mean just found, which is then accurate to a few units in the
- * last place of T, and leaves nothing to cancel: the two-pass algorithm.
+ * 1 + mean(e)^2 / var. So the mean of the row's first LN_SHIFT_SAMPLE elements is tried as
+ * the shift (one pass over the row); if it lies more than one standard deviation from the
+ * mean (amplification > 2), a second pass shifts by the mean just found, which is then
+ * accurate to a few units in the last place of T, and leaves nothing to cancel: the two-pass
+ * algorithm. (The first element alone is more than one deviation off in a third of the rows
+ * of normal data, and each such row cost a second pass; a mean of 32 almost never is.)
  * y = ((x - m_hi) - m_lo) * rstd with m_hi = c, m_lo = mean(e) keeps y accurate even when the
  * mean is not representable in T (x ~ 1000 +- 1 in float32). */
 MT_ROW_KERNEL static void LN(layer_norm_row, SFX)(const T *x, const T *w, const T *b, T *y,
                                                  int64_t n, double eps, T *mean_out,
                                                  T *rstd_out) {
-    T m_hi = x[0];
+    const int64_t sample = n < LN_SHIFT_SAMPLE ? n : LN_SHIFT_SAMPLE;
+    T m_hi = (T)(LN(row_sum, SFX)(x, sample) / (double)sample);
     double sum_e, sum_e2;
     LN(centered_sums, SFX)(x, n, m_hi, &sum_e, &sum_e2);
     double mean_e = sum_e / (double)n, mean_e2 = sum_e2 / (double)n;
@@ -235,6 +240,7 @@ int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, co
     return 0;
 }
 
+#undef LN_SHIFT_SAMPLE
 #undef LN_FLUSH_ROWS
 #undef LN_LANES
 #undef LN

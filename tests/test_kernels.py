@@ -376,9 +376,10 @@ def test_layer_norm_matches_numpy(dtype, threads, lead, d, affine, offset, seed)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("first", ["typical", "outlier"])
 def test_layer_norm_statistics_do_not_cancel(dtype, first):
-    """The forward pass shifts each row by its first element and redoes the pass around the
-    mean when that element is far from it: either way mean and variance keep full precision,
-    here for float32 data at 1000 with a spread of 1e-2 (E[x^2] - E[x]^2 would lose it all)."""
+    """The forward pass shifts each row by the mean of its first 32 elements and redoes the
+    pass around the row's mean when that shift is far from it (the outlier case): either way
+    mean and variance keep full precision, here for float32 data at 1000 with a spread of 1e-2
+    (E[x^2] - E[x]^2 would lose it all)."""
     rng = np.random.default_rng(7)
     x64 = 1000.0 + 1e-2 * rng.standard_normal((16, 4099))
     if first == "outlier":
