@@ -147,36 +147,66 @@ int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T
     return 0;
 }
 
-/* dx[j] = rstd * (g[j] - a - xhat[j] * c), and, in the same pass over dy and x, this row's
- * dy * xhat and dy added into the partial column sums dw_acc / db_acc. */
-MT_INLINE static void LN(dx_pass, SFX)(const T *dy, const T *x, const T *w, T mean, T rstd, T a,
-                                       T c, T *dx, int64_t n, T *dw_acc, T *db_acc,
+/* dx[j] = rstd * (g[j] - a - xhat[j] * c) for `count` consecutive rows (1 or 2, a constant
+ * once inlined; row q at offset q*n), and, in the same pass over dy and x, their dy * xhat
+ * and dy added into the partial column sums dw_acc / db_acc. Two rows per pass load and store
+ * each column sum once for both: those sums were half of the backward's time. */
+MT_INLINE static void LN(dx_pass, SFX)(const T *dy, const T *x, const T *w, const T *mean,
+                                       const T *rstd, const T *a, const T *c, T *dx,
+                                       int64_t n, T *dw_acc, T *db_acc, const int count,
                                        const int has_w, const int has_acc) {
+    const T m0 = mean[0], r0 = rstd[0], a0 = a[0], c0 = c[0];
+    const T m1 = count > 1 ? mean[1] : 0, r1 = count > 1 ? rstd[1] : 0;
+    const T a1 = count > 1 ? a[1] : 0, c1 = count > 1 ? c[1] : 0;
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) {
-        T xhat = (x[j] - mean) * rstd;
+        T xhat = (x[j] - m0) * r0;
         T g = has_w ? dy[j] * w[j] : dy[j];
-        dx[j] = rstd * (g - a - xhat * c);
+        dx[j] = r0 * (g - a0 - xhat * c0);
+        T dw = dy[j] * xhat, db = dy[j];
+        if (count > 1) {
+            xhat = (x[n + j] - m1) * r1;
+            g = has_w ? dy[n + j] * w[j] : dy[n + j];
+            dx[n + j] = r1 * (g - a1 - xhat * c1);
+            dw += dy[n + j] * xhat;
+            db += dy[n + j];
+        }
         if (has_acc) {
-            dw_acc[j] += dy[j] * xhat;
-            db_acc[j] += dy[j];
+            dw_acc[j] += dw;
+            db_acc[j] += db;
         }
     }
 }
 
-/* dx for one row; adds this row's dy*xhat and dy into the partial column sums dw_acc / db_acc
- * (T, flushed to double by the caller every few rows), if given. */
-MT_ROW_KERNEL static void LN(layer_norm_backward_row, SFX)(const T *dy, const T *x, const T *w,
-                                                          T mean, T rstd, T *dx, int64_t n,
-                                                          T *dw_acc, T *db_acc) {
-    double sum_g, sum_gx;
-    LN(grad_sums, SFX)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
-    const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
+/* dx for `count` (1 or 2) consecutive rows; adds their dy*xhat and dy into the partial
+ * column sums dw_acc / db_acc (T, flushed to double by the caller every few rows), if given. */
+MT_ROW_KERNEL static void LN(layer_norm_backward_rows, SFX)(const T *dy, const T *x,
+                                                           const T *w, const T *mean,
+                                                           const T *rstd, T *dx, int64_t n,
+                                                           int count, T *dw_acc, T *db_acc) {
+    T a[2], c[2];
+    for (int q = 0; q < count; ++q) {
+        double sum_g, sum_gx;
+        LN(grad_sums, SFX)(dy + q * n, x + q * n, w, mean[q], rstd[q], n, &sum_g, &sum_gx);
+        a[q] = (T)(sum_g / (double)n);
+        c[q] = (T)(sum_gx / (double)n);
+    }
     /* Constant flags: each call below is inlined into a loop without the tests. */
-    if (w && dw_acc) LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, 1, 1);
-    else if (w) LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, 1, 0);
-    else if (dw_acc) LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, 0, 1);
-    else LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, 0, 0);
+#define LN_DX_PASS(COUNT)                                                                   \
+    if (w && dw_acc)                                                                         \
+        LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 1, 1);    \
+    else if (w)                                                                              \
+        LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 1, 0);        \
+    else if (dw_acc)                                                                         \
+        LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 0, 1); \
+    else                                                                                     \
+        LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 0, 0);
+    if (count == 2) {
+        LN_DX_PASS(2)
+    } else {
+        LN_DX_PASS(1)
+    }
+#undef LN_DX_PASS
 }
 
 /* Rows are added into T partial sums in groups of this many, then into double: full SIMD
@@ -212,10 +242,13 @@ int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, co
             dw_group = (T *)(db_sum + cols);
             db_group = dw_group + cols;
         }
-        for (int64_t r = r0; r < r1; ++r) {
-            LN(layer_norm_backward_row, SFX)(dy + r * cols, x + r * cols, weight, mean[r],
-                                             rstd[r], dx + r * cols, cols, dw_group, db_group);
-            if (scratch && ((r - r0 + 1) % LN_FLUSH_ROWS == 0 || r + 1 == r1)) {
+        for (int64_t r = r0, count; r < r1; r += count) {
+            count = r + 1 < r1 ? 2 : 1;
+            LN(layer_norm_backward_rows, SFX)(dy + r * cols, x + r * cols, weight, mean + r,
+                                              rstd + r, dx + r * cols, cols, (int)count,
+                                              dw_group, db_group);
+            /* (LN_FLUSH_ROWS is even: counting by pairs still lands on its multiples) */
+            if (scratch && ((r + count - r0) % LN_FLUSH_ROWS == 0 || r + count == r1)) {
                 for (int64_t j = 0; j < cols; ++j) {
                     dw_sum[j] += (double)dw_group[j];
                     db_sum[j] += (double)db_group[j];
