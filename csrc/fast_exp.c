@@ -7,7 +7,6 @@
  * constants are the same (see fast_exp.h). The shift comes in two parts so that callers with a
  * double log-sum-exp (cross-entropy near |x| ~ 1e4) keep its precision in float32.
  */
-#include <math.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
 
@@ -74,20 +73,13 @@ __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
     const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(hi), vl = _mm256_set1_ps(lo);
     int64_t j = 0;
     /* One vector per iteration: the out-of-order core overlaps iterations by itself, and an
-     * unrolled body needs more than the 16 ymm registers (constants get spilled). The last
-     * n % 8 elements go through the vector exp too, from a buffer padded with -inf (exp 0):
-     * up to 7 scalar exps of ~25 cycles each cost attention's short causal rows more than
-     * their vector part. */
+     * unrolled body needs more than the 16 ymm registers (constants get spilled). (The tail
+     * stays scalar: a -inf padded vector measured slower, its buffer round trip stalls.) */
     for (; j + 8 <= n; j += 8) {
         __m256 a = _mm256_sub_ps(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh), vl);
         _mm256_storeu_ps(out + j, exp8_avx2(a));
     }
-    if (j < n) { /* the tail as one more vector, padded with -inf (see above) */
-        float in[8], res[8];
-        for (int l = 0; l < 8; ++l) in[l] = j + l < n ? x[j + l] * scale - hi - lo : -INFINITY;
-        _mm256_storeu_ps(res, exp8_avx2(_mm256_loadu_ps(in)));
-        for (int64_t l = 0; j + l < n; ++l) out[j + l] = res[l];
-    }
+    for (; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
 }
 
 __attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
@@ -100,18 +92,11 @@ __attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
         _mm256_storeu_ps(out + j, e);
         acc = _mm256_add_ps(acc, e);
     }
-    if (j < n) { /* the tail as one more vector: the -inf padding adds exp(-inf) = 0 */
-        float in[8], res[8];
-        for (int l = 0; l < 8; ++l) in[l] = j + l < n ? x[j + l] * scale - shift : -INFINITY;
-        __m256 e = exp8_avx2(_mm256_loadu_ps(in));
-        _mm256_storeu_ps(res, e);
-        for (int64_t l = 0; j + l < n; ++l) out[j + l] = res[l];
-        acc = _mm256_add_ps(acc, e);
-    }
     float lanes[8];
     _mm256_storeu_ps(lanes, acc);
     double s = 0;
     for (int l = 0; l < 8; ++l) s += lanes[l];
+    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - shift);
     return s;
 }
 
@@ -148,12 +133,7 @@ __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
         __m256d a = _mm256_sub_pd(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh), vl);
         _mm256_storeu_pd(out + j, exp4_avx2(a));
     }
-    if (j < n) {
-        double in[4], res[4];
-        for (int l = 0; l < 4; ++l) in[l] = j + l < n ? x[j + l] * scale - hi - lo : -INFINITY;
-        _mm256_storeu_pd(res, exp4_avx2(_mm256_loadu_pd(in)));
-        for (int64_t l = 0; j + l < n; ++l) out[j + l] = res[l];
-    }
+    for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
 }
 
 __attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f64(
@@ -166,17 +146,11 @@ __attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f64(
         _mm256_storeu_pd(out + j, e);
         acc = _mm256_add_pd(acc, e);
     }
-    if (j < n) {
-        double in[4], res[4];
-        for (int l = 0; l < 4; ++l) in[l] = j + l < n ? x[j + l] * scale - shift : -INFINITY;
-        __m256d e = exp4_avx2(_mm256_loadu_pd(in));
-        _mm256_storeu_pd(res, e);
-        for (int64_t l = 0; j + l < n; ++l) out[j + l] = res[l];
-        acc = _mm256_add_pd(acc, e);
-    }
     double lanes[4];
     _mm256_storeu_pd(lanes, acc);
-    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    double s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
+    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - shift);
+    return s;
 }
 
 /* ---------------- AVX-512F ---------------- */

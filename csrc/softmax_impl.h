@@ -70,8 +70,9 @@ MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t 
 }
 
 /* Ask for the next row of x, and for its row of y with intent to write, while this one is
- * worked on. The masked pass streams x into y: without this the store misses on y (write
- * allocate from DRAM) took half its time. Rows above 8 KiB are left to the hardware. */
+ * worked on. The masked pass streams x into y, and its stores stalled on fetching y's lines:
+ * asking ahead measured 5-12% on causal attention rows (256 keys). Rows above 8 KiB are left
+ * to the hardware prefetcher. */
 static inline void SC(prefetch_row, SFX)(const T *x, T *y, int64_t cols) {
     if (cols * (int64_t)sizeof(T) > 8192) return;
     for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T)) {
