@@ -5,7 +5,9 @@ Prints, for 1 and 2 threads:
   - GEMM GFLOP/s: minitorch vs numpy vs PyTorch (square, transformer shapes, batched heads),
     with ratio columns and % of the measured FMA peak,
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
-    and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, % of copy bandwidth.
+    and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, % of copy bandwidth,
+  - in a last column, whether the cell meets the C-core issue's targets ("ok", "-" where none is
+    set, or what it misses), and a count of the cells that do under each table.
 PyTorch columns appear only if ``import torch`` works.
 
 Run from the repository root (after ``python setup.py build_ext --inplace``):
@@ -119,6 +121,46 @@ def ratio(a, b):
 
 
 # ---------------------------------------------------------------------------------------------
+# The targets of the C-core issue, checked cell by cell
+# ---------------------------------------------------------------------------------------------
+TRANSFORMER_SHAPES = ("4096x128 . 128x512", "4096x512 . 512x128", "batched 32*4 heads 32x32.32x32")
+
+
+def gemm_targets(dtype, threads, name, r_np, r_th, pct_peak):
+    """[(what, value, minimum)] this GEMM cell must reach; [] where the issue sets none."""
+    if np.dtype(dtype) == np.float64:
+        return [("vs numpy", r_np, 0.9)]
+    if name in TRANSFORMER_SHAPES:
+        return [("vs numpy", r_np, 0.8), ("vs torch", r_th, 0.8)]
+    n = int(name.split("=")[1])
+    if n < 256:
+        return []
+    targets = [("vs numpy", r_np, 1.0), ("vs torch", r_th, 0.9)]
+    if n == 1024 and threads == 1:
+        targets.append(("% of peak", pct_peak, 75))
+    return targets
+
+
+def row_targets(r_np, r_th, pct_copy):
+    return [("vs numpy", r_np, 4.0), ("vs torch", r_th, 1.5), ("% of copy", pct_copy, 60)]
+
+
+def verdict(targets, tally):
+    """'ok', '-' (no target) or the targets missed; counts the cell in tally [met, of]."""
+    if not targets:
+        return "-"
+    missed = [f"{what} {value:.2f}<{minimum:g}" if what.startswith("vs") else
+              f"{what} {value:.0f}<{minimum:g}"
+              for what, value, minimum in targets if value is not None and value < minimum]
+    unknown = any(value is None for _, value, _ in targets)
+    tally[1] += 1
+    if not missed and not unknown:
+        tally[0] += 1
+        return "ok"
+    return ", ".join(missed + (["torch absent"] if unknown else []))
+
+
+# ---------------------------------------------------------------------------------------------
 # GEMM
 # ---------------------------------------------------------------------------------------------
 def gemm_cases(quick):
@@ -133,10 +175,11 @@ def gemm_cases(quick):
 def bench_gemm(threads_list, peaks, quick):
     print("\n## GEMM  (GFLOP/s; ratio = minitorch / reference; %peak = minitorch / measured FMA peak)")
     header = (f"{'dtype':7} {'thr':>3} {'shape':32} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
-              f"{'mt/np':>6} {'mt/torch':>8} {'%peak':>6}")
+              f"{'mt/np':>6} {'mt/torch':>8} {'%peak':>6}  target")
     print(header)
     print("-" * len(header))
     rng = np.random.default_rng(0)
+    tally = [0, 0]
     for dtype in (np.float32, np.float64):
         for threads in threads_list:
             set_threads(threads)
@@ -154,9 +197,12 @@ def bench_gemm(threads_list, peaks, quick):
                 g_mt, g_np = flops / t_mt / 1e9, flops / t_np / 1e9
                 g_th = flops / t_th / 1e9 if t_th else None
                 peak = peaks[(np.dtype(dtype).name, threads)]
+                r_np, r_th, pct = ratio(g_mt, g_np), ratio(g_mt, g_th), 100 * g_mt / peak
+                target = verdict(gemm_targets(dtype, threads, name, r_np, r_th, pct), tally)
                 print(f"{np.dtype(dtype).name:7} {threads:3d} {name:32} {fmt(g_mt, 9)} {fmt(g_np)} "
-                      f"{fmt(g_th)} {fmt(ratio(g_mt, g_np), 6, 2)} {fmt(ratio(g_mt, g_th), 8, 2)} "
-                      f"{fmt(100 * g_mt / peak, 6, 0)}", flush=True)
+                      f"{fmt(g_th)} {fmt(r_np, 6, 2)} {fmt(r_th, 8, 2)} {fmt(pct, 6, 0)}  {target}",
+                      flush=True)
+    print(f"GEMM targets met in {tally[0]} of {tally[1]} cells")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,19 +363,23 @@ def row_cases(quick):
 def bench_rows(threads_list, copy_gbs, quick):
     print(f"\n## Row kernels  (GB/s of compulsory traffic; copy bandwidth = {copy_gbs:.1f} GB/s)")
     header = (f"{'dtype':7} {'thr':>3} {'kernel':40} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
-              f"{'mt/np':>6} {'mt/torch':>8} {'%copy':>6}")
+              f"{'mt/np':>6} {'mt/torch':>8} {'%copy':>6}  target")
     print(header)
     print("-" * len(header))
     cases = row_cases(quick)
+    tally = [0, 0]
     for threads in threads_list:
         set_threads(threads)
         for name, dtype, nbytes, f_mt, f_np, f_th in cases:
             t_mt, t_np, t_th = best_times([f_mt, f_np, f_th], budget=0.6)
             g_mt, g_np = nbytes / t_mt / 1e9, nbytes / t_np / 1e9
             g_th = nbytes / t_th / 1e9 if t_th else None
+            r_np, r_th, pct = ratio(g_mt, g_np), ratio(g_mt, g_th), 100 * g_mt / copy_gbs
+            target = verdict(row_targets(r_np, r_th, pct), tally)
             print(f"{np.dtype(dtype).name:7} {threads:3d} {name:40} {fmt(g_mt, 9)} {fmt(g_np)} "
-                  f"{fmt(g_th)} {fmt(ratio(g_mt, g_np), 6, 2)} {fmt(ratio(g_mt, g_th), 8, 2)} "
-                  f"{fmt(100 * g_mt / copy_gbs, 6, 0)}", flush=True)
+                  f"{fmt(g_th)} {fmt(r_np, 6, 2)} {fmt(r_th, 8, 2)} {fmt(pct, 6, 0)}  {target}",
+                  flush=True)
+    print(f"row-kernel targets met in {tally[0]} of {tally[1]} cells")
 
 
 def main():
