@@ -149,8 +149,7 @@ def verdict(targets, tally):
     """'ok', '-' (no target) or the targets missed; counts the cell in tally [met, of]."""
     if not targets:
         return "-"
-    missed = [f"{what} {value:.2f}<{minimum:g}" if what.startswith("vs") else
-              f"{what} {value:.0f}<{minimum:g}"
+    missed = [f"{what} {value:.{2 if what.startswith('vs') else 1}f}<{minimum:g}"
               for what, value, minimum in targets if value is not None and value < minimum]
     unknown = any(value is None for _, value, _ in targets)
     tally[1] += 1

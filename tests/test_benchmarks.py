@@ -60,7 +60,7 @@ def test_target_verdicts_name_what_a_cell_misses():
     tally = [0, 0]
     assert bench_kernels.verdict(bench_kernels.row_targets(5.0, 2.0, 70), tally) == "ok"
     missed = bench_kernels.verdict(bench_kernels.row_targets(5.0, 1.2, 40), tally)
-    assert missed == "vs torch 1.20<1.5, % of copy 40<60"
+    assert missed == "vs torch 1.20<1.5, % of copy 40.0<60"
     assert bench_kernels.verdict(bench_kernels.row_targets(5.0, None, 70), tally) == "torch absent"
     assert tally == [1, 3]
     # float32 squares below 256 have no target; n = 1024 on one thread also needs 75% of peak
