@@ -246,6 +246,16 @@ def matmul(a, b, _isa="auto"):
     return out
 
 
+def _plain_layout(x):
+    """(trans, ld, pointer) of a C-contiguous matrix or of the transpose of one; None else."""
+    rows, cols = x.shape
+    if x.flags.c_contiguous:
+        return 0, cols, _ptr(x)
+    if x.flags.f_contiguous:
+        return 1, rows, _ptr(x.T)
+    return None
+
+
 def _matmul_2d_contiguous(a, b):
     """a @ b for the most common calls, two non-empty matrices of one float dtype, each
     C-contiguous or the transpose of one (x @ w.T, x.T @ dy), with nothing but the checks that
@@ -253,26 +263,15 @@ def _matmul_2d_contiguous(a, b):
     ~2.5 us per call, a fifth of a 64x64x64 product."""
     if type(a) is not np.ndarray or type(b) is not np.ndarray or a.ndim != 2 or b.ndim != 2:
         return None
-    kernel = _GEMM_KERNELS.get(a.dtype)
     (m, k), (k_b, n) = a.shape, b.shape
-    if kernel is None or b.dtype != a.dtype or k != k_b or not (m and n and k):
+    if a.dtype not in _GEMM_KERNELS or b.dtype != a.dtype or k != k_b or not (m and n and k):
         return None
-    if a.flags.c_contiguous:
-        ta, lda, pa = 0, k, _ptr(a)
-    elif a.flags.f_contiguous:
-        ta, lda, pa = 1, m, _ptr(a.T)
-    else:
+    layout_a, layout_b = _plain_layout(a), _plain_layout(b)
+    if layout_a is None or layout_b is None:
         return None
-    if b.flags.c_contiguous:
-        tb, ldb, pb = 0, n, _ptr(b)
-    elif b.flags.f_contiguous:
-        tb, ldb, pb = 1, k, _ptr(b.T)
-    else:
-        return None
+    (ta, lda, pa), (tb, ldb, pb) = layout_a, layout_b
     out = np.empty((m, n), dtype=a.dtype)
-    status = kernel(0, ta, tb, m, n, k, 1.0, pa, lda, 0, pb, ldb, 0, 0.0, _ptr(out), n, 0, 1)
-    if status:
-        _check_status(status, "matmul")
+    _run_gemm(out.dtype, 0, pa, ta, lda, 0, pb, tb, ldb, 0, _ptr(out), n, 0, m, n, k, 1, 1.0, 0.0)
     return out
 
 
