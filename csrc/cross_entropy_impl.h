@@ -10,8 +10,9 @@
 #define CE(a, b) CE_(a, b)
 
 MT_ROW_KERNEL static T CE(cross_entropy_row, SFX)(const T *x, int64_t n, int64_t t,
-                                                 double smoothing, double *lse_out) {
-    double lse = CE(row_logsumexp, SFX)(x, n);
+                                                 double smoothing, double *lse_out,
+                                                 const T *ahead) {
+    double lse = CE(row_logsumexp, SFX)(x, n, ahead);
     *lse_out = lse;
     double loss = (1.0 - smoothing) * (lse - (double)x[t]);
     if (smoothing != 0) /* skipped at eps = 0 so a -inf logit does not give 0 * inf */
@@ -32,10 +33,11 @@ int CE(mt_cross_entropy_forward, SFX)(const T *logits, const int64_t *target, in
         if (t == ignore_index || t < 0 || t >= cols) {
             bad |= t != ignore_index;
             loss[r] = 0;
-            lse[r] = CE(row_logsumexp, SFX)(x, cols);
+            lse[r] = CE(row_logsumexp, SFX)(x, cols, NULL);
             continue;
         }
-        loss[r] = CE(cross_entropy_row, SFX)(x, cols, t, label_smoothing, &lse[r]);
+        loss[r] = CE(cross_entropy_row, SFX)(x, cols, t, label_smoothing, &lse[r],
+                                             MT_NEXT_ROW(logits, r, rows, cols));
     }
     return bad ? MT_ERR_ARGS : 0;
 }

@@ -95,9 +95,10 @@ void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, floa
 void mt_exp_shifted_f64(const double *x, double *out, int64_t n, double scale, double shift_hi,
                         double shift_lo);
 /* out[j] = exp(x[j]*scale - shift), returning sum(out) too (T lanes; meant for blocks of a few
- * hundred elements). */
-double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float shift);
+ * hundred elements), while prefetching ahead[0 .. n) (the caller's next row, or NULL). */
+double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float shift,
+                              const float *ahead);
 double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double scale,
-                              double shift);
+                              double shift, const double *ahead);
 
 #endif /* MT_FAST_EXP_H */

@@ -74,6 +74,20 @@ static inline int mt_threads_for(int64_t work) {
 #define MT_VEC_BYTES 32
 #define MT_VLOAD(v, p) __builtin_memcpy(&(v), (p), sizeof(v))
 
+/* Row `r + 1` of a rows x cols array, for a row kernel to prefetch while it computes row r:
+ * a row's first pass reads memory and its later passes run from L1, and one core keeps DRAM
+ * busy only with many misses in flight, so the next row is asked for a line at a time during
+ * the arithmetic (the exp pass of softmax, log-softmax and cross-entropy forward: 11-28%
+ * faster on 16 MB inputs, C harness, builds alternating; layer norm, whose passes are short,
+ * asks for the whole next row up front instead). NULL after the last row, and for rows above
+ * MT_PREFETCH_ROW_BYTES: the hardware prefetcher keeps up within long rows, and lines fetched
+ * a whole long row early would leave L1 before their turn. */
+#define MT_PREFETCH_ROW_BYTES 16384
+#define MT_NEXT_ROW(base, r, rows, cols)                                                   \
+    ((r) + 1 < (rows) && (cols) * (int64_t)sizeof(*(base)) <= MT_PREFETCH_ROW_BYTES        \
+         ? (base) + ((r) + 1) * (cols)                                                     \
+         : NULL)
+
 /* 64-byte aligned scratch (cache line / AVX-512 vector); NULL on failure or overflow. */
 static inline void *mt_scratch_alloc(int64_t bytes) {
     if (bytes <= 0) bytes = 64;

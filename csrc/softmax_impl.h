@@ -8,14 +8,15 @@
 #define SC_(a, b) a##_##b
 #define SC(a, b) SC_(a, b)
 
-/* Unmasked row: scale only. */
-MT_ROW_KERNEL static void SC(softmax_row_plain, SFX)(const T *x, T *y, int64_t n, T scale) {
+/* Unmasked row: scale only. `ahead`: the next row of x (MT_NEXT_ROW), or NULL. */
+MT_ROW_KERNEL static void SC(softmax_row_plain, SFX)(const T *x, T *y, int64_t n, T scale,
+                                                    const T *ahead) {
     T m = SC(row_max_scaled, SFX)(x, n, scale);
     if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
         for (int64_t j = 0; j < n; ++j) y[j] = 0;
         return;
     }
-    double s = SC(row_exp_sum, SFX)(x, y, n, scale, m);
+    double s = SC(row_exp_sum, SFX)(x, y, n, scale, m, ahead);
     SC(row_scale, SFX)(y, n, (T)(1.0 / s));
 }
 
@@ -63,7 +64,7 @@ MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t 
     }
     if (m == -(T)INFINITY) live = 0; /* fully masked: all zeros, never 0/0 */
     if (live > 0) {
-        double s = SC(row_exp_sum, SFX)(y, y, live, (T)1, m);
+        double s = SC(row_exp_sum, SFX)(y, y, live, (T)1, m, NULL);
         SC(row_scale, SFX)(y, live, (T)(1.0 / s));
     }
     for (int64_t j = live; j < n; ++j) y[j] = 0;
@@ -96,7 +97,7 @@ int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T 
         const T *xr = x + r * cols;
         T *yr = y + r * cols;
         if (!has_mask && causal_lq == 0) {
-            SC(softmax_row_plain, SFX)(xr, yr, cols, scale);
+            SC(softmax_row_plain, SFX)(xr, yr, cols, scale, MT_NEXT_ROW(x, r, rows, cols));
             continue;
         }
         if (r + 1 < rows) SC(prefetch_row, SFX)(xr + cols, yr + cols, cols);
@@ -134,8 +135,9 @@ int SC(mt_softmax_backward, SFX)(const T *y, const T *dy, T *dx, int64_t rows, i
     return 0;
 }
 
-MT_ROW_KERNEL static void SC(log_softmax_row, SFX)(const T *x, T *y, int64_t n) {
-    double lse = SC(row_logsumexp, SFX)(x, n);
+MT_ROW_KERNEL static void SC(log_softmax_row, SFX)(const T *x, T *y, int64_t n,
+                                                  const T *ahead) {
+    double lse = SC(row_logsumexp, SFX)(x, n, ahead);
     if (lse == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
         for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
         return;
@@ -151,7 +153,8 @@ int SC(mt_log_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols
     if (rows < 0 || cols < 0) return MT_ERR_ARGS;
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r) SC(log_softmax_row, SFX)(x + r * cols, y + r * cols, cols);
+    for (int64_t r = 0; r < rows; ++r)
+        SC(log_softmax_row, SFX)(x + r * cols, y + r * cols, cols, MT_NEXT_ROW(x, r, rows, cols));
     return 0;
 }
 
