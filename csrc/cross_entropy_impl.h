@@ -49,7 +49,7 @@ MT_ROW_KERNEL static void CE(cross_entropy_backward_row, SFX)(const T *x, double
     /* exp(x - lse) with lse split hi + lo: x - hi is exact where the probability is large,
      * so float32 keeps the double lse's precision. */
     T lse_hi = (T)lse, lse_lo = (T)(lse - (double)lse_hi);
-    CE(mt_exp_shifted, SFX)(x, dx, n, (T)1, lse_hi, lse_lo);
+    CE(mt_exp_shifted, SFX)(x, dx, n, (T)1, lse_hi, lse_lo, NULL);
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dx[j] = g * (dx[j] - uniform);
     dx[t] -= g * (T)(1.0 - smoothing);

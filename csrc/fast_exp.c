@@ -16,12 +16,14 @@
 #endif
 
 static void exp_shifted_generic_f32(const float *x, float *out, int64_t n, float scale,
-                                    float hi, float lo) {
+                                    float hi, float lo, const float *ahead) {
+    (void)ahead;
     for (int64_t j = 0; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
 }
 
 static void exp_shifted_generic_f64(const double *x, double *out, int64_t n, double scale,
-                                    double hi, double lo) {
+                                    double hi, double lo, const double *ahead) {
+    (void)ahead;
     for (int64_t j = 0; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
 }
 
@@ -72,23 +74,33 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
     return _mm256_fmadd_ps(_mm256_mul_ps(r, s), p, s);
 }
 
-__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
-    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+__attribute__((target("avx2,fma"), always_inline)) static inline void exp_avx2_f32_body(
+    const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead,
+    const int prefetch) {
     const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(hi), vl = _mm256_set1_ps(lo);
     int64_t j = 0;
     /* One vector per iteration: the out-of-order core overlaps iterations by itself, and an
-     * unrolled body needs more than the 16 ymm registers (constants get spilled). (The tail
+     * unrolled body needs more than the 16 ymm registers (constants get spilled). So `ahead`
+     * gets two prefetches per cache line: the second finds the line on its way, almost free
+     * (`prefetch` is a constant in each caller, so the test is compiled away). (The tail
      * stays scalar: a -inf padded vector measured slower, its buffer round trip stalls.) */
     for (; j + 8 <= n; j += 8) {
+        if (prefetch) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m256 a = _mm256_sub_ps(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh), vl);
         _mm256_storeu_ps(out + j, exp8_avx2(a));
     }
     for (; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
 }
 
-/* One vector per iteration, as in exp_shifted_avx2_f32 (an unrolled body spills), and so two
- * prefetches of `ahead` per cache line: the second finds the line on its way, almost free.
- * `prefetch` is a constant in each caller below, so the test is compiled away. */
+__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
+    const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead) {
+    if (ahead)
+        exp_avx2_f32_body(x, out, n, scale, hi, lo, ahead, 1);
+    else
+        exp_avx2_f32_body(x, out, n, scale, hi, lo, NULL, 0);
+}
+
+/* As exp_avx2_f32_body, adding up the results. */
 __attribute__((target("avx2,fma"), always_inline)) static inline double exp_sum_avx2_f32_body(
     const float *x, float *out, int64_t n, float scale, float shift, const float *ahead,
     const int prefetch) {
@@ -140,15 +152,26 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
     return _mm256_fmadd_pd(_mm256_mul_pd(r, s), p, s);
 }
 
-__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
-    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
+__attribute__((target("avx2,fma"), always_inline)) static inline void exp_avx2_f64_body(
+    const double *x, double *out, int64_t n, double scale, double hi, double lo,
+    const double *ahead, const int prefetch) {
     const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(hi), vl = _mm256_set1_pd(lo);
     int64_t j = 0;
-    for (; j + 4 <= n; j += 4) { /* one vector per iteration: see exp_shifted_avx2_f32 */
+    for (; j + 4 <= n; j += 4) { /* as exp_avx2_f32_body */
+        if (prefetch) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m256d a = _mm256_sub_pd(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh), vl);
         _mm256_storeu_pd(out + j, exp4_avx2(a));
     }
     for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+}
+
+__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
+    const double *x, double *out, int64_t n, double scale, double hi, double lo,
+    const double *ahead) {
+    if (ahead)
+        exp_avx2_f64_body(x, out, n, scale, hi, lo, ahead, 1);
+    else
+        exp_avx2_f64_body(x, out, n, scale, hi, lo, NULL, 0);
 }
 
 __attribute__((target("avx2,fma"), always_inline)) static inline double exp_sum_avx2_f64_body(
@@ -198,10 +221,11 @@ __attribute__((target("avx512f"))) static inline __m512 exp16_avx512(__m512 x) {
 }
 
 __attribute__((target("avx512f"))) static void exp_shifted_avx512_f32(
-    const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+    const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead) {
     const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(hi), vl = _mm512_set1_ps(lo);
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m512 a = _mm512_sub_ps(_mm512_fmsub_ps(_mm512_loadu_ps(x + j), vs, vh), vl);
         _mm512_storeu_ps(out + j, exp16_avx512(a));
     }
@@ -234,10 +258,12 @@ __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x) 
 }
 
 __attribute__((target("avx512f"))) static void exp_shifted_avx512_f64(
-    const double *x, double *out, int64_t n, double scale, double hi, double lo) {
+    const double *x, double *out, int64_t n, double scale, double hi, double lo,
+    const double *ahead) {
     const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(hi), vl = _mm512_set1_pd(lo);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m512d a = _mm512_sub_pd(_mm512_fmsub_pd(_mm512_loadu_pd(x + j), vs, vh), vl);
         _mm512_storeu_pd(out + j, exp8_avx512(a));
     }
@@ -304,31 +330,32 @@ double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double sc
     return exp_shifted_sum_generic_f64(x, out, n, scale, shift, ahead);
 }
 
-void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, float hi, float lo) {
+void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, float hi, float lo,
+                        const float *ahead) {
 #ifdef MT_X86
     if (__builtin_cpu_supports("avx512f")) {
-        exp_shifted_avx512_f32(x, out, n, scale, hi, lo);
+        exp_shifted_avx512_f32(x, out, n, scale, hi, lo, ahead);
         return;
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        exp_shifted_avx2_f32(x, out, n, scale, hi, lo);
+        exp_shifted_avx2_f32(x, out, n, scale, hi, lo, ahead);
         return;
     }
 #endif
-    exp_shifted_generic_f32(x, out, n, scale, hi, lo);
+    exp_shifted_generic_f32(x, out, n, scale, hi, lo, ahead);
 }
 
 void mt_exp_shifted_f64(const double *x, double *out, int64_t n, double scale, double hi,
-                        double lo) {
+                        double lo, const double *ahead) {
 #ifdef MT_X86
     if (__builtin_cpu_supports("avx512f")) {
-        exp_shifted_avx512_f64(x, out, n, scale, hi, lo);
+        exp_shifted_avx512_f64(x, out, n, scale, hi, lo, ahead);
         return;
     }
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        exp_shifted_avx2_f64(x, out, n, scale, hi, lo);
+        exp_shifted_avx2_f64(x, out, n, scale, hi, lo, ahead);
         return;
     }
 #endif
-    exp_shifted_generic_f64(x, out, n, scale, hi, lo);
+    exp_shifted_generic_f64(x, out, n, scale, hi, lo, ahead);
 }

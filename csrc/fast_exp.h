@@ -88,12 +88,12 @@ MT_INLINE static double mt_exp_f64(double x) {
     return x < lo ? 0.0 : result;
 }
 
-/* out[j] = exp(x[j]*scale - shift_hi - shift_lo), vectorized for the CPU (fast_exp.c).
- * out may equal x. */
+/* out[j] = exp(x[j]*scale - shift_hi - shift_lo), vectorized for the CPU (fast_exp.c), while
+ * prefetching ahead[0 .. n) (the caller's next row, or NULL). out may equal x. */
 void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, float shift_hi,
-                        float shift_lo);
+                        float shift_lo, const float *ahead);
 void mt_exp_shifted_f64(const double *x, double *out, int64_t n, double scale, double shift_hi,
-                        double shift_lo);
+                        double shift_lo, const double *ahead);
 /* out[j] = exp(x[j]*scale - shift), returning sum(out) too (T lanes; meant for blocks of a few
  * hundred elements), while prefetching ahead[0 .. n) (the caller's next row, or NULL). */
 double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float shift,

@@ -158,10 +158,11 @@ int SC(mt_log_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols
     return 0;
 }
 
+/* dy_ahead: the next row of dy (MT_NEXT_ROW), whose sum is that row's first pass */
 MT_ROW_KERNEL static void SC(log_softmax_backward_row, SFX)(const T *y, const T *dy, T *dx,
-                                                           int64_t n) {
+                                                           int64_t n, const T *dy_ahead) {
     T total = (T)SC(row_sum, SFX)(dy, n);
-    SC(mt_exp_shifted, SFX)(y, dx, n, (T)1, (T)0, (T)0);
+    SC(mt_exp_shifted, SFX)(y, dx, n, (T)1, (T)0, (T)0, dy_ahead);
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dx[j] = dy[j] - dx[j] * total;
 }
@@ -172,7 +173,8 @@ int SC(mt_log_softmax_backward, SFX)(const T *y, const T *dy, T *dx, int64_t row
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r)
-        SC(log_softmax_backward_row, SFX)(y + r * cols, dy + r * cols, dx + r * cols, cols);
+        SC(log_softmax_backward_row, SFX)(y + r * cols, dy + r * cols, dx + r * cols, cols,
+                                          MT_NEXT_ROW(dy, r, rows, cols));
     return 0;
 }
 
