@@ -44,12 +44,12 @@ int CE(mt_cross_entropy_forward, SFX)(const T *logits, const int64_t *target, in
 
 MT_ROW_KERNEL static void CE(cross_entropy_backward_row, SFX)(const T *x, double lse, int64_t t,
                                                              T g, double smoothing, T *dx,
-                                                             int64_t n) {
+                                                             int64_t n, const T *ahead) {
     T uniform = (T)(smoothing / (double)n);
     /* exp(x - lse) with lse split hi + lo: x - hi is exact where the probability is large,
      * so float32 keeps the double lse's precision. */
     T lse_hi = (T)lse, lse_lo = (T)(lse - (double)lse_hi);
-    CE(mt_exp_shifted, SFX)(x, dx, n, (T)1, lse_hi, lse_lo, NULL);
+    CE(mt_exp_shifted, SFX)(x, dx, n, (T)1, lse_hi, lse_lo, ahead);
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dx[j] = g * (dx[j] - uniform);
     dx[t] -= g * (T)(1.0 - smoothing);
@@ -73,7 +73,7 @@ int CE(mt_cross_entropy_backward, SFX)(const T *logits, const int64_t *target, c
         }
         T g = (T)((double)grad[r * grad_stride] * grad_scale);
         CE(cross_entropy_backward_row, SFX)(logits + r * cols, lse[r], t, g, label_smoothing,
-                                            dx, cols);
+                                            dx, cols, MT_NEXT_ROW(logits, r, rows, cols));
     }
     return bad ? MT_ERR_ARGS : 0;
 }

@@ -78,8 +78,9 @@ static inline int mt_threads_for(int64_t work) {
  * a row's first pass reads memory and its later passes run from L1, and one core keeps DRAM
  * busy only with many misses in flight, so the next row is asked for a line at a time during
  * the arithmetic (the exp pass of softmax, log-softmax and cross-entropy forward: 11-28%
- * faster on 16 MB inputs, C harness, builds alternating; log-softmax backward 5-40%; layer
- * norm, whose passes are short, asks for the whole next row up front instead). NULL after the last row, and for rows above
+ * faster on 16 MB inputs, C harness, builds alternating; log-softmax backward 5-40%,
+ * cross-entropy backward ~5-20%; layer norm, whose passes are short, asks for the whole next
+ * row up front instead). NULL after the last row, and for rows above
  * MT_PREFETCH_ROW_BYTES: the hardware prefetcher keeps up within long rows, and lines fetched
  * a whole long row early would leave L1 before their turn. */
 #define MT_PREFETCH_ROW_BYTES 16384
