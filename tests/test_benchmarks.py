@@ -56,6 +56,14 @@ def test_gemm_cases_are_products():
                                    rtol=1e-10, atol=1e-10, err_msg=name)
 
 
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_the_copy_yardstick_copies(threads):
+    src = np.arange(1001, dtype=np.float32)
+    dst = np.zeros_like(src)
+    bench_kernels.copy_through_cache(src, dst, threads)()
+    np.testing.assert_array_equal(dst, src)
+
+
 def test_target_verdicts_name_what_a_cell_misses():
     tally = [0, 0]
     assert bench_kernels.verdict(bench_kernels.row_targets(5.0, 2.0, 70), tally) == "ok"
