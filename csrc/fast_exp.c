@@ -15,6 +15,9 @@
 #define MT_X86 1
 #endif
 
+/* Every variant prefetches ahead[0 .. n) (the caller's next row; NULL for none) along the way,
+ * so that the row's next pass over memory overlaps this one's arithmetic; the portable ones
+ * leave that to the hardware. */
 static void exp_shifted_generic_f32(const float *x, float *out, int64_t n, float scale,
                                     float hi, float lo, const float *ahead) {
     (void)ahead;
@@ -28,9 +31,7 @@ static void exp_shifted_generic_f64(const double *x, double *out, int64_t n, dou
 }
 
 /* The *_sum variants also return sum(out) (added in T lanes: callers pass blocks of a few
- * hundred elements and add the block sums in double), and prefetch `ahead` (the caller's next
- * row; NULL for none) one cache line per iteration, so that the row's next pass over memory
- * overlaps this one's arithmetic. */
+ * hundred elements and add the block sums in double). */
 static double exp_shifted_sum_generic_f32(const float *x, float *out, int64_t n, float scale,
                                           float shift, const float *ahead) {
     (void)ahead;
