@@ -77,12 +77,12 @@ static inline int mt_threads_for(int64_t work) {
 /* Row `r + 1` of a rows x cols array, for a row kernel to prefetch while it computes row r:
  * a row's first pass reads memory and its later passes run from L1, and one core keeps DRAM
  * busy only with many misses in flight, so the next row is asked for a line at a time during
- * the arithmetic (the exp pass of softmax, log-softmax and cross-entropy forward: 11-28%
- * faster on 16 MB inputs, C harness, builds alternating; log-softmax backward 5-40%,
- * cross-entropy backward ~5-20%; layer norm, whose passes are short, asks for the whole next
- * row up front instead). NULL after the last row, and for rows above
- * MT_PREFETCH_ROW_BYTES: the hardware prefetcher keeps up within long rows, and lines fetched
- * a whole long row early would leave L1 before their turn. */
+ * the exp pass (C harness, builds alternating: softmax, log-softmax and cross-entropy forward
+ * 11-28% faster on 16 MB inputs, log-softmax backward 5-40%, cross-entropy backward ~5-20%;
+ * masked softmax 15% (float64) or the same (float32) as asking for the whole next row up
+ * front, which layer norm, whose passes are short, still does). NULL after the last row, and
+ * for rows above MT_PREFETCH_ROW_BYTES: the hardware prefetcher keeps up within long rows, and
+ * lines fetched a whole long row early would leave L1 before their turn. */
 #define MT_PREFETCH_ROW_BYTES 16384
 #define MT_NEXT_ROW(base, r, rows, cols)                                                   \
     ((r) + 1 < (rows) && (cols) * (int64_t)sizeof(*(base)) <= MT_PREFETCH_ROW_BYTES        \

@@ -34,10 +34,12 @@ MT_INLINE static T SC(masked_out, SFX)(T v, uint8_t excluded) {
 }
 
 /* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
- * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL. */
+ * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
+ * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
 MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t n, T scale,
                                                      const T *madd, const uint8_t *mbool,
-                                                     int64_t mstride, int64_t live) {
+                                                     int64_t mstride, int64_t live,
+                                                     const T *ahead) {
     T m = -(T)INFINITY;
     if (madd && mstride == 1) {
 #pragma omp simd reduction(max : m)
@@ -64,22 +66,12 @@ MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t 
     }
     if (m == -(T)INFINITY) live = 0; /* fully masked: all zeros, never 0/0 */
     if (live > 0) {
-        double s = SC(row_exp_sum, SFX)(y, y, live, (T)1, m, NULL);
+        /* (prefetches the next row's first `live` elements: the causal next row needs one
+         * more, which the hardware prefetcher adds) */
+        double s = SC(row_exp_sum, SFX)(y, y, live, (T)1, m, ahead);
         SC(row_scale, SFX)(y, live, (T)(1.0 / s));
     }
     for (int64_t j = live; j < n; ++j) y[j] = 0;
-}
-
-/* Ask for the next row of x, and for its row of y with intent to write, while this one is
- * worked on. The masked pass streams x into y, and its stores stalled on fetching y's lines:
- * asking ahead measured 5-12% on causal attention rows (256 keys). Rows above 8 KiB are left
- * to the hardware prefetcher. */
-static inline void SC(prefetch_row, SFX)(const T *x, T *y, int64_t cols) {
-    if (cols * (int64_t)sizeof(T) > 8192) return;
-    for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T)) {
-        __builtin_prefetch(x + j, 0);
-        __builtin_prefetch(y + j, 1);
-    }
 }
 
 int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
@@ -100,7 +92,6 @@ int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T 
             SC(softmax_row_plain, SFX)(xr, yr, cols, scale, MT_NEXT_ROW(x, r, rows, cols));
             continue;
         }
-        if (r + 1 < rows) SC(prefetch_row, SFX)(xr + cols, yr + cols, cols);
         int64_t live = cols;
         if (causal_lq > 0) {
             int64_t query = r % causal_lq;
@@ -113,7 +104,8 @@ int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T 
             if (mask_add) madd = mask_add + off;
             else mbool = mask_bool + off;
         }
-        SC(softmax_row_masked, SFX)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live);
+        SC(softmax_row_masked, SFX)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live,
+                                    MT_NEXT_ROW(x, r, rows, cols));
     }
     return 0;
 }
