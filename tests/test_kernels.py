@@ -283,6 +283,38 @@ def test_causal_with_lq_different_from_lk(dtype):
         np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-6)
 
 
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("extra", [-1, 0, 1])
+def test_row_kernels_at_the_next_row_prefetch_limit(dtype, threads, extra):
+    """Rows of 16 KiB are the longest whose successor the exp passes prefetch (MT_NEXT_ROW),
+    in blocks; one element more and they do not. Every row kernel that prefetches agrees with
+    numpy on both sides of the limit."""
+    cols = 16384 // np.dtype(dtype).itemsize + extra
+    rng = np.random.default_rng(cols)
+    x, dy = rand(rng, (3, 2, cols), dtype, 4.0), rand(rng, (3, 2, cols), dtype)
+    mask = np.asarray(rng.random((3, 1, cols)) < 0.3)
+    target = rng.integers(0, cols, 6).astype(np.int64)
+    with c_threads(threads):
+        y = C.softmax_forward(x, scale=0.5)
+        y_masked = C.softmax_forward(x, mask=mask, causal=True)
+        logp = C.log_softmax_forward(x)
+        dlogp = C.log_softmax_backward(logp, dy)
+        loss, lse = C.cross_entropy_forward(x.reshape(6, cols), target, reduction="none")
+        dlogits = C.cross_entropy_backward(x.reshape(6, cols), target, lse, np.ones(6, dtype),
+                                           reduction="none")
+    np.testing.assert_allclose(y, N.softmax_forward(x, scale=0.5), **tol(dtype))
+    np.testing.assert_allclose(y_masked, N.softmax_forward(x, mask=mask, causal=True), **tol(dtype))
+    np.testing.assert_allclose(logp, N.log_softmax_forward(x), **tol(dtype))
+    grad_tol = dict(tol(dtype), atol=tol(dtype)["atol"] * (1 + cols ** 0.5))
+    np.testing.assert_allclose(dlogp, N.log_softmax_backward(logp, dy), **grad_tol)
+    loss_ref, lse_ref = N.cross_entropy_forward(x.reshape(6, cols), target, reduction="none")
+    np.testing.assert_allclose(loss, loss_ref, **tol(dtype))
+    np.testing.assert_allclose(dlogits, N.cross_entropy_backward(
+        x.reshape(6, cols), target, lse_ref, np.ones(6, dtype), reduction="none"), **tol(dtype))
+
+
 # ---------------------------------------------------------------------------------------------
 # Cross-entropy
 # ---------------------------------------------------------------------------------------------
