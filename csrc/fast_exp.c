@@ -75,41 +75,30 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
     return _mm256_fmadd_ps(_mm256_mul_ps(r, s), p, s);
 }
 
-__attribute__((target("avx2,fma"), always_inline)) static inline void exp_avx2_f32_body(
-    const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead,
-    const int prefetch) {
+__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
+    const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead) {
     const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(hi), vl = _mm256_set1_ps(lo);
     int64_t j = 0;
     /* One vector per iteration: the out-of-order core overlaps iterations by itself, and an
      * unrolled body needs more than the 16 ymm registers (constants get spilled). So `ahead`
-     * gets two prefetches per cache line: the second finds the line on its way, almost free
-     * (`prefetch` is a constant in each caller, so the test is compiled away). (The tail
-     * stays scalar: a -inf padded vector measured slower, its buffer round trip stalls.) */
+     * gets two prefetches per cache line: the second finds the line on its way, almost free.
+     * (GCC takes the loop-invariant `if (ahead)` out of the loop.) (The tail stays scalar: a
+     * -inf padded vector measured slower, its buffer round trip stalls.) */
     for (; j + 8 <= n; j += 8) {
-        if (prefetch) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m256 a = _mm256_sub_ps(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh), vl);
         _mm256_storeu_ps(out + j, exp8_avx2(a));
     }
     for (; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
 }
 
-__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
-    const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead) {
-    if (ahead)
-        exp_avx2_f32_body(x, out, n, scale, hi, lo, ahead, 1);
-    else
-        exp_avx2_f32_body(x, out, n, scale, hi, lo, NULL, 0);
-}
-
-/* As exp_avx2_f32_body, adding up the results. */
-__attribute__((target("avx2,fma"), always_inline)) static inline double exp_sum_avx2_f32_body(
-    const float *x, float *out, int64_t n, float scale, float shift, const float *ahead,
-    const int prefetch) {
+__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
+    const float *x, float *out, int64_t n, float scale, float shift, const float *ahead) {
     const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(shift);
     __m256 acc = _mm256_setzero_ps();
     int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        if (prefetch) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
+    for (; j + 8 <= n; j += 8) { /* as exp_shifted_avx2_f32 */
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m256 e = exp8_avx2(_mm256_fmsub_ps(_mm256_loadu_ps(x + j), vs, vh));
         _mm256_storeu_ps(out + j, e);
         acc = _mm256_add_ps(acc, e);
@@ -120,12 +109,6 @@ __attribute__((target("avx2,fma"), always_inline)) static inline double exp_sum_
     for (int l = 0; l < 8; ++l) s += lanes[l];
     for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - shift);
     return s;
-}
-
-__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
-    const float *x, float *out, int64_t n, float scale, float shift, const float *ahead) {
-    return ahead ? exp_sum_avx2_f32_body(x, out, n, scale, shift, ahead, 1)
-                 : exp_sum_avx2_f32_body(x, out, n, scale, shift, NULL, 0);
 }
 
 __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
@@ -153,36 +136,26 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
     return _mm256_fmadd_pd(_mm256_mul_pd(r, s), p, s);
 }
 
-__attribute__((target("avx2,fma"), always_inline)) static inline void exp_avx2_f64_body(
+__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
     const double *x, double *out, int64_t n, double scale, double hi, double lo,
-    const double *ahead, const int prefetch) {
+    const double *ahead) {
     const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(hi), vl = _mm256_set1_pd(lo);
     int64_t j = 0;
-    for (; j + 4 <= n; j += 4) { /* as exp_avx2_f32_body */
-        if (prefetch) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
+    for (; j + 4 <= n; j += 4) { /* as exp_shifted_avx2_f32 */
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m256d a = _mm256_sub_pd(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh), vl);
         _mm256_storeu_pd(out + j, exp4_avx2(a));
     }
     for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
 }
 
-__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
-    const double *x, double *out, int64_t n, double scale, double hi, double lo,
-    const double *ahead) {
-    if (ahead)
-        exp_avx2_f64_body(x, out, n, scale, hi, lo, ahead, 1);
-    else
-        exp_avx2_f64_body(x, out, n, scale, hi, lo, NULL, 0);
-}
-
-__attribute__((target("avx2,fma"), always_inline)) static inline double exp_sum_avx2_f64_body(
-    const double *x, double *out, int64_t n, double scale, double shift, const double *ahead,
-    const int prefetch) {
+__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f64(
+    const double *x, double *out, int64_t n, double scale, double shift, const double *ahead) {
     const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(shift);
     __m256d acc = _mm256_setzero_pd();
     int64_t j = 0;
-    for (; j + 4 <= n; j += 4) { /* as exp_sum_avx2_f32_body */
-        if (prefetch) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
+    for (; j + 4 <= n; j += 4) { /* as exp_shifted_avx2_f32 */
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m256d e = exp4_avx2(_mm256_fmsub_pd(_mm256_loadu_pd(x + j), vs, vh));
         _mm256_storeu_pd(out + j, e);
         acc = _mm256_add_pd(acc, e);
@@ -192,12 +165,6 @@ __attribute__((target("avx2,fma"), always_inline)) static inline double exp_sum_
     double s = lanes[0] + lanes[1] + lanes[2] + lanes[3];
     for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - shift);
     return s;
-}
-
-__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f64(
-    const double *x, double *out, int64_t n, double scale, double shift, const double *ahead) {
-    return ahead ? exp_sum_avx2_f64_body(x, out, n, scale, shift, ahead, 1)
-                 : exp_sum_avx2_f64_body(x, out, n, scale, shift, NULL, 0);
 }
 
 /* ---------------- AVX-512F ---------------- */
