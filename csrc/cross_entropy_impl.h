@@ -12,7 +12,7 @@
 MT_ROW_KERNEL static T CE(cross_entropy_row, SFX)(const T *x, int64_t n, int64_t t,
                                                  double smoothing, double *lse_out,
                                                  const T *ahead) {
-    double lse = CE(row_logsumexp, SFX)(x, n, ahead);
+    double lse = CE(row_logsumexp, SFX)(x, NULL, n, ahead);
     *lse_out = lse;
     double loss = (1.0 - smoothing) * (lse - (double)x[t]);
     if (smoothing != 0) /* skipped at eps = 0 so a -inf logit does not give 0 * inf */
@@ -33,7 +33,7 @@ int CE(mt_cross_entropy_forward, SFX)(const T *logits, const int64_t *target, in
         if (t == ignore_index || t < 0 || t >= cols) {
             bad |= t != ignore_index;
             loss[r] = 0;
-            lse[r] = CE(row_logsumexp, SFX)(x, cols, NULL);
+            lse[r] = CE(row_logsumexp, SFX)(x, NULL, cols, NULL);
             continue;
         }
         loss[r] = CE(cross_entropy_row, SFX)(x, cols, t, label_smoothing, &lse[r],

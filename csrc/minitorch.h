@@ -84,7 +84,7 @@ int mt_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t 
                             int64_t cols, float scale);
 int mt_softmax_backward_f64(const double *y, const double *dy, double *dx, int64_t rows,
                             int64_t cols, double scale);
-/* y = x - logsumexp(x) ; dx = dy - exp(y) * sum(dy) */
+/* y = x - logsumexp(x) (y must not overlap x) ; dx = dy - exp(y) * sum(dy) */
 int mt_log_softmax_forward_f32(const float *x, float *y, int64_t rows, int64_t cols);
 int mt_log_softmax_forward_f64(const double *x, double *y, int64_t rows, int64_t cols);
 int mt_log_softmax_backward_f32(const float *y, const float *dy, float *dx, int64_t rows,

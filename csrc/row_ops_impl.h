@@ -79,13 +79,16 @@ MT_INLINE static double RC(row_exp_sum, SFX)(const T *x, T *out, int64_t n, T sc
     return total;
 }
 
-/* sum_j exp(x[j] - shift) without touching the caller's memory */
-MT_INLINE static double RC(row_sum_exp, SFX)(const T *x, int64_t n, T shift, const T *ahead) {
+/* sum_j exp(x[j] - shift). The exps go to out (n elements) or, if out is NULL, to a block of
+ * scratch on the stack: a caller that overwrites a row of its own afterwards passes that row,
+ * so its lines are fetched for writing while the exps are computed, not in a later pass. */
+MT_INLINE static double RC(row_sum_exp, SFX)(const T *x, T *out, int64_t n, T shift,
+                                             const T *ahead) {
     T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
     double total = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
-        total += RC(mt_exp_shifted_sum, SFX)(x + j0, buffer, len, (T)1, shift,
+        total += RC(mt_exp_shifted_sum, SFX)(x + j0, out ? out + j0 : buffer, len, (T)1, shift,
                                              ahead ? ahead + j0 : NULL);
     }
     return total;
@@ -96,12 +99,13 @@ MT_INLINE static void RC(row_scale, SFX)(T *y, int64_t n, T factor) {
     for (int64_t j = 0; j < n; ++j) y[j] *= factor;
 }
 
-/* log(sum(exp(x))) (prefetching `ahead` meanwhile) with max subtraction, in double (a float32 lse near 1e4 would be off by
- * 5e-4, and exp(x - lse) by as much); -inf for an empty or all -inf row */
-MT_INLINE static double RC(row_logsumexp, SFX)(const T *x, int64_t n, const T *ahead) {
+/* log(sum(exp(x))) with max subtraction, in double (a float32 lse near 1e4 would be off by
+ * 5e-4, and exp(x - lse) by as much); -inf for an empty or all -inf row. out and ahead as in
+ * row_sum_exp. */
+MT_INLINE static double RC(row_logsumexp, SFX)(const T *x, T *out, int64_t n, const T *ahead) {
     T m = RC(row_max_scaled, SFX)(x, n, (T)1);
     if (m == -(T)INFINITY) return -INFINITY;
-    return (double)m + log(RC(row_sum_exp, SFX)(x, n, m, ahead));
+    return (double)m + log(RC(row_sum_exp, SFX)(x, out, n, m, ahead));
 }
 
 #undef RC_LANES

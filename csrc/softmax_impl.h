@@ -129,7 +129,7 @@ int SC(mt_softmax_backward, SFX)(const T *y, const T *dy, T *dx, int64_t rows, i
 
 MT_ROW_KERNEL static void SC(log_softmax_row, SFX)(const T *x, T *y, int64_t n,
                                                   const T *ahead) {
-    double lse = SC(row_logsumexp, SFX)(x, n, ahead);
+    double lse = SC(row_logsumexp, SFX)(x, y, n, ahead); /* y holds the exps until below */
     if (lse == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
         for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
         return;
