@@ -3,7 +3,7 @@
 Prints, for 1 and 2 threads:
   - the machine's measured FMA peak (f32/f64) and copy bandwidth (see copy_through_cache),
   - GEMM GFLOP/s: minitorch vs numpy vs PyTorch (square, transformer shapes, batched heads),
-    with ratio columns and % of the measured FMA peak,
+    with ratio columns and % of the FMA peak measured in the same rounds,
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
     and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, and % of the copy
     bandwidth timed in the same rounds,
@@ -13,11 +13,12 @@ PyTorch columns appear only if ``import torch`` works.
 
 Run from the repository root (after ``python setup.py build_ext --inplace``):
     unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE   # if set: they mis-tune OpenBLAS on this machine
-    PYTHONPATH=. python benchmarks/bench_kernels.py            # ~3 minutes
-    PYTHONPATH=. python benchmarks/bench_kernels.py --quick    # smaller sizes, ~1 minute
+    PYTHONPATH=. python benchmarks/bench_kernels.py            # ~8 minutes
+    PYTHONPATH=. python benchmarks/bench_kernels.py --quick    # smaller sizes, ~2 minutes
 Bytes for GB/s count what each kernel must move at least once (e.g. softmax forward: read x,
-write y). Timings are the best of several calls per library, measured round-robin (one call of
-each library per round) so that load from other processes affects all columns alike.
+write y). Timings are the best of several calls per library, measured in rounds (each library,
+and the yardstick of the row, timed in a block of its own per round: see best_times) so that
+load from other processes affects all columns alike.
 """
 import argparse
 from concurrent.futures import ThreadPoolExecutor
@@ -199,10 +200,18 @@ def gemm_cases(quick):
     return cases
 
 
-def bench_gemm(threads_list, peaks, quick):
-    print("\n## GEMM  (GFLOP/s; ratio = minitorch / reference; %peak = minitorch / measured FMA peak)")
+def fma_peak_probe(dtype, threads, samples):
+    """A call that measures the FMA peak once (a few ms) and appends its GFLOP/s to samples.
+    Timed in the same rounds as a GEMM row, so that %peak compares figures taken at the same
+    clock speed: on a shared VM the clock drifts by a third within minutes."""
+    return lambda: samples.append(mt.fma_peak_gflops(dtype, threads, 2_000_000))
+
+
+def bench_gemm(threads_list, quick):
+    print("\n## GEMM  (GFLOP/s; ratio = minitorch / reference; peak = measured FMA peak, timed in "
+          "the same rounds; %peak = minitorch / peak)")
     header = (f"{'dtype':7} {'thr':>3} {'shape':32} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
-              f"{'mt/np':>6} {'mt/torch':>8} {'%peak':>6}  target")
+              f"{'mt/np':>6} {'mt/torch':>8} {'peak':>6} {'%peak':>6}  target")
     print(header)
     print("-" * len(header))
     rng = np.random.default_rng(0)
@@ -219,16 +228,18 @@ def bench_gemm(threads_list, peaks, quick):
                 if torch is not None:
                     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
                     f_th = lambda: torch.matmul(ta, tb)  # noqa: E731
-                t_mt, t_np, t_th = best_times([lambda: mt.matmul(a, b), lambda: np.matmul(a, b), f_th],
-                                              budget)
+                peaks = []
+                t_mt, t_np, t_th, _ = best_times(
+                    [lambda: mt.matmul(a, b), lambda: np.matmul(a, b), f_th,
+                     fma_peak_probe(dtype, threads, peaks)], budget)
                 g_mt, g_np = flops / t_mt / 1e9, flops / t_np / 1e9
                 g_th = flops / t_th / 1e9 if t_th else None
-                peak = peaks[(np.dtype(dtype).name, threads)]
+                peak = max(peaks)  # a busy or slow moment only ever lowers a sample
                 r_np, r_th, pct = ratio(g_mt, g_np), ratio(g_mt, g_th), 100 * g_mt / peak
                 target = verdict(gemm_targets(dtype, threads, name, r_np, r_th, pct), tally)
                 print(f"{np.dtype(dtype).name:7} {threads:3d} {name:32} {fmt(g_mt, 9)} {fmt(g_np)} "
-                      f"{fmt(g_th)} {fmt(r_np, 6, 2)} {fmt(r_th, 8, 2)} {fmt(pct, 6, 0)}  {target}",
-                      flush=True)
+                      f"{fmt(g_th)} {fmt(r_np, 6, 2)} {fmt(r_th, 8, 2)} {fmt(peak, 6)} "
+                      f"{fmt(pct, 6, 0)}  {target}", flush=True)
     print(f"GEMM targets met in {tally[0]} of {tally[1]} cells")
 
 
@@ -440,13 +451,14 @@ def main():
             # best of several short runs: a busy machine only ever makes a run slower
             peaks[(np.dtype(dtype).name, threads)] = max(
                 mt.fma_peak_gflops(dtype, threads, 5_000_000) for _ in range(7))
-    print("FMA peak (GFLOP/s): " + ", ".join(f"{d} {t} thr {g:.1f}" for (d, t), g in peaks.items()))
+    print("FMA peak at start (GFLOP/s; the GEMM table measures it again with each row): "
+          + ", ".join(f"{d} {t} thr {g:.1f}" for (d, t), g in peaks.items()))
     cached_gbs = 2 * COPY_BYTES / best_time(copy_through_cache(*copy_arrays(), 1)) / 1e9
     print(f"copy bandwidth, 1 thread: {memcpy_bandwidth():.1f} GB/s memcpy (np.copyto, 512 MiB, "
           f"non-temporal stores), {cached_gbs:.1f} GB/s through the cache (copy_through_cache, "
           f"as in the row table)")
     if args.only != "rows":
-        bench_gemm(args.threads, peaks, args.quick)
+        bench_gemm(args.threads, args.quick)
     if args.only != "gemm":
         bench_rows(args.threads, args.quick)
     print(f"\n(total {time.perf_counter() - start:.0f} s)")

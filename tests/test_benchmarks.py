@@ -64,6 +64,15 @@ def test_the_copy_yardstick_copies(threads):
     np.testing.assert_array_equal(dst, src)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_the_fma_peak_probe_records_a_sample_per_call(dtype):
+    samples = []
+    probe = bench_kernels.fma_peak_probe(dtype, 1, samples)
+    probe()
+    probe()
+    assert len(samples) == 2 and all(g > 0 for g in samples)
+
+
 def test_target_verdicts_name_what_a_cell_misses():
     tally = [0, 0]
     assert bench_kernels.verdict(bench_kernels.row_targets(5.0, 2.0, 70), tally) == "ok"
