@@ -288,10 +288,10 @@ def test_causal_with_lq_different_from_lk(dtype):
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("extra", [-1, 0, 1])
 def test_row_kernels_at_the_next_row_prefetch_limit(dtype, threads, extra):
-    """Rows of 16 KiB are the longest whose successor the exp passes prefetch (MT_NEXT_ROW),
+    """Rows of 128 KiB are the longest whose successor the exp passes prefetch (MT_NEXT_ROW),
     in blocks; one element more and they do not. Every row kernel that prefetches agrees with
     numpy on both sides of the limit."""
-    cols = 16384 // np.dtype(dtype).itemsize + extra
+    cols = 131072 // np.dtype(dtype).itemsize + extra
     rng = np.random.default_rng(cols)
     x, dy = rand(rng, (3, 2, cols), dtype, 4.0), rand(rng, (3, 2, cols), dtype)
     mask = np.asarray(rng.random((3, 1, cols)) < 0.3)
