@@ -120,17 +120,14 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
     __m256d k = _mm256_sub_pd(shifted, magic);
     __m256d r = _mm256_fnmadd_pd(k, _mm256_set1_pd(6.93145751953125e-1), xc);
     r = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.42860682030941723212e-6), r);
-    /* 1 + r p(r), p of degree 10 (MT_EXP_F64_C) by Estrin's scheme: 5 dependent FMAs instead
-     * of Horner's 10, so a few iterations in flight keep the FMA pipes full. As in the f32
-     * version the result is s + (r s) p, s = 2^k. */
+    /* 1 + r p(r), p of degree 10 (MT_EXP_F64_C) by Horner's rule. Estrin's scheme has half the
+     * dependent FMAs but three more multiplies; with ~4 loop iterations in flight the chain's
+     * length costs nothing, the extra operations do: Horner measured 3-7% faster in every
+     * float64 row kernel (and 0.9 instead of 1.3 ulp). As in the f32 version the result is
+     * s + (r s) p, s = 2^k. */
 #define C(i) _mm256_set1_pd(MT_EXP_F64_C[i])
-    __m256d r2 = _mm256_mul_pd(r, r), r4 = _mm256_mul_pd(r2, r2), r8 = _mm256_mul_pd(r4, r4);
-    __m256d p01 = _mm256_fmadd_pd(C(1), r, C(0)), p23 = _mm256_fmadd_pd(C(3), r, C(2));
-    __m256d p45 = _mm256_fmadd_pd(C(5), r, C(4)), p67 = _mm256_fmadd_pd(C(7), r, C(6));
-    __m256d p89 = _mm256_fmadd_pd(C(9), r, C(8));
-    __m256d q0 = _mm256_fmadd_pd(p23, r2, p01), q1 = _mm256_fmadd_pd(p67, r2, p45);
-    __m256d q2 = _mm256_fmadd_pd(C(10), r2, p89);
-    __m256d p = _mm256_fmadd_pd(q2, r8, _mm256_fmadd_pd(q1, r4, q0));
+    __m256d p = _mm256_fmadd_pd(C(10), r, C(9));
+    for (int i = 8; i >= 0; --i) p = _mm256_fmadd_pd(p, r, C(i));
 #undef C
     __m256d s = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(shifted), 52));
     return _mm256_fmadd_pd(_mm256_mul_pd(r, s), p, s);
