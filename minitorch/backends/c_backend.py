@@ -5,7 +5,8 @@ strides (C gets only non-negative element strides that stay inside the arrays it
 and sizes (computed with Python ints, passed as int64). Bad input raises ValueError /
 TypeError / IndexError naming the argument, the expected and the actual value.
 Inputs may be non-contiguous (copied with np.ascontiguousarray when C cannot use the strides);
-outputs are always fresh C-contiguous arrays. Empty inputs never reach C.
+outputs are always new C-contiguous arrays (from large_buffers: np.empty's, or for 32 MiB and
+up a reused block, whose pages are already mapped). Empty inputs never reach C.
 
 Imports: numpy and the cffi extension ``minitorch._C`` only (never the rest of minitorch).
 The API and semantics are those of ``numpy_backend`` (the oracle); see its docstring.
@@ -17,6 +18,7 @@ from minitorch._C import ffi, lib
 from .checks import (FLOAT_DTYPES, REDUCTIONS, broadcast_shape, check_float,  # noqa: F401
                      check_gemm_operands, check_label_smoothing, check_matmul_operands,
                      check_reduction, check_same_shape, check_target)
+from .large_buffers import empty, empty_like
 
 # The instruction sets mt_gemm_isa_* understands (tests use them to exercise every kernel).
 GEMM_ISAS = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}
@@ -212,7 +214,7 @@ def matmul(a, b, _isa="auto"):
         raise ValueError(f"_isa must be one of {tuple(GEMM_ISAS)}, got {_isa!r}")
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    out = np.empty(batch_shape + (m, n), dtype=a.dtype)
+    out = empty(batch_shape + (m, n), a.dtype)
     if out.size == 0:
         return out
     if k == 0:
@@ -270,7 +272,7 @@ def _matmul_2d_contiguous(a, b):
     if layout_a is None or layout_b is None:
         return None
     (ta, lda, pa), (tb, ldb, pb) = layout_a, layout_b
-    out = np.empty((m, n), dtype=a.dtype)
+    out = empty((m, n), a.dtype)
     _run_gemm(out.dtype, 0, pa, ta, lda, 0, pb, tb, ldb, 0, _ptr(out), n, 0, m, n, k, 1, 1.0, 0.0)
     return out
 
@@ -285,7 +287,7 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, _isa
     m, k = op_a.shape
     n = op_b.shape[1]
     if out is None:
-        out = np.empty((m, n), dtype=a.dtype)
+        out = empty((m, n), a.dtype)
         beta = 0.0
     else:
         check_float("out", out, a.dtype)
@@ -342,7 +344,7 @@ def softmax_forward(x, scale=1.0, mask=None, causal=False):
     if mask is not None:
         mask_base, row_strides, col_stride = _mask_layout(x, mask)
     x = _contiguous(x)
-    y = np.empty_like(x)
+    y = empty_like(x)
     if x.size == 0:
         return y
     cols = x.shape[-1]
@@ -381,7 +383,7 @@ def _row_pair(name_y, y, name_dy, dy):
 def softmax_backward(y, dy, scale=1.0):
     """dx = scale * y * (dy - sum(dy*y)) over the last dim."""
     y, dy = _row_pair("y", y, "dy", dy)
-    dx = np.empty_like(y)
+    dx = empty_like(y)
     if y.size:
         cols = y.shape[-1]
         status = _kernel("softmax_backward", y.dtype)(_ptr(y), _ptr(dy), _ptr(dx), y.size // cols,
@@ -396,7 +398,7 @@ def log_softmax_forward(x):
     if x.ndim < 1:
         raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
     x = _contiguous(x)
-    y = np.empty_like(x)
+    y = empty_like(x)
     if x.size:
         cols = x.shape[-1]
         status = _kernel("log_softmax_forward", x.dtype)(_ptr(x), _ptr(y), x.size // cols, cols)
@@ -407,7 +409,7 @@ def log_softmax_forward(x):
 def log_softmax_backward(y, dy):
     """dx = dy - exp(y) * sum(dy) over the last dim."""
     y, dy = _row_pair("y", y, "dy", dy)
-    dx = np.empty_like(y)
+    dx = empty_like(y)
     if y.size:
         cols = y.shape[-1]
         status = _kernel("log_softmax_backward", y.dtype)(_ptr(y), _ptr(dy), _ptr(dx),
@@ -472,7 +474,7 @@ def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_s
             grad_scale = 1.0 / count if count else 0.0
     logits, grad = _contiguous(logits), _contiguous(grad)
     lse = np.ascontiguousarray(lse, dtype=np.float64)
-    dlogits = np.empty_like(logits)
+    dlogits = empty_like(logits)
     if dlogits.size:
         status = _kernel("cross_entropy_backward", dtype)(
             _ptr(logits), _ptr(target), _ptr(lse), _ptr(grad), grad_stride,
@@ -506,7 +508,7 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
     if not float(eps) >= 0.0:
         raise ValueError(f"eps must be >= 0, got {eps}")
     x = _contiguous(x)
-    y = np.empty_like(x)
+    y = empty_like(x)
     mean = np.zeros(x.shape[:-1], dtype=x.dtype)
     rstd = np.zeros(x.shape[:-1], dtype=x.dtype)
     if x.size == 0:
@@ -532,7 +534,7 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
         check_float(name, s, x.dtype)
         check_same_shape(name, s, x.shape[:-1])
     x, dy, mean, rstd = _contiguous(x), _contiguous(dy), _contiguous(mean), _contiguous(rstd)
-    dx = np.empty_like(x)  # the kernel writes every element (zeros_like was a second pass)
+    dx = empty_like(x)  # the kernel writes every element (zeros_like was a second pass)
     cols = x.shape[-1]
     dweight = dbias = None
     if weight is not None:

@@ -1,0 +1,96 @@
+"""Memory for the C kernels' large outputs (32 MiB and up), reused from call to call.
+
+glibc's malloc gives every block this large a fresh mmap and unmaps it on free (its adaptive
+threshold stops adapting at 32 MiB), so a kernel that returns a new large array pays a page
+fault and the zeroing of a page for every 4 KiB it writes. For the gradient of cross-entropy on
+2048 x 32000 float32 logits (a language model's output layer) that was a third of the call.
+So, as PyTorch's caching allocators do for GPU memory, a block outlives its array here: when
+the last view of the array goes, the block goes back to an idle list, and the next output of
+the same size (next training step) takes it with its pages already mapped.
+
+``empty(shape, dtype)`` is ``np.empty`` for the backend's outputs: a writable, C-contiguous,
+64-byte aligned array (a view of the block; ``arr.base`` keeps the block from going back
+while any view lives). ``empty_cache()`` frees the idle blocks; at most ``MAX_IDLE_BYTES`` are
+kept idle, the oldest freed first.
+"""
+import math
+import threading
+
+import numpy as np
+
+from minitorch._C import ffi
+
+MIN_BYTES = 32 << 20  # below this glibc's malloc keeps freed blocks for reuse by itself
+MAX_IDLE_BYTES = 1 << 30
+_ALIGN = 64
+_GRANULE = 1 << 20  # block sizes are rounded up to this, so nearby sizes share blocks
+
+_new_block = ffi.new_allocator(should_clear_after_alloc=False)  # the kernels write every byte
+
+
+class _IdleBlocks:
+    """Blocks whose arrays are gone, oldest first, as (capacity, cdata) pairs."""
+
+    def __init__(self):
+        self.blocks = []
+        self.bytes = 0
+        # Reentrant: a garbage collection inside `take` may return a block from this thread.
+        self.lock = threading.RLock()
+
+    def take(self, capacity):
+        with self.lock:
+            for i in range(len(self.blocks) - 1, -1, -1):  # newest first: likelier in cache
+                if self.blocks[i][0] == capacity:
+                    self.bytes -= capacity
+                    return self.blocks.pop(i)[1]
+        return None
+
+    def give_back(self, capacity, block):
+        with self.lock:
+            self.blocks.append((capacity, block))
+            self.bytes += capacity
+            while self.bytes > MAX_IDLE_BYTES:
+                self.bytes -= self.blocks.pop(0)[0]
+
+    def clear(self):
+        with self.lock:
+            self.blocks.clear()
+            self.bytes = 0
+
+
+_idle = _IdleBlocks()
+
+
+def empty(shape, dtype):
+    """np.empty(shape, dtype) (shape a tuple, dtype a np.dtype), from a reused block when large.
+    (Kept to a few operations: the small case runs for every kernel call of a training step.)"""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < MIN_BYTES:
+        return np.empty(shape, dtype)
+    capacity = -(-nbytes // _GRANULE) * _GRANULE
+    block = _idle.take(capacity)
+    if block is None:
+        block = _new_block("char[]", capacity + _ALIGN)
+    # `owner` lives as long as some view of the array does; its destructor returns the block.
+    idle = _idle
+    owner = ffi.gc(ffi.cast("char *", block), lambda _: idle.give_back(capacity, block))
+    offset = -int(ffi.cast("uintptr_t", block)) % _ALIGN
+    raw = np.frombuffer(ffi.buffer(owner, capacity + _ALIGN), dtype=np.uint8)
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def empty_like(x):
+    """empty(x.shape, x.dtype): C-contiguous whatever x's layout."""
+    if x.nbytes < MIN_BYTES:
+        return np.empty(x.shape, x.dtype)
+    return empty(x.shape, x.dtype)
+
+
+def empty_cache():
+    """Free the idle blocks (arrays still alive keep theirs)."""
+    _idle.clear()
+
+
+def idle_bytes():
+    """Bytes held in idle blocks, ready for the next large output."""
+    return _idle.bytes

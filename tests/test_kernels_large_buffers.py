@@ -1,0 +1,144 @@
+"""The reused blocks behind the C backend's large outputs (minitorch/backends/large_buffers.py).
+
+- An output is a normal array: C-contiguous, writable, 64-byte aligned, of the asked shape/dtype.
+- A block goes back for reuse only when the last view of its array is gone, and is reused then.
+- Idle blocks stay under MAX_IDLE_BYTES; empty_cache frees them; small outputs are np.empty's.
+- Threads allocating and dropping outputs at once never get the same block while it is alive.
+- Every C kernel that returns a large output fills all of it: run on blocks left full of NaN
+  by a previous array, they still equal the numpy reference.
+Sizes are kept small by lowering MIN_BYTES (the real threshold is 32 MiB).
+"""
+import threading
+
+import numpy as np
+import pytest
+
+from minitorch.backends import numpy_backend as N
+
+try:
+    from minitorch.backends import c_backend as C
+    from minitorch.backends import large_buffers as LB
+except ImportError:  # extension not built
+    C = LB = None
+
+pytestmark = pytest.mark.skipif(C is None, reason="C extension not built")
+
+
+@pytest.fixture
+def small_threshold(monkeypatch):
+    """Blocks for outputs of 4 KiB and up, and an empty idle list before and after."""
+    monkeypatch.setattr(LB, "MIN_BYTES", 4096)
+    LB.empty_cache()
+    yield
+    LB.empty_cache()
+
+
+def address(a):
+    return a.__array_interface__["data"][0]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_output_is_an_ordinary_aligned_array(small_threshold, dtype):
+    a = LB.empty((3, 1000), np.dtype(dtype))
+    assert a.shape == (3, 1000) and a.dtype == dtype
+    assert a.flags.c_contiguous and a.flags.writeable and a.flags.aligned
+    assert address(a) % 64 == 0
+    a[...] = 7
+    assert float(a.sum()) == 7 * 3000
+
+
+def test_block_returns_when_the_last_view_goes_and_is_reused(small_threshold):
+    a = LB.empty((1000, 10), np.dtype(np.float64))
+    first = address(a)
+    view = a[5:, 2]
+    del a
+    assert LB.idle_bytes() == 0  # the view still uses the block
+    b = LB.empty((1000, 10), np.dtype(np.float64))
+    assert address(b) != first
+    del view
+    assert LB.idle_bytes() > 0
+    c = LB.empty((10, 1000), np.dtype(np.float64))  # same size, other shape: same block
+    assert address(c) == first and LB.idle_bytes() == 0
+    del b, c
+
+
+def test_small_outputs_are_plain_numpy_arrays(small_threshold):
+    a = LB.empty((10,), np.dtype(np.float32))
+    assert a.flags.owndata
+    del a
+    assert LB.idle_bytes() == 0
+
+
+def test_idle_blocks_are_capped_and_freed(small_threshold, monkeypatch):
+    monkeypatch.setattr(LB, "MAX_IDLE_BYTES", 3 << 20)
+    arrays = [LB.empty((1 << 20,), np.dtype(np.uint8)) for _ in range(5)]
+    del arrays
+    assert 0 < LB.idle_bytes() <= 3 << 20
+    LB.empty_cache()
+    assert LB.idle_bytes() == 0
+
+
+def test_threads_never_share_a_live_block(small_threshold):
+    errors = []
+
+    def work():
+        try:
+            for i in range(300):
+                live = [LB.empty((512 + 512 * (i % 3),), np.dtype(np.float64)) for _ in range(4)]
+                for k, a in enumerate(live):
+                    a[...] = threading.get_ident() + k
+                for k, a in enumerate(live):
+                    assert np.all(a == threading.get_ident() + k)
+        except AssertionError as exc:  # pragma: no cover - the failure being tested for
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+
+
+def _dirty_blocks(shape, dtype):
+    """Leave two idle blocks full of NaN, of the size a kernel will ask for; their addresses."""
+    blocks = [LB.empty(shape, np.dtype(dtype)) for _ in range(2)]
+    for block in blocks:
+        block.fill(np.nan)
+    return {address(block) for block in blocks}
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_kernels_fill_reused_blocks_completely(small_threshold, dtype):
+    rng = np.random.default_rng(0)
+    tol = dict(rtol=3e-5, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
+    x = rng.standard_normal((4, 6, 33, 40)).astype(dtype)
+    dy = rng.standard_normal(x.shape).astype(dtype)
+    mask = np.zeros((4, 1, 1, 40), bool)
+    mask[..., 30:] = True
+    mask[0] = True  # fully masked rows: zeros
+    w, b = rng.standard_normal(40).astype(dtype), rng.standard_normal(40).astype(dtype)
+    target = rng.integers(0, 40, 4 * 6 * 33)
+    target[::5] = -100  # ignored rows: zero gradient
+    logits = x.reshape(-1, 40)
+    lse = N.cross_entropy_forward(logits, target)[1]
+    one = np.ones((), dtype)
+    a, bm = x.reshape(-1, 40), rng.standard_normal((40, 50)).astype(dtype)
+    cases = [
+        (lambda M: M.softmax_forward(x, scale=0.5, mask=mask, causal=True)),
+        (lambda M: M.softmax_backward(N.softmax_forward(x), dy)),
+        (lambda M: M.log_softmax_forward(x)),
+        (lambda M: M.log_softmax_backward(N.log_softmax_forward(x), dy)),
+        (lambda M: M.cross_entropy_backward(logits, target, lse, one)),
+        (lambda M: M.layer_norm_forward(x, w, b)[0]),
+        (lambda M: M.layer_norm_backward(dy, x, w, *N.layer_norm_forward(x, w, b)[1:])[0]),
+        (lambda M: M.matmul(a, bm)),
+        (lambda M: M.matmul(x, bm[:, :40].T.copy())),
+    ]
+    for case in cases:
+        expected = case(N)
+        dirty = _dirty_blocks(expected.shape, dtype)
+        got = case(C)
+        assert address(got) in dirty
+        assert not np.isnan(got).any()
+        np.testing.assert_allclose(got, expected, **tol)
