@@ -11,6 +11,7 @@ import minitorch
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
 bench_kernels = pytest.importorskip("bench_kernels")
+bench_large_outputs = pytest.importorskip("bench_large_outputs")
 
 pytestmark = pytest.mark.skipif("c" not in minitorch.backends.available,
                                 reason="the C extension is not built")
@@ -86,3 +87,23 @@ def test_target_verdicts_name_what_a_cell_misses():
                                                                 1.0, 1.0, 70)
     assert bench_kernels.gemm_targets(np.float64, 2, "square n=64", 0.95, 0.5, 30) == [
         ("vs numpy", 0.95, 0.9)]
+
+
+def test_the_large_output_cases_are_those_on_reused_blocks(row_cases, monkeypatch):
+    from minitorch.backends import large_buffers
+    monkeypatch.setattr(large_buffers, "MIN_BYTES", 3 << 20)  # some of the quick cases' outputs
+    picked = bench_large_outputs.large_cases(row_cases)
+    assert 0 < len(picked) < len(row_cases)
+    for case in row_cases:
+        out = bench_large_outputs._output(case[3]())
+        assert (out.nbytes >= 3 << 20) == any(case is large for large in picked), case[0]
+        assert out.flags.owndata == (out.nbytes < 3 << 20), case[0]  # np.empty's or a block
+
+
+def test_fresh_memory_bypasses_the_reused_blocks(monkeypatch):
+    from minitorch.backends import large_buffers
+    monkeypatch.setattr(large_buffers, "MIN_BYTES", 4096)
+    softmax = lambda: minitorch.backends.c_backend.softmax_forward(np.ones((64, 64)))  # noqa: E731
+    assert not softmax().flags.owndata
+    assert bench_large_outputs.with_fresh_memory(softmax)().flags.owndata
+    assert large_buffers.MIN_BYTES == 4096

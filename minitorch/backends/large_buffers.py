@@ -1,9 +1,10 @@
 """Memory for the C kernels' large outputs (32 MiB and up), reused from call to call.
 
-glibc's malloc gives every block this large a fresh mmap and unmaps it on free (its adaptive
-threshold stops adapting at 32 MiB), so a kernel that returns a new large array pays a page
-fault and the zeroing of a page for every 4 KiB it writes. For the gradient of cross-entropy on
-2048 x 32000 float32 logits (a language model's output layer) that was a third of the call.
+glibc's malloc gives a block above its mmap threshold (at most 32 MiB) fresh pages from the
+kernel and unmaps them on free, so a kernel that returns a new large array pays for mapping
+and zeroing every page it writes. For the gradient of cross-entropy on 2048 x 32000 float32
+logits (a language model's output layer) that was a quarter of the call
+(benchmarks/bench_large_outputs.py).
 So, as PyTorch's caching allocators do for GPU memory, a block outlives its array here: when
 the last view of the array goes, the block goes back to an idle list, and the next output of
 the same size (next training step) takes it with its pages already mapped.
