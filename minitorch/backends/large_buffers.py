@@ -21,7 +21,7 @@ import numpy as np
 
 from minitorch._C import ffi
 
-MIN_BYTES = 32 << 20  # below this glibc's malloc keeps freed blocks for reuse by itself
+MIN_BYTES = 32 << 20  # up to this glibc's malloc comes to reuse freed blocks by itself
 MAX_IDLE_BYTES = 1 << 30
 _ALIGN = 64
 _GRANULE = 1 << 20  # block sizes are rounded up to this, so nearby sizes share blocks
