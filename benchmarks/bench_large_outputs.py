@@ -13,13 +13,16 @@ has started) blocks of 32-34 MiB already come back from the heap, and only the l
 (cross-entropy's 262 MB) shows the difference; in a process that has not raised it, the
 32 MiB outputs pay it too.
 
-    python benchmarks/bench_large_outputs.py [--threads 1 2]
+    python benchmarks/bench_large_outputs.py [--threads 1 2] [--no-report]
+
+The table also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
 """
 import argparse
 
 import numpy as np
 
 import bench_kernels as bk
+import report
 from minitorch.backends import large_buffers
 
 
@@ -45,9 +48,14 @@ def with_fresh_memory(fn):
     return call
 
 
+COLUMNS = ["dtype", "threads", "kernel", "reused GB/s", "fresh GB/s", "numpy GB/s",
+           "torch GB/s", "reused/fresh", "reused/torch"]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    report.add_no_report_flag(parser)
     args = parser.parse_args()
     cases = large_cases(bk.row_cases(quick=False))
     print("# large outputs: reused blocks vs fresh memory (GB/s of compulsory traffic)")
@@ -55,15 +63,23 @@ def main():
               f"{'torch':>7} {'reused/fresh':>12} {'reused/torch':>12}")
     print(header)
     print("-" * len(header))
+    rows = []
     for threads in args.threads:
         bk.set_threads(threads)
         for name, dtype, nbytes, f_mt, f_np, f_th in cases:
             times = bk.best_times([f_mt, with_fresh_memory(f_mt), f_np, f_th], budget=0.6)
             reused, fresh, numpy_, torch_ = (nbytes / t / 1e9 if t else None for t in times)
-            print(f"{np.dtype(dtype).name:7} {threads:3d} {name:40} {bk.fmt(reused, 7)} "
-                  f"{bk.fmt(fresh, 7)} {bk.fmt(numpy_, 7)} {bk.fmt(torch_, 7)} "
-                  f"{bk.fmt(bk.ratio(reused, fresh), 12, 2)} "
-                  f"{bk.fmt(bk.ratio(reused, torch_), 12, 2)}", flush=True)
+            row = [np.dtype(dtype).name, str(threads), name, bk.fmt(reused, 7),
+                   bk.fmt(fresh, 7), bk.fmt(numpy_, 7), bk.fmt(torch_, 7),
+                   bk.fmt(bk.ratio(reused, fresh), 12, 2), bk.fmt(bk.ratio(reused, torch_), 12, 2)]
+            print(f"{row[0]:7} {threads:3d} {name:40} " + " ".join(row[3:]), flush=True)
+            rows.append(row)
+    if not args.no_report:
+        path = report.write_table(
+            "bench_large_outputs.py", COLUMNS, rows, threads=args.threads,
+            notes=["GB/s of compulsory traffic; reused: outputs on large_buffers' reused blocks; "
+                   "fresh: outputs from np.empty; reused/x = reused GB/s ÷ x GB/s"])
+        print(f"table written to {path}")
 
 
 if __name__ == "__main__":

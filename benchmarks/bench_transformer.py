@@ -6,9 +6,11 @@ step, peak RSS, and the ratio minitorch / PyTorch, all from one run. Each config
 a fresh subprocess, so peak RSS is that configuration's own. The two frameworks take turns for
 --rounds rounds and each keeps its best round: on a shared machine whose speed drifts by tens of
 percent from minute to minute, one run of each, one after the other, compares two different
-machines. PyTorch columns are omitted, with a note, where it is not installed.
+machines. PyTorch's rows are omitted, with a note, where it is not installed.
 
-    python benchmarks/bench_transformer.py [--steps 20] [--warmup 3] [--rounds 3]
+    python benchmarks/bench_transformer.py [--steps 20] [--warmup 3] [--rounds 3] [--no-report]
+
+The table also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
 """
 import argparse
 import json
@@ -19,6 +21,8 @@ import sys
 import time
 
 import numpy as np
+
+import report
 
 CONFIG = dict(d_model=128, nhead=4, layers=2, ff=512, batch=32, src_len=32, tgt_len=32, vocab=1000)
 
@@ -94,12 +98,34 @@ def _run(framework, threads, steps, warmup):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+COLUMNS = ["threads", "framework", "ms/step", "tgt tok/s", "peak RSS MB", "speed vs torch"]
+
+
+def _rows(threads, best):
+    """Table rows (strings) for one thread count: minitorch's, then PyTorch's if it ran."""
+    mt, th = best["minitorch"], best.get("torch")
+    rows = []
+    for name, r in (("minitorch", mt), ("torch", th)):
+        if r is None:
+            continue
+        if "error" in r:
+            rows.append([str(threads), name, f"error: {r['error']}", "", "", ""])
+            continue
+        ratio = ""
+        if name == "minitorch" and th and "error" not in th:
+            ratio = f"{th['ms'] / r['ms']:.2f}x"
+        rows.append([str(threads), name, f"{r['ms']:.1f}", f"{r['tok_s']:.0f}",
+                     f"{r['rss_mb']:.0f}", ratio])
+    return rows
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--worker", nargs=2, metavar=("FRAMEWORK", "THREADS"))
+    report.add_no_report_flag(parser)
     args = parser.parse_args()
     if args.worker:
         worker(args.worker[0], int(args.worker[1]), args.steps, args.warmup)
@@ -109,10 +135,13 @@ def main():
         have_torch = True
     except ImportError:
         have_torch = False
-    print("small seq2seq Transformer, one training step:",
-          ", ".join(f"{k}={v}" for k, v in CONFIG.items()), "dropout=0, Adam")
-    header = f"{'threads':>7} {'framework':>10} {'ms/step':>9} {'tgt tok/s':>10} {'peak RSS MB':>12}"
-    print(header + f" {'speed vs torch':>15}")
+    config = ("small seq2seq Transformer, one training step: "
+              + ", ".join(f"{k}={v}" for k, v in CONFIG.items()) + ", dropout=0, Adam")
+    legend = "speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster)"
+    print(config)
+    widths = (7, 10, 9, 10, 12, 15)
+    print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
+    rows = []
     for threads in (1, 2):
         best = {}
         for _ in range(max(args.rounds, 1)):
@@ -120,21 +149,17 @@ def main():
                 r = _run(name, threads, args.steps, args.warmup)
                 if name not in best or "error" in best[name] or r.get("ms", 1e300) < best[name]["ms"]:
                     best[name] = r
-        mt, th = best["minitorch"], best.get("torch")
-        for name, r in (("minitorch", mt), ("torch", th)):
-            if r is None:
-                continue
-            if "error" in r:
-                print(f"{threads:>7} {name:>10}  error: {r['error']}")
-                continue
-            ratio = ""
-            if name == "minitorch" and th and "error" not in th:
-                ratio = f"{th['ms'] / r['ms']:.2f}x"
-            print(f"{threads:>7} {name:>10} {r['ms']:9.1f} {r['tok_s']:10.0f} {r['rss_mb']:12.0f}"
-                  f" {ratio:>15}")
+        for row in _rows(threads, best):
+            print(" ".join(f"{c:>{w}}" for c, w in zip(row, widths)), flush=True)
+            rows.append(row)
+    notes = [config, legend]
     if not have_torch:
-        print("PyTorch not installed: its columns are omitted (pip install torch==2.13.0)")
-    print("speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster)")
+        notes.append("PyTorch not installed: its rows are omitted (pip install torch==2.13.0)")
+    print("\n".join(notes[1:]))
+    if not args.no_report:
+        path = report.write_table("bench_transformer.py", COLUMNS, rows, threads=[1, 2],
+                                  notes=notes)
+        print(f"table written to {path}")
 
 
 if __name__ == "__main__":
