@@ -1,6 +1,7 @@
 """README's Python snippets run as written, and the small MLP example trains."""
 import pathlib
 import re
+import shutil
 import sys
 
 import pytest
@@ -29,6 +30,42 @@ def test_readme_gradcheck_example_fails_as_documented():
     exec(compile(blocks[0], "README.md:tour", "exec"), namespace)
     with pytest.raises(autograd.GradcheckError, match="Jacobian mismatch for output 0"):
         exec(compile(blocks[1], "README.md:gradcheck", "exec"), namespace)
+
+
+def _block_with(text):
+    """The README python block that contains ``text``."""
+    return next(block for block in _python_blocks() if text in block)
+
+
+def _tour_namespace():
+    namespace = {}
+    exec(compile(_python_blocks()[0], "README.md:tour", "exec"), namespace)
+    return namespace
+
+
+def test_readme_graph_drawing_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = _tour_namespace()
+    code = compile(_block_with("to_dot("), "README.md:drawing", "exec")
+    if shutil.which("dot"):
+        exec(code, namespace)
+        assert (tmp_path / "graph.svg").stat().st_size > 0
+    else:
+        with pytest.raises(RuntimeError, match="Graphviz 'dot' program was not found"):
+            exec(code, namespace)
+    assert namespace["dot"].startswith("digraph") and "weight" in namespace["dot"]
+
+
+def test_readme_save_and_load_runs(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    namespace = _tour_namespace()
+    namespace["model"] = __import__("minitorch").nn.Linear(3, 2)
+    saved = {k: v.numpy().copy() for k, v in namespace["model"].state_dict().items()}
+    exec(compile(_block_with("minitorch.save("), "README.md:save", "exec"), namespace)
+    checkpoint = namespace["checkpoint"]
+    assert checkpoint["epoch"] == 3 and set(checkpoint["model"]) == set(saved)
+    for name, value in checkpoint["model"].items():
+        assert (value.numpy() == saved[name]).all()
 
 
 def test_mlp_example_loss_falls(tmp_path):
