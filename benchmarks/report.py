@@ -129,8 +129,9 @@ def write_table(script, columns, rows, *, threads, command=None, notes=(), path=
                 now=None):
     """Replace ``script``'s section of ``path`` (created if missing) with this run's table.
 
-    ``notes`` are short lines printed under the table (what a ratio column means, the
-    configuration); ``command`` defaults to the command line that ran this process.
+    ``script`` names the section; a script with several tables gives each its own
+    (``"bench_kernels.py: GEMM"``). ``notes`` are short lines printed under the table (what a
+    ratio column means, the configuration); ``command`` defaults to this process's command line.
     """
     if not script or "\n" in script:
         raise ValueError(f"script: expected a file name such as 'bench_x.py', got {script!r}")
