@@ -34,8 +34,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     gradient reached it). With ``inputs``, only the nodes that lead to them run (and are freed).
     """
     buffer = GradientBuffer(inputs)
-    roots = [out._ctx for out in outputs if out._ctx is not None]
-    order = topological_order(roots)
+    order = topological_order([out._ctx for out in outputs if out._ctx is not None])
     if inputs is not None:
         order = _leading_to(order, buffer.wanted)
     with set_grad_enabled(create_graph):
@@ -52,19 +51,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 node.free()
             for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):
                 if tensor is not None and grad is not None:
-                    if grad._data.shape != tensor._data.shape:
-                        raise RuntimeError(f"{node.name()} returned a gradient of shape "
-                                           f"{tuple(grad.shape)} for an input of shape "
-                                           f"{tuple(tensor.shape)}")
                     buffer.add(tensor, edge, grad)
-        # The results; a leaf's hooks run once, on the sum of its contributions (as PyTorch's).
-        results = {key: (tensor, _run_hooks(tensor._hooks, grad))
-                   for key, (tensor, grad) in buffer.tensors.items()}
-        if not accumulate:
-            return [results[id(t)][1] if id(t) in results else None for t in inputs]
-        for tensor, grad in results.values():
-            _accumulate_into_grad(tensor, grad, create_graph)
-    return None
+        results = {}  # a leaf's hooks run once, on the sum of all that reached it (as PyTorch's)
+        for key, (tensor, grad) in buffer.tensors.items():
+            grad = results[key] = _run_hooks(tensor._hooks, grad)
+            if accumulate:
+                _accumulate_into_grad(tensor, grad, create_graph)
+    return None if accumulate else [results.get(id(t)) for t in inputs]
 
 
 def topological_order(roots):
@@ -150,13 +143,17 @@ def _run_output_hooks(node, grads):
 
 
 def _call_backward(node, grads):
-    """``node.fn.backward`` on the output gradients; one gradient per input, checked."""
+    """``node.fn.backward`` on the output gradients: one gradient per input, of its shape."""
     input_grads = node.fn.backward(node, *grads)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
     if len(input_grads) != len(node.inputs):
         raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
                            f"{len(node.inputs)} inputs")
+    for tensor, grad in zip(node.inputs, input_grads):
+        if tensor is not None and grad is not None and grad._data.shape != tensor._data.shape:
+            raise RuntimeError(f"{node.name()} returned a gradient of shape {tuple(grad.shape)} "
+                               f"for an input of shape {tuple(tensor.shape)}")
     return input_grads
 
 
