@@ -53,10 +53,13 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if tensor is not None and grad is not None:
                     buffer.add(tensor, edge, grad)
         results = {}  # a leaf's hooks run once, on the sum of all that reached it (as PyTorch's)
-        for key, (tensor, grad) in buffer.tensors.items():
-            grad = results[key] = _run_hooks(tensor._hooks, grad)
+        while buffer.tensors:  # popped, so that each buffered gradient is released in turn
+            key, (tensor, grad) = buffer.tensors.popitem()
+            grad = _run_hooks(tensor._hooks, grad)
             if accumulate:
                 _accumulate_into_grad(tensor, grad, create_graph)
+            else:
+                results[key] = grad
     return None if accumulate else [results.get(id(t)) for t in inputs]
 
 
