@@ -116,7 +116,8 @@ def test_a_plus_a_then_squared():
     assert a.grad.tolist() == [24.0, -8.0]
 
 
-def test_diamond_graph_runs_each_node_once():
+def _counted_identity():
+    """A Function that passes the gradient through, and the list its backward appends to."""
     calls = []
 
     class Counted(Function):
@@ -129,11 +130,50 @@ def test_diamond_graph_runs_each_node_once():
             calls.append(1)
             return g
 
+    return Counted, calls
+
+
+def test_diamond_graph_runs_each_node_once():
+    Counted, calls = _counted_identity()
     x = mt.ones(2, requires_grad=True)
     shared = Counted.apply(x)
     (shared.exp() + shared.sin() + shared * 2).sum().backward()
     assert len(calls) == 1
     np.testing.assert_allclose(x.grad.numpy(), np.exp(1) + np.cos(1) + 2, rtol=1e-6)
+
+
+def test_node_runs_after_all_consumers_whatever_the_path_lengths():
+    # shared feeds the output directly and through a chain of 5 ops: its one backward call must
+    # come after both paths delivered, whichever the depth-first order met first.
+    Counted, calls = _counted_identity()
+    x = mt.tensor([2.0], dtype=mt.float64, requires_grad=True)
+    shared = Counted.apply(x)
+    long = shared
+    for _ in range(5):
+        long = long * 2.0
+    for out in (shared + long, long + shared):
+        calls.clear()
+        x.grad = None
+        out.sum().backward(retain_graph=True)
+        assert len(calls) == 1 and x.grad.tolist() == [33.0]
+
+
+def test_consumer_returning_none_does_not_block_the_producer():
+    # One consumer of h returns None for it (as PyTorch: no contribution); h's other consumer
+    # still carries the gradient on to x.
+    class Blocks(Function):
+        @staticmethod
+        def forward(ctx, t):
+            return t * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return None
+
+    x = mt.ones(2, requires_grad=True)
+    h = x * 3
+    (Blocks.apply(h).sum() + h.sum()).backward()
+    assert x.grad.tolist() == [3.0, 3.0]
 
 
 def test_backward_depth_does_not_use_the_python_stack():
@@ -189,6 +229,36 @@ def test_backward_inputs_argument_limits_accumulation():
     w = mt.tensor([2.0], requires_grad=True)
     (x * w).sum().backward(inputs=[x])
     assert x.grad.tolist() == [2.0] and w.grad is None
+
+
+def test_backward_inputs_gives_each_its_own_grad_storage():
+    a = mt.ones(2, requires_grad=True)
+    b = mt.ones(2, requires_grad=True)
+    (a + b).sum().backward(inputs=[a, b])  # AddBackward hands the same tensor to both
+    with mt.no_grad():
+        a.grad.mul_(5)
+    assert a.grad.tolist() == [5.0, 5.0] and b.grad.tolist() == [1.0, 1.0]
+
+
+def test_inputs_runs_only_the_graph_leading_to_them():
+    Counted, calls = _counted_identity()
+    x = mt.ones(2, requires_grad=True)
+    w = mt.tensor([3.0, 4.0], requires_grad=True)
+    side = Counted.apply(x).exp()  # leads only to x
+    loss = (side * w).sum()
+    (gw,) = grad(loss, w)
+    np.testing.assert_allclose(gw.numpy(), np.exp([1.0, 1.0]), rtol=1e-6)
+    assert calls == []
+    side.sum().backward()  # the part grad() did not run was not freed either
+    assert len(calls) == 1 and x.grad is not None
+
+
+def test_grad_of_a_non_leaf_and_of_a_repeated_input():
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 3
+    gh, gx, gx_again = grad((h * h).sum(), [h, x, x])
+    assert gh.tolist() == [6.0, 12.0]
+    assert gx.tolist() == [18.0, 36.0] and gx_again.tolist() == [18.0, 36.0]
 
 
 def test_backward_of_a_tensor_without_graph_raises():
@@ -356,6 +426,31 @@ def test_hook_on_non_leaf_changes_what_flows_on():
     assert x.grad.tolist() == [0.0, 0.0]
 
 
+def test_leaf_hook_runs_once_on_the_summed_gradient():
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    seen = []
+    x.register_hook(lambda g: seen.append(g.tolist()))
+    (x * x).sum().backward()  # two contributions to x: 1·x and x·1
+    assert seen == [[2.0, 4.0]] and x.grad.tolist() == [2.0, 4.0]
+
+
+def test_leaf_hook_applies_to_what_grad_returns():
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    x.register_hook(lambda g: g * 10)
+    (gx,) = grad((x * 1).sum(), x)
+    assert gx.tolist() == [10.0, 10.0] and x.grad is None
+
+
+def test_hook_on_an_unused_output_sees_zeros():
+    x = mt.ones(2, 3, requires_grad=True)
+    first, second = x.unbind(0)
+    seen = []
+    second.register_hook(lambda g: seen.append(g.tolist()))
+    first.sum().backward()
+    assert seen == [[0.0, 0.0, 0.0]]
+    assert x.grad.tolist() == [[1.0] * 3, [0.0] * 3]
+
+
 def test_retain_grad():
     x = mt.tensor([1.0, 2.0], requires_grad=True)
     y = x * 2
@@ -427,6 +522,28 @@ def test_parity_composite_gradient_with_torch():
     f(torch, ta, tb).backward()
     np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-10)
     np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-10)
+
+
+def test_parity_hooks_and_none_gradients_with_torch():
+    torch = _torch()
+    for lib, Fn in ((mt, Function), (torch, torch.autograd.Function)):
+        class Blocks(Fn):
+            @staticmethod
+            def forward(ctx, t):
+                return t * 2
+
+            @staticmethod
+            def backward(ctx, g):
+                return None
+
+        x = lib.tensor([1.0, 2.0], requires_grad=True)
+        calls = []
+        x.register_hook(lambda g: calls.append(g.tolist()) or g.clamp(max=3.0))
+        h = x * 3
+        (Blocks.apply(h).sum() + (x * x).sum() + h.sum()).backward()
+        if lib is mt:
+            ours = calls, x.grad.tolist()
+    assert ours == (calls, x.grad.tolist())
 
 
 def test_parity_tie_breaking_of_max_and_maximum_with_torch():

@@ -45,15 +45,8 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
     grads = _initial_grads(outputs, _as_list(grad_tensors) if grad_tensors is not None
                            else [None] * len(outputs))
     retain_graph = create_graph if retain_graph is None else retain_graph
-    if inputs is None:
-        run_backward(outputs, grads, retain_graph, create_graph)
-        return
-    inputs = _as_list(inputs)
-    results = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs)
-    for t, g in zip(inputs, results):
-        if g is not None:
-            g = g if create_graph else g.detach()
-            t.grad = g if t.grad is None else t.grad + g
+    run_backward(outputs, grads, retain_graph, create_graph,
+                 inputs=None if inputs is None else _as_list(inputs))
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
@@ -66,7 +59,8 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
     grads = _initial_grads(outputs, _as_list(grad_outputs) if grad_outputs is not None
                            else [None] * len(outputs))
     retain_graph = create_graph if retain_graph is None else retain_graph
-    results = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs)
+    results = run_backward(outputs, grads, retain_graph, create_graph, inputs=inputs,
+                           accumulate=False)
     for i, g in enumerate(results):
         if g is None and not allow_unused:
             raise RuntimeError(f"grad: inputs[{i}] was not used in the graph of the outputs; "

@@ -1,146 +1,172 @@
-"""The backward pass: walk the graph from the outputs to the leaves, in reverse topological order.
+"""The backward pass: order the graph's nodes, walk them in reverse, call each node's backward
+and hand the gradients it returns on to the nodes (or leaves) that made its inputs.
 
-The walk is iterative (an explicit stack, then Kahn's algorithm over dependency counts), so a
-chain of 100,000 ops back-propagates without touching Python's recursion limit. A node runs
-once, after every node that consumes its outputs has sent its gradient, so a tensor used many
-times (``b = a + a; c = b * b``) gets the sum of all its contributions.
+It is micrograd's ``Value.backward`` with nodes that have several inputs and outputs::
 
-Gradients flow as Tensors. With ``create_graph=True`` the backward formulas run with grad mode
-on, so the gradients have a graph of their own and can be differentiated again.
+    order = topological_order(roots)      # each node after the nodes that made its inputs
+    for node in reversed(order):          # so each node runs after all its consumers
+        grads = buffer.pop(node)          # its output gradients, summed over its consumers
+        input_grads = node.fn.backward(node, *grads)
+        for each input and its gradient: buffer.add(input, gradient)
+
+plus PyTorch's extras, each a named step of ``run_backward``: tensor hooks, ``inputs=`` (only
+the part of the graph that leads to them runs), freeing saved tensors unless ``retain_graph``,
+and ``create_graph`` (backward formulas run with grad mode on, so the gradients get a graph of
+their own and can be differentiated again).
+
+A node is a ``Context`` (function.py): ``node.inputs[i]`` is its i-th input tensor (None if it
+needs no gradient) and ``node.input_edges[i]`` is ``(node that made it, its output index)``,
+or None for a leaf. Nothing here recurses, so a chain of 100,000 ops back-propagates within
+Python's recursion limit.
 """
 import numpy as np
 
 from .function import _tensor_class
-from .grad_mode import no_grad, set_grad_enabled
+from .grad_mode import set_grad_enabled
 
 
-def _reachable(roots):
-    """Every node reachable from ``roots``, inputs before consumers (iterative post-order DFS)."""
-    seen, order, stack = set(), [], [(node, False) for node in roots]
+def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
+                 accumulate=True):
+    """Propagate ``grad_outputs`` from ``outputs`` back through the graph.
+
+    The gradients of the leaves that require grad (or, given ``inputs``, of those tensors) are
+    added to their ``.grad`` when ``accumulate``, else returned, one per input (None where no
+    gradient reached it). With ``inputs``, only the nodes that lead to them run (and are freed).
+    """
+    buffer = GradientBuffer(inputs)
+    order = topological_order([out._ctx for out in outputs if out._ctx is not None])
+    if inputs is not None:
+        order = _leading_to(order, buffer.wanted)
+    with set_grad_enabled(create_graph):
+        for out, grad in zip(outputs, grad_outputs):
+            buffer.add(out, None if out._ctx is None else (out._ctx, out._output_nr), grad)
+        for node in reversed(order):
+            grads = buffer.pop(node)
+            if grads is None:
+                continue  # no gradient reached this node (its consumers returned None)
+            if node.output_hooks:
+                grads = _run_output_hooks(node, grads)
+            input_grads = _call_backward(node, grads)
+            if not retain_graph:
+                node.free()
+            for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):
+                if tensor is not None and grad is not None:
+                    buffer.add(tensor, edge, grad)
+        results = {}  # a leaf's hooks run once, on the sum of all that reached it (as PyTorch's)
+        while buffer.tensors:  # popped, so that each buffered gradient is released in turn
+            key, (tensor, grad) = buffer.tensors.popitem()
+            grad = _run_hooks(tensor._hooks, grad)
+            if accumulate:
+                _accumulate_into_grad(tensor, grad, create_graph)
+            else:
+                results[key] = grad
+    return None if accumulate else [results.get(id(t)) for t in inputs]
+
+
+def topological_order(roots):
+    """Every node reachable from ``roots``, each after all the nodes that made its inputs.
+
+    Depth-first post-order (a node is appended once all its inputs' nodes are) with an explicit
+    stack instead of recursion, so a deep graph costs no Python frames."""
+    order, seen = [], set()
+    stack = [(node, False) for node in roots]
     while stack:
-        node, expanded = stack.pop()
-        if expanded:
+        node, inputs_done = stack.pop()
+        if inputs_done:
             order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        for edge in node.input_edges:
-            if edge is not None and id(edge[0]) not in seen:
-                stack.append((edge[0], False))
+        elif node not in seen:
+            seen.add(node)
+            stack.append((node, True))
+            for edge in node.input_edges:
+                if edge is not None and edge[0] not in seen:
+                    stack.append((edge[0], False))
     return order
 
 
 def _leading_to(order, wanted):
-    """The nodes of ``order`` with a path to a wanted tensor; only these need to run."""
+    """The nodes of ``order`` that have a path to a tensor in ``wanted`` (a set of ids)."""
     useful = set()
-    for node in order:  # inputs come before consumers, so one pass suffices
-        if any(t is not None and (id(t) in wanted or (edge is not None and id(edge[0]) in useful))
+    for node in order:  # the nodes that made a node's inputs come first: one pass suffices
+        if any(t is not None and (id(t) in wanted or (edge is not None and edge[0] in useful))
                for t, edge in zip(node.inputs, node.input_edges)):
-            useful.add(id(node))
-    return [n for n in order if id(n) in useful]
+            useful.add(node)
+    return [node for node in order if node in useful]
 
 
-def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None):
-    """Propagate ``grad_outputs`` from ``outputs`` back through the graph.
+class GradientBuffer:
+    """Gradients on their way, summed per destination until their destination takes them.
 
-    Without ``inputs``: accumulate into ``.grad`` of every leaf that requires grad.
-    With ``inputs``: return their gradients (None where unreached) and touch no ``.grad``;
-    only the part of the graph between the outputs and ``inputs`` runs (and is freed).
+    A destination is an output of a node (taken by ``pop`` when the node runs) or a tensor
+    whose gradient is the result: a leaf that requires grad, or each of ``inputs`` if given.
     """
-    wanted = None if inputs is None else {id(t): i for i, t in enumerate(inputs)}
-    results = None if inputs is None else [None] * len(inputs)
 
-    pending = {}  # node id -> gradients waiting for it, one slot per output of the node
-    roots = []
-    for out, grad in zip(outputs, grad_outputs):
-        edge = None if out._ctx is None else (out._ctx, out._output_nr)
-        _deliver(out, edge, grad, wanted, results, create_graph, pending, None)
-        if out._ctx is not None:
-            roots.append(out._ctx)
+    def __init__(self, inputs=None):
+        self.wanted = None if inputs is None else {id(t) for t in inputs}
+        self.nodes = {}    # node -> one gradient per output of the node (None: none yet)
+        self.tensors = {}  # id(tensor) -> (tensor, gradient), for the wanted tensors
 
-    order = _reachable(roots)
-    if wanted is not None:
-        order = _leading_to(order, wanted)
-    nodes = {id(n): n for n in order}
-    dependencies = dict.fromkeys(nodes, 0)
-    for node in order:
-        for edge in node.input_edges:
-            if edge is not None and id(edge[0]) in nodes:
-                dependencies[id(edge[0])] += 1
+    def add(self, tensor, edge, grad):
+        """Add ``grad`` to what ``tensor`` has received; ``edge`` is (its node, output index)."""
+        if self.wanted is None:
+            is_result = edge is None and tensor.requires_grad  # a leaf, for its .grad
+        else:
+            is_result = id(tensor) in self.wanted
+        if is_result:
+            previous = self.tensors.get(id(tensor))
+            self.tensors[id(tensor)] = (tensor, grad if previous is None else previous[1] + grad)
+        if edge is not None:
+            node, index = edge
+            grads = self.nodes.get(node)
+            if grads is None:
+                grads = self.nodes[node] = [None] * len(node.output_meta)
+            grads[index] = grad if grads[index] is None else grads[index] + grad
 
-    ready = [n for n in order if dependencies[id(n)] == 0 and id(n) in pending]
-    with set_grad_enabled(create_graph):
-        while ready:
-            node = ready.pop()
-            input_grads = _run_node(node, pending.pop(id(node)))
-            if not retain_graph:
-                node.free()
-            for t, edge, g in zip(node.inputs, node.input_edges, input_grads):
-                if t is None or g is None:
-                    continue
-                if g._data.shape != t._data.shape:
-                    raise RuntimeError(f"{node.name()} returned a gradient of shape "
-                                       f"{tuple(g.shape)} for an input of shape {tuple(t.shape)}")
-                _deliver(t, edge, g, wanted, results, create_graph, pending, nodes)
-                if edge is not None and id(edge[0]) in nodes:
-                    producer = id(edge[0])
-                    dependencies[producer] -= 1
-                    if dependencies[producer] == 0:
-                        ready.append(edge[0])
-    return results
+    def pop(self, node):
+        """The node's output gradients (zeros for outputs nobody used); None if none came."""
+        grads = self.nodes.pop(node, None)
+        if grads is not None and len(grads) > 1:  # one output: its gradient is there
+            make = _tensor_class()._make
+            grads = [make(np.zeros(shape, dtype.numpy)) if grad is None else grad
+                     for grad, (shape, dtype) in zip(grads, node.output_meta)]
+        return grads
 
 
-def _run_node(node, slots):
-    """Call the node's backward on its output gradients (zeros for outputs that got none)."""
+def _run_hooks(hooks, grad):
+    """Pass ``grad`` through each hook; a hook that returns a tensor replaces the gradient."""
+    for hook in hooks:
+        new = hook(grad)
+        grad = grad if new is None else new
+    return grad
+
+
+def _run_output_hooks(node, grads):
+    """The hooks registered on the node's output tensors (non-leaves), one output at a time."""
     hooks = node.output_hooks
-    if hooks or any(g is None for g in slots):  # (not `None in slots`: Tensor.__eq__)
-        slots = list(slots)
-        for index, (shape, dtype) in enumerate(node.output_meta):
-            grad = slots[index]
-            if grad is None:
-                slots[index] = _tensor_class()._make(np.zeros(shape, dtype.numpy))
-                continue
-            for hook in hooks.get(index, ()):
-                new = hook(grad)
-                grad = grad if new is None else new
-            slots[index] = grad
-    input_grads = node.fn.backward(node, *slots)
+    return [_run_hooks(hooks[i], grad) if i in hooks else grad for i, grad in enumerate(grads)]
+
+
+def _call_backward(node, grads):
+    """``node.fn.backward`` on the output gradients: one gradient per input, of its shape."""
+    input_grads = node.fn.backward(node, *grads)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
     if len(input_grads) != len(node.inputs):
         raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
                            f"{len(node.inputs)} inputs")
+    for tensor, grad in zip(node.inputs, input_grads):
+        if tensor is not None and grad is not None and grad._data.shape != tensor._data.shape:
+            raise RuntimeError(f"{node.name()} returned a gradient of shape {tuple(grad.shape)} "
+                               f"for an input of shape {tuple(tensor.shape)}")
     return input_grads
 
 
-def _deliver(t, edge, grad, wanted, results, create_graph, pending, nodes):
-    """Hand ``grad`` to tensor ``t``: a wanted result, a waiting node slot, or a leaf's .grad.
-
-    ``edge`` is (node, output index) of the node that made ``t``, or None for a leaf."""
-    if wanted is not None and id(t) in wanted:
-        i = wanted[id(t)]
-        results[i] = grad if results[i] is None else results[i] + grad
-    if edge is not None:
-        producer, output_nr = edge
-        if nodes is None or id(producer) in nodes:
-            slots = pending.setdefault(id(producer), [None] * len(producer.output_meta))
-            slots[output_nr] = grad if slots[output_nr] is None else slots[output_nr] + grad
-        return
-    if wanted is None and t.requires_grad:
-        _accumulate_into_leaf(t, grad, create_graph)
-
-
-def _accumulate_into_leaf(leaf, grad, create_graph):
-    for hook in leaf._hooks:
-        new = hook(grad)
-        grad = grad if new is None else new
-    if leaf.grad is None:
-        # Own the storage: a later in-place update of .grad must not write into another tensor.
-        leaf.grad = grad if create_graph else _tensor_class()._make(grad._data.copy())
+def _accumulate_into_grad(tensor, grad, create_graph):
+    """Add ``grad`` to ``tensor.grad`` (called with grad mode set to ``create_graph``)."""
+    if tensor.grad is not None:
+        tensor.grad = tensor.grad + grad
     elif create_graph:
-        leaf.grad = leaf.grad + grad
+        tensor.grad = grad
     else:
-        with no_grad():
-            leaf.grad = leaf.grad + grad.detach()
+        # A copy, so .grad owns its storage: the same gradient tensor may reach several leaves
+        # (AddBackward hands one on to both inputs), and .grad may later be changed in place.
+        tensor.grad = _tensor_class()._make(grad._data.copy())

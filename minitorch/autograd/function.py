@@ -17,17 +17,23 @@ Every differentiable op is a subclass of ``Function`` with two static methods, a
 
 ``Exp.apply(x)`` runs ``forward`` and, when grad mode is on and some input requires grad,
 makes the ``Context`` the node of the graph: the output tensors point at it (``grad_fn``),
-and it points at the input tensors. The engine (engine.py) later walks these nodes backwards.
+and it points at the input tensors. The engine (engine.py) later walks these nodes backwards,
+calling ``fn.backward(ctx, *output_grads)`` on each.
 """
 from . import grad_mode
 
 
 class Context:
-    """Node of the graph: what ``backward`` needs, and the edges to the inputs.
+    """A node of the graph: what ``backward`` needs, and the edges to the inputs.
 
-    Attributes a Function may use: ``save_for_backward``, ``saved_tensors``,
-    ``needs_input_grad`` (one bool per positional argument of ``apply``),
-    ``mark_non_differentiable`` and any attribute it sets itself (``ctx.dim = dim``).
+    For the Function: ``save_for_backward``/``saved_tensors`` (checked against in-place
+    changes), ``needs_input_grad`` (one bool per positional argument of ``apply``),
+    ``mark_non_differentiable``, and any attribute it sets itself (``ctx.dim = dim``).
+
+    For the engine: ``inputs`` (the input tensors; None where no gradient is needed),
+    ``input_edges`` (for each such input, ``(node that made it, its output index)`` at the time
+    of use, or None for a leaf), ``output_meta`` (shape and dtype of each output, to make zeros
+    for an unused one), ``output_hooks`` (output index -> hooks on that output tensor), ``free``.
     """
 
     # Class-level defaults: a Context is made for every op, so attributes that most ops leave
@@ -36,14 +42,14 @@ class Context:
     _saved_versions = ()
     _freed = False
     _non_differentiable = ()
-    output_meta = ()       # (shape, dtype) of each output, to make zero grads
-    output_hooks = None    # output index -> hooks registered on that non-leaf tensor (a dict)
+    output_meta = ()
+    output_hooks = None
     inputs = input_edges = ()
 
     def __init__(self, fn, args):
         self.fn = fn
-        tensor = _Tensor or _tensor_class()
-        # List comprehensions, not generators: this runs once per op on the hot path.
+        tensor = _Tensor or _tensor_class()  # a global read, not a call: this runs for every op
+        # List comprehensions and `True in`, not generators and any(): cheaper, once per op.
         needs = self.needs_input_grad = tuple([isinstance(a, tensor) and a.requires_grad
                                                for a in args])
         if True in needs:  # otherwise this node never enters a graph: no edges to record
@@ -77,6 +83,7 @@ class Context:
         self._non_differentiable = tuple(id(t) for t in tensors)
 
     def free(self):
+        """Drop the saved tensors: the engine's step after backward unless ``retain_graph``."""
         self._saved = ()
         self._freed = True
 
@@ -112,14 +119,16 @@ class Function:
 
     @classmethod
     def apply(cls, *args, **kwargs):
+        """Run ``forward``; when recording, make its outputs the node's outputs in the graph."""
         ctx = Context(cls, args)
-        # ``with no_grad():`` inlined: it is only this flag flip, and apply runs for every op.
+        # 1. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op)
         recording = grad_mode._enabled
         grad_mode._enabled = False
         try:
             outputs = cls.forward(ctx, *args, **kwargs)
         finally:
             grad_mode._enabled = recording
+        # 2. if grad mode is on and an input requires grad: each float output points at ctx
         if recording and True in ctx.needs_input_grad:
             outs = outputs if type(outputs) is tuple else (outputs,)
             ctx.output_meta = tuple([(o._data.shape, o.dtype) for o in outs])
