@@ -323,6 +323,7 @@ OPS = [
     _unary("erf", mt.erf, _erf),
     _unary("sign", mt.sign, np.sign, differentiable=False),
     _unary("square", mt.square, np.square),
+    _unary("silu", F.silu, lambda x: x * _sigmoid(x)),
     Op("clamp", lambda a, **k: a.clamp(**k), lambda x, min=None, max=None: np.clip(x, min, max),
        [case((4,), min=-0.5, max=0.5), case((2, 3), min=0.1), case(T(2, 3), max=-0.1),
         case((), min=-0.3)]),

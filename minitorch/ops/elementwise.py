@@ -12,7 +12,7 @@ from ..autograd.function import Function
 from ..dtype import float32, int64
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, to_tensor, unbroadcast
-from .registry import op, tensor_method
+from .registry import apply_inplace, op, tensor_method
 
 _make = Tensor._make
 
@@ -203,13 +203,16 @@ class Tanh(Function):
         return grad * (1.0 - out * out)
 
 
+def _sigmoid(x):
+    # Two branches so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
 class Sigmoid(Function):
     @staticmethod
     def forward(ctx, a):
-        x = a._data
-        # Two branches so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
-        e = np.exp(-np.abs(x))
-        out = _make(np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False))
+        out = _make(_sigmoid(a._data))
         ctx.save_for_backward(out)
         return out
 
@@ -217,6 +220,21 @@ class Sigmoid(Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return grad * out * (1.0 - out)
+
+
+class SiLU(Function):
+    """x·σ(x); its derivative σ(x)·(1 + x·(1 − σ(x))) is written in Tensor ops."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _make(a._data * _sigmoid(a._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        s = sigmoid(a)
+        return grad * s * (1.0 + a * (1.0 - s))
 
 
 class ReLU(Function):
@@ -446,6 +464,14 @@ def tanh(input):
 @op(functional=True)
 def sigmoid(input):
     return Sigmoid.apply(_floating(input))
+
+
+@op(function=False, method=False, functional=True)
+def silu(input, inplace=False):
+    """x·σ(x) (``F.silu``; PyTorch has neither ``torch.silu`` nor ``Tensor.silu``)."""
+    if inplace:
+        return apply_inplace(input, silu)
+    return SiLU.apply(_floating(input))
 
 
 @op()
