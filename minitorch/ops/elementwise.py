@@ -347,14 +347,18 @@ def zeros_scalar(like):
 @op(methods="__add__", reflected="__radd__", inplace="add_ __iadd__")
 def add(a, b, alpha=1):
     """a + alpha * b"""
-    a, b = broadcast_operands(a, b if alpha == 1 else mul(b, alpha), "add")
+    a, b = broadcast_operands(a, b if alpha == 1 else _scaled(b, alpha), "add")
     return Add.apply(a, b)
+
+
+def _scaled(b, alpha):
+    return mul(b, alpha) if isinstance(b, Tensor) else b * alpha
 
 
 @op(aliases="subtract", methods="__sub__", reflected="__rsub__", inplace="sub_ __isub__")
 def sub(a, b, alpha=1):
     """a - alpha * b"""
-    a, b = broadcast_operands(a, b if alpha == 1 else mul(b, alpha), "sub")
+    a, b = broadcast_operands(a, b if alpha == 1 else _scaled(b, alpha), "sub")
     return Sub.apply(a, b)
 
 
