@@ -97,7 +97,7 @@ def _inplace_method(fn, method_name):
     def method(self, *args, **kwargs):
         return apply_inplace(self, fn, *args, **kwargs)
     method.__name__ = method.__qualname__ = method_name
-    method.__doc__ = f"In-place ``{fn.__name__}``: self = {fn.__name__}(self, ...), in self's memory."
+    method.__doc__ = f"In-place {fn.__name__}: self = {fn.__name__}(self, ...) in self's memory."
     return method
 
 
