@@ -12,7 +12,6 @@ Layers, top to bottom: ``text`` (tokenizer, batching, decoding) → ``nn``/``opt
 ``ops`` (differentiable ops) → ``autograd`` → ``tensor`` → ``backends`` (numpy | C kernels).
 """
 from . import autograd, backends, ops
-from . import tensor_methods as _tensor_methods  # noqa: F401  (binds methods to Tensor)
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import backend, get_num_threads, set_num_threads
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
@@ -20,20 +19,15 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        randn_like, randperm, tensor, zeros, zeros_like)
 from .dtype import bool_ as bool  # noqa: A001  (minitorch.bool, as torch.bool)
 from .dtype import dtype, float32, float64, int64
-from .ops import (abs, add, all, amax, amin, any, argmax, argmin, broadcast_to, cat, chunk,
-                  clamp, clone, cos, div, eq, erf, exp, flatten, flip, gather, ge, gelu, gt,
-                  index_select, isfinite, isinf, isnan, le, log, log_softmax, logical_and,
-                  logical_not, logical_or, logsumexp, lt, masked_fill, matmul, max, maximum, mean,
-                  min, minimum, mul, ne, neg, permute, pow, relu, reshape, rsqrt, sigmoid, sign,
-                  sin, softmax, split, sqrt, squeeze, stack, std, sub, sum, tanh, transpose, tril,
-                  triu, unbind, unsqueeze, var, where)
 from .random import get_rng_state, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
+
+# The ops PyTorch has as torch.<name> (add, matmul, softmax, ...), as declared in minitorch/ops.
+globals().update(ops.registry.functions())
 
 float = float32  # noqa: A001
 double = float64
 long = int64
-clip = clamp
 
 __version__ = "0.1.0"
 

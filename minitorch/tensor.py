@@ -1,14 +1,14 @@
 """``Tensor``: an n-dimensional array, its gradient, and the graph node that produced it.
 
-The data is a numpy array (``._data``); the ops that read and write it live in
-``minitorch/ops``, one family per file, and the methods here only forward to them, so this
-file holds what is specific to a tensor: its identity in the graph (``requires_grad``,
-``grad``, ``grad_fn``, ``is_leaf``), views and version counting, in-place updates, hooks,
-``backward``, and printing.
+The data is a numpy array (``._data``). This file holds what a tensor *is*: its identity in the
+graph (``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``), views and version counting, the
+generic in-place write (``_inplace``), hooks, and printing. What it can *do* (``x + y``,
+``x.sum()``, ``x.add_(y)``, ``x.to(dtype)``, ``x.backward()``) is declared with each op in
+``minitorch/ops`` and bound to the class when that package is imported.
+May import: ``minitorch.dtype`` and numpy (nothing above it).
 """
 import numpy as np
 
-from .autograd.grad_mode import is_grad_enabled, no_grad
 from .dtype import as_dtype, bool_, float32, float64, int64
 
 
@@ -63,7 +63,6 @@ class Tensor:
     def size(self, dim=None):
         if dim is None:
             return self.shape
-        from .ops._helpers import normalize_dim
         return self._data.shape[normalize_dim(dim, self.ndim)]
 
     @property
@@ -160,41 +159,6 @@ class Tensor:
     def __array__(self, dtype=None, copy=None):
         return self._data if dtype is None else self._data.astype(dtype)
 
-    def to(self, dtype=None, *args, **kwargs):
-        """``.to(dtype)``; a device argument is accepted for ``"cpu"`` only."""
-        if dtype in ("cpu", None) and not args:
-            dtype = kwargs.get("dtype")
-            if dtype is None:
-                return self
-        if isinstance(dtype, str) and dtype not in ("float32", "float64", "int64", "bool"):
-            if dtype != "cpu":
-                raise ValueError(f"to: minitorch runs on the CPU only, got device {dtype!r}")
-            dtype = args[0] if args else kwargs.get("dtype")
-            if dtype is None:
-                return self
-        dtype = as_dtype(dtype)
-        if dtype is self.dtype:
-            return self
-        from .ops.elementwise import Cast
-        if self.requires_grad and dtype.is_floating_point and self.dtype.is_floating_point:
-            return Cast.apply(self, dtype)
-        return Tensor._make(self._data.astype(dtype.numpy))
-
-    def float(self):
-        return self.to(float32)
-
-    def double(self):
-        return self.to(float64)
-
-    def long(self):
-        return self.to(int64)
-
-    def bool(self):
-        return self.to(bool_)
-
-    def type_as(self, other):
-        return self.to(other.dtype)
-
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
@@ -202,11 +166,6 @@ class Tensor:
         return self
 
     # ------------------------------------------------------------------ autograd
-    def backward(self, gradient=None, retain_graph=None, create_graph=False, inputs=None):
-        """Accumulate d(self)/d(leaf) into ``.grad`` of every leaf (or of ``inputs``)."""
-        from .autograd import backward
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
-
     def detach(self):
         return Tensor._make_view(self._data, self)
 
@@ -252,18 +211,14 @@ class Tensor:
         return self._retains_grad
 
     # ------------------------------------------------------------------ in-place updates
-    def _check_inplace(self):
-        if is_grad_enabled() and self.requires_grad and self.is_leaf:
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
-                               "operation (wrap it in `with minitorch.no_grad():`)")
+    def _inplace(self, result):
+        """Write ``result`` (a new tensor computed from self) into self's memory, and re-point
+        self's history at the op that made it, so gradients flow through the update. The ops
+        call it through ``ops.registry.apply_inplace``, which first checks that grad mode allows
+        the change (a check that needs autograd, above this file)."""
         if not self._data.flags.writeable:
             raise RuntimeError("in-place operation on a tensor whose memory is read-only "
                                "(an expanded view); call .clone() first")
-
-    def _inplace(self, result):
-        """Write ``result`` (a new tensor computed from self) into self's memory, and re-point
-        self's history at the op that made it, so gradients flow through the update."""
-        self._check_inplace()
         if tuple(result.shape) != tuple(self.shape):
             raise ValueError(f"in-place operation: result shape {tuple(result.shape)} does not "
                              f"match the tensor's shape {tuple(self.shape)}")
@@ -282,78 +237,6 @@ class Tensor:
         alias._ctx, alias._output_nr, alias.requires_grad = self._ctx, self._output_nr, \
             self.requires_grad
         return alias
-
-    def _apply_inplace(self, op, *args):
-        return self._inplace(op(self._history_alias(), *args))
-
-    def add_(self, other, alpha=1):
-        from .ops import elementwise as E
-        return self._apply_inplace(lambda s: E.add(s, other if alpha == 1 else E.mul(other, alpha)))
-
-    def sub_(self, other, alpha=1):
-        from .ops import elementwise as E
-        return self._apply_inplace(lambda s: E.sub(s, other if alpha == 1 else E.mul(other, alpha)))
-
-    def mul_(self, other):
-        from .ops import elementwise as E
-        return self._apply_inplace(lambda s: E.mul(s, other))
-
-    def div_(self, other):
-        from .ops import elementwise as E
-        return self._apply_inplace(lambda s: E.div(s, other))
-
-    def pow_(self, exponent):
-        from .ops import elementwise as E
-        return self._apply_inplace(lambda s: E.pow(s, exponent))
-
-    def clamp_(self, min=None, max=None):
-        from .ops import elementwise as E
-        return self._apply_inplace(lambda s: E.clamp(s, min, max))
-
-    def masked_fill_(self, mask, value):
-        from .ops import elementwise as E
-        return self._apply_inplace(lambda s: E.masked_fill(s, mask, value))
-
-    def copy_(self, src):
-        from .ops import elementwise as E
-        src = src if isinstance(src, Tensor) else Tensor(src)
-        return self._apply_inplace(lambda s: E.add(s * 0, src.to(self.dtype)).expand(self.shape))
-
-    def zero_(self):
-        self._check_inplace()
-        self._data[...] = 0
-        self._version[0] += 1
-        return self
-
-    def fill_(self, value):
-        self._check_inplace()
-        self._data[...] = value
-        self._version[0] += 1
-        return self
-
-    def uniform_(self, a=0.0, b=1.0):
-        from .random import generator
-        self._check_inplace()
-        self._data[...] = generator().uniform(a, b, self.shape)
-        self._version[0] += 1
-        return self
-
-    def normal_(self, mean=0.0, std=1.0):
-        from .random import generator
-        self._check_inplace()
-        self._data[...] = generator().normal(mean, std, self.shape)
-        self._version[0] += 1
-        return self
-
-    def __setitem__(self, index, value):
-        from .ops import shape as S
-        from .ops.indexing_put import index_put
-        self._inplace(index_put(self._history_alias(), S._convert_index(index), value))
-
-    __iadd__ = add_
-    __isub__ = sub_
-    __imul__ = mul_
-    __itruediv__ = div_
 
     # ------------------------------------------------------------------ printing
     def __repr__(self):
@@ -437,6 +320,17 @@ class _RemovableHandle:
 _BY_NUMPY = {np.dtype(np.float32): float32, np.dtype(np.float64): float64,
              np.dtype(np.int64): int64, np.dtype(np.bool_): bool_}
 _NUMPY_OK = frozenset(_BY_NUMPY)
+
+
+def normalize_dim(dim, ndim, name="dim"):
+    """A dim in [-ndim, ndim) as a non-negative int; IndexError naming the range otherwise."""
+    if isinstance(dim, Tensor) or not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
+        raise TypeError(f"{name}: expected an int, got {type(dim).__name__}")
+    rank = max(ndim, 1)  # a 0-d tensor accepts dim 0 and -1, as in PyTorch
+    if not -rank <= dim < rank:
+        raise IndexError(f"{name}: dimension out of range (expected to be in range of "
+                         f"[{-rank}, {rank - 1}], but got {dim})")
+    return int(dim) % rank if ndim else 0
 
 
 def _to_array(data, dtype):

@@ -239,3 +239,53 @@ def test_deepcopy_and_no_pickle():
     assert not np.shares_memory(y.detach().numpy(), x.detach().numpy())
     with pytest.raises(TypeError, match="pickle"):
         pickle.dumps(x)
+
+
+# ----------------------------------------------------------------------------- the op registry
+
+def test_methods_are_the_declared_ops_themselves():
+    from minitorch.ops import registry
+    # No wrapper on the hot path: the operator is the op function.
+    assert mt.Tensor.__add__ is mt.add and mt.Tensor.add is mt.add
+    assert mt.Tensor.__matmul__ is mt.matmul and mt.Tensor.sum is mt.sum
+    assert mt.clip is mt.clamp and mt.Tensor.multiply is mt.mul
+    for name, fn in registry.METHODS.items():
+        assert getattr(mt.Tensor, name) is fn, name
+    for name, fn in registry.functions().items():
+        assert getattr(mt, name) is fn, name
+
+
+def test_functional_names_come_from_the_registry():
+    import minitorch.nn.functional as F
+    from minitorch.ops import registry
+    declared = registry.functional()
+    assert {"gelu", "tanh", "sigmoid", "silu", "layer_norm", "embedding"} <= set(declared)
+    for name, fn in declared.items():
+        assert getattr(F, name) is fn, f"nn/functional.py redefines the declared op {name}"
+
+
+def test_declared_inplace_forms_write_into_the_tensor():
+    x = mt.tensor([1.0, -2.0, 3.0])
+    data = x.numpy()
+    assert x.add_(1.0, alpha=2) is x and x.tolist() == [3.0, 0.0, 5.0]
+    x.sub_(1.0).mul_(2.0).clamp_(max=5.0)
+    x /= 2.0
+    assert x.tolist() == [2.0, -1.0, 2.5] and x.numpy() is data
+    assert mt.add(mt.tensor([1.0]), mt.tensor([2.0]), alpha=3).tolist() == [7.0]
+
+
+def test_a_name_cannot_be_declared_twice():
+    from minitorch.ops import registry
+    with pytest.raises(ValueError, match="declared twice"):
+        registry.op(methods="__add__")(lambda a, b: a)
+    with pytest.raises(ValueError, match="defined in tensor.py"):
+        registry.tensor_method("numel")(lambda self: 0)
+
+
+def test_tensor_module_imports_nothing_above_it():
+    import ast
+    import pathlib
+    source = (pathlib.Path(mt.__file__).parent / "tensor.py").read_text()
+    relative = {node.module for node in ast.walk(ast.parse(source))
+                if isinstance(node, ast.ImportFrom) and node.level}
+    assert relative <= {"dtype"}, relative

@@ -1,10 +1,11 @@
 """``minitorch.nn.functional`` (``import minitorch.nn.functional as F``): the stateless forms of
 the layers, with ``torch.nn.functional``'s names, arguments, defaults and shapes.
 
-- activations: ``relu``, ``gelu``, ``tanh``, ``sigmoid``, ``softmax``, ``log_softmax``
-- layers: ``linear``, ``dropout``, ``layer_norm``, ``embedding``
-- losses: ``cross_entropy``, ``nll_loss``, ``mse_loss``
-- attention: ``scaled_dot_product_attention``
+- here: ``relu``, ``softmax``, ``log_softmax`` (F's arguments differ from the op's),
+  ``linear``, ``dropout``, the losses ``cross_entropy``, ``nll_loss``, ``mse_loss``, and
+  ``scaled_dot_product_attention``
+- from the op registry, the ops declared ``functional=True`` in ``minitorch/ops``: ``gelu``,
+  ``tanh``, ``sigmoid``, ``silu``, ``layer_norm``, ``embedding``, ...
 
 The hot paths run on the fused kernels of ``minitorch/ops/fused.py`` (softmax with scale, mask
 and causal; layer norm; cross-entropy). Where minitorch differs from PyTorch (a fully masked
@@ -17,13 +18,16 @@ import math
 import numpy as np
 
 from .. import ops
-from ..autograd.function import Function
 from ..dtype import bool_, int64
-from ..ops.fused import CrossEntropy, LayerNorm as _LayerNormFunction, Softmax
+from ..ops import registry as _registry
+from ..ops.fused import CrossEntropy, Softmax
 from ..ops.linalg import Linear as _LinearFunction
-from ..ops.shape import IndexAdd
 from ..random import generator
 from ..tensor import Tensor
+
+# The ops declared with ``functional=True`` (gelu, tanh, sigmoid, layer_norm, embedding, ...):
+# PyTorch's F takes the same arguments as the op, so the op itself is F's function.
+globals().update(_registry.functional())
 
 _make = Tensor._make
 
@@ -37,19 +41,6 @@ def _check_tensor(value, name):
 
 def relu(input, inplace=False):
     return ops.relu(input)
-
-
-def gelu(input, approximate="none"):
-    """x·Φ(x) (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
-    return ops.gelu(input, approximate=approximate)
-
-
-def tanh(input):
-    return ops.tanh(input)
-
-
-def sigmoid(input):
-    return ops.sigmoid(input)
 
 
 def _require_dim(dim, name):
@@ -113,83 +104,6 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input * 0.0
     keep = generator().random(tuple(input.shape)) >= p
     return input * _make((keep / (1.0 - p)).astype(input._data.dtype))
-
-
-def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
-    """Normalize over the trailing ``normalized_shape`` dims (one or several), then scale/shift.
-
-    Several trailing dims are flattened into one so the fused kernel normalizes them together.
-    """
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
-    k = len(shape)
-    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
-        raise ValueError(f"layer_norm: normalized_shape {list(shape)} must match the trailing "
-                         f"dims of input, got input shape {tuple(input.shape)}")
-    for name, p in (("weight", weight), ("bias", bias)):
-        if p is not None and tuple(p.shape) != shape:
-            raise ValueError(f"layer_norm: {name} must have shape {shape} (normalized_shape), "
-                             f"got {tuple(p.shape)}")
-    size = math.prod(shape)
-    lead = tuple(input.shape[:input.ndim - k])
-    x = input.reshape(*lead, size) if k > 1 else input
-    w = None if weight is None else weight.reshape(size)
-    b = None if bias is None else bias.reshape(size)
-    if w is None and b is not None:
-        # The fused Function carries a bias only together with a weight.
-        y = _LayerNormFunction.apply(x, None, None, eps) + b
-    else:
-        y = _LayerNormFunction.apply(x, w, b, eps)
-    return y.reshape(input.shape) if k > 1 else y
-
-
-def _check_indices(input, num_embeddings, name):
-    _check_tensor(input, f"{name}: input")
-    if input.dtype is not int64:
-        raise TypeError(f"{name}: input must be an int64 tensor of indices, got {input.dtype}")
-    idx = input._data
-    if idx.size and (idx.min() < 0 or idx.max() >= num_embeddings):
-        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
-        raise IndexError(f"{name}: index {bad} is out of range for num_embeddings="
-                         f"{num_embeddings} (valid indices are 0..{num_embeddings - 1})")
-
-
-class Embedding(Function):
-    """Rows of ``weight`` picked by integer indices; the padding row receives no gradient."""
-
-    @staticmethod
-    def forward(ctx, weight, indices, padding_idx):
-        ctx.weight_shape, ctx.indices, ctx.padding_idx = tuple(weight.shape), indices, padding_idx
-        return _make(weight._data[indices._data])
-
-    @staticmethod
-    def backward(ctx, grad):
-        if ctx.padding_idx is not None:
-            pad = _make((ctx.indices._data == ctx.padding_idx)[..., None])
-            grad = ops.masked_fill(grad, pad, 0.0)
-        # Scatter-add (repeated indices accumulate); its backward gathers, so this is
-        # differentiable again.
-        return IndexAdd.apply(grad, ctx.weight_shape, ctx.indices._data), None, None
-
-
-def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
-              scale_grad_by_freq=False, sparse=False):
-    """``weight[input]``: (*) int64 indices → (*, embedding_dim).
-
-    The ``padding_idx`` row receives no gradient."""
-    if max_norm is not None or scale_grad_by_freq or sparse:
-        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
-                                  "supported by minitorch")
-    if weight.ndim != 2:
-        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got "
-                         f"shape {tuple(weight.shape)}")
-    num = weight.shape[0]
-    _check_indices(input, num, "embedding")
-    if padding_idx is not None:
-        if not -num <= padding_idx < num:
-            raise ValueError(f"embedding: padding_idx must be within num_embeddings={num}, got "
-                             f"{padding_idx}")
-        padding_idx = padding_idx % num
-    return Embedding.apply(weight, input, padding_idx)
 
 
 # ----------------------------------------------------------------------------- losses

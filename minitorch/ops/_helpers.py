@@ -3,7 +3,7 @@ and the checking of ``dim`` arguments."""
 import numpy as np
 
 from ..dtype import bool_, float32, float64, int64
-from ..tensor import Tensor
+from ..tensor import Tensor, normalize_dim  # noqa: F401  (the ops import it from here)
 
 
 def promote_types(a, b):
@@ -75,17 +75,6 @@ def unbroadcast(grad, shape):
     if dims:
         grad = grad.sum(dim=dims, keepdim=True)
     return grad.reshape(shape)
-
-
-def normalize_dim(dim, ndim, name="dim"):
-    """A dim in [-ndim, ndim) as a non-negative int; IndexError naming the range otherwise."""
-    if isinstance(dim, Tensor) or not isinstance(dim, (int, np.integer)) or isinstance(dim, bool):
-        raise TypeError(f"{name}: expected an int, got {type(dim).__name__}")
-    rank = max(ndim, 1)  # a 0-d tensor accepts dim 0 and -1, as in PyTorch
-    if not -rank <= dim < rank:
-        raise IndexError(f"{name}: dimension out of range (expected to be in range of "
-                         f"[{-rank}, {rank - 1}], but got {dim})")
-    return int(dim) % rank if ndim else 0
 
 
 def normalize_dims(dim, ndim, name="dim"):

@@ -9,8 +9,10 @@ import math
 import numpy as np
 
 from ..autograd.function import Function
+from ..dtype import float32, int64
 from ..tensor import Tensor
-from ._helpers import as_operands, broadcast_operands, to_tensor, unbroadcast
+from ._helpers import broadcast_operands, to_tensor, unbroadcast
+from .registry import apply_inplace, op, tensor_method
 
 _make = Tensor._make
 
@@ -201,13 +203,16 @@ class Tanh(Function):
         return grad * (1.0 - out * out)
 
 
+def _sigmoid(x):
+    # Two branches so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
+
+
 class Sigmoid(Function):
     @staticmethod
     def forward(ctx, a):
-        x = a._data
-        # Two branches so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
-        e = np.exp(-np.abs(x))
-        out = _make(np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False))
+        out = _make(_sigmoid(a._data))
         ctx.save_for_backward(out)
         return out
 
@@ -215,6 +220,21 @@ class Sigmoid(Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return grad * out * (1.0 - out)
+
+
+class SiLU(Function):
+    """x·σ(x); its derivative σ(x)·(1 + x·(1 − σ(x))) is written in Tensor ops."""
+
+    @staticmethod
+    def forward(ctx, a):
+        ctx.save_for_backward(a)
+        return _make(a._data * _sigmoid(a._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (a,) = ctx.saved_tensors
+        s = sigmoid(a)
+        return grad * s * (1.0 + a * (1.0 - s))
 
 
 class ReLU(Function):
@@ -321,34 +341,35 @@ def zeros_scalar(like):
     return _make(np.zeros((), dtype=like._data.dtype))
 
 
-class Cast(Function):
-    """Change of dtype; the gradient is cast back (float to float only carries a gradient)."""
-
-    @staticmethod
-    def forward(ctx, a, dtype):
-        ctx.dtype = a.dtype
-        return _make(a._data.astype(dtype.numpy))
-
-    @staticmethod
-    def backward(ctx, grad):
-        return grad.to(ctx.dtype), None
-
 
 # ----------------------------------------------------------------------------- functions
 
-def _binary(fn):
-    name = fn.__name__.lower()
-
-    def op(a, b):
-        a, b = broadcast_operands(a, b, name)
-        return fn.apply(a, b)
-    op.__name__ = name
-    return op
+@op(methods="__add__", reflected="__radd__", inplace="add_ __iadd__")
+def add(a, b, alpha=1):
+    """a + alpha * b"""
+    a, b = broadcast_operands(a, b if alpha == 1 else _scaled(b, alpha), "add")
+    return Add.apply(a, b)
 
 
-add, sub, mul = _binary(Add), _binary(Sub), _binary(Mul)
+def _scaled(b, alpha):
+    return mul(b, alpha) if isinstance(b, Tensor) else b * alpha
 
 
+@op(aliases="subtract", methods="__sub__", reflected="__rsub__", inplace="sub_ __isub__")
+def sub(a, b, alpha=1):
+    """a - alpha * b"""
+    a, b = broadcast_operands(a, b if alpha == 1 else _scaled(b, alpha), "sub")
+    return Sub.apply(a, b)
+
+
+@op(aliases="multiply", methods="__mul__", reflected="__rmul__", inplace="mul_ __imul__")
+def mul(a, b):
+    a, b = broadcast_operands(a, b, "mul")
+    return Mul.apply(a, b)
+
+
+@op(aliases="divide", methods="__truediv__", reflected="__rtruediv__",
+    inplace="div_ __itruediv__")
 def div(a, b, rounding_mode=None):
     a, b = broadcast_operands(a, b, "div")
     if rounding_mode is None:
@@ -363,6 +384,12 @@ def div(a, b, rounding_mode=None):
     return _make(q)
 
 
+@tensor_method("__floordiv__")
+def _floordiv(self, other):
+    return div(self, other, rounding_mode="floor")
+
+
+@op(methods="__pow__", reflected="__rpow__", inplace="pow_")
 def pow(a, exponent):
     if isinstance(a, Tensor) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
         if not a.dtype.is_floating_point and isinstance(exponent, float):
@@ -372,20 +399,29 @@ def pow(a, exponent):
     return Pow.apply(a, exponent)
 
 
+@op()
+def square(a):
+    return mul(a, a)
+
+
+@op()
 def maximum(a, b):
     a, b = broadcast_operands(a, b, "maximum")
     return Maximum.apply(a, b)
 
 
+@op()
 def minimum(a, b):
     a, b = broadcast_operands(a, b, "minimum")
     return -Maximum.apply(-a, -b)
 
 
+@op(aliases="negative", methods="__neg__")
 def neg(a):
     return Neg.apply(a)
 
 
+@op(aliases="absolute", methods="__abs__")
 def abs(a):
     return Abs.apply(a)
 
@@ -394,59 +430,81 @@ def _floating(a):
     return a if a.dtype.is_floating_point else a.float()
 
 
+@op()
 def exp(a):
     return Exp.apply(_floating(a))
 
 
+@op()
 def log(a):
     return Log.apply(_floating(a))
 
 
+@op()
 def sqrt(a):
     return Sqrt.apply(_floating(a))
 
 
+@op()
 def rsqrt(a):
     return 1.0 / sqrt(a)
 
 
+@op()
 def sin(a):
     return Sin.apply(_floating(a))
 
 
+@op()
 def cos(a):
     return Cos.apply(_floating(a))
 
 
-def tanh(a):
-    return Tanh.apply(_floating(a))
+@op(functional=True)
+def tanh(input):
+    return Tanh.apply(_floating(input))
 
 
-def sigmoid(a):
-    return Sigmoid.apply(_floating(a))
+@op(functional=True)
+def sigmoid(input):
+    return Sigmoid.apply(_floating(input))
 
 
+@op(function=False, method=False, functional=True)
+def silu(input, inplace=False):
+    """x·σ(x) (``F.silu``; PyTorch has neither ``torch.silu`` nor ``Tensor.silu``)."""
+    if inplace:
+        return apply_inplace(input, silu)
+    return SiLU.apply(_floating(input))
+
+
+@op()
 def relu(a):
     return ReLU.apply(a)
 
 
+@op()
 def erf(a):
     return Erf.apply(_floating(a))
 
 
-def gelu(a, approximate="none"):
+@op(functional=True)
+def gelu(input, approximate="none"):
+    """x·Φ(x) (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
     if approximate == "none":
-        return GELU.apply(_floating(a))
+        return GELU.apply(_floating(input))
     if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (a + 0.044715 * a * a * a)
-        return 0.5 * a * (1.0 + tanh(inner))
+        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
+        return 0.5 * input * (1.0 + tanh(inner))
     raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
 
 
+@op()
 def sign(a):
     return _make(np.sign(a._data))
 
 
+@op(aliases="clip", inplace="clamp_ clip_")
 def clamp(a, min=None, max=None):
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
@@ -460,6 +518,7 @@ def clamp(a, min=None, max=None):
     return Clamp.apply(a, min, max)
 
 
+@op(method=False)
 def where(condition, a, b):
     condition = _as_bool(condition, "condition")
     if not isinstance(a, Tensor) and not isinstance(b, Tensor):
@@ -474,11 +533,17 @@ def where(condition, a, b):
     return Where.apply(condition, a, b)
 
 
+@tensor_method("where")
+def _where_method(self, condition, other):
+    """``x.where(condition, y)``: ``where(condition, x, y)``, as ``torch.Tensor.where``."""
+    return where(condition, self, other)
+
+
 def _default_float(a, b):
-    from ..dtype import float32, int64
     return float32 if isinstance(a, float) or isinstance(b, float) else int64
 
 
+@op(inplace="masked_fill_")
 def masked_fill(a, mask, value):
     """``a`` with ``value`` where ``mask`` (bool, broadcastable to a) is True."""
     mask = _as_bool(mask, "mask")
@@ -505,32 +570,42 @@ def _as_bool(t, name):
     return t
 
 
-def _compare(np_fn, name):
-    def op(a, b):
+# Comparisons and logic: bool results, no graph.
+
+def _compare(np_fn, name, operator):
+    def compare(a, b):
         a, b = broadcast_operands(a, b, name)
         return _make(np_fn(a._data, b._data))
-    op.__name__ = name
-    return op
+    compare.__name__ = compare.__qualname__ = name
+    return op(methods=operator)(compare)
 
 
-eq, ne, lt, le, gt, ge = (_compare(f, n) for f, n in (
-    (np.equal, "eq"), (np.not_equal, "ne"), (np.less, "lt"), (np.less_equal, "le"),
-    (np.greater, "gt"), (np.greater_equal, "ge")))
-logical_and, logical_or, logical_xor = (_compare(f, f.__name__) for f in (
-    np.logical_and, np.logical_or, np.logical_xor))
+eq = _compare(np.equal, "eq", "__eq__")
+ne = _compare(np.not_equal, "ne", "__ne__")
+lt = _compare(np.less, "lt", "__lt__")
+le = _compare(np.less_equal, "le", "__le__")
+gt = _compare(np.greater, "gt", "__gt__")
+ge = _compare(np.greater_equal, "ge", "__ge__")
+logical_and = _compare(np.logical_and, "logical_and", "__and__")
+logical_or = _compare(np.logical_or, "logical_or", "__or__")
+logical_xor = _compare(np.logical_xor, "logical_xor", "__xor__")
 
 
+@op(methods="__invert__")
 def logical_not(a):
     return _make(np.logical_not(a._data))
 
 
+@op()
 def isnan(a):
     return _make(np.isnan(a._data))
 
 
+@op()
 def isinf(a):
     return _make(np.isinf(a._data))
 
 
+@op()
 def isfinite(a):
     return _make(np.isfinite(a._data))

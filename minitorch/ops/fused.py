@@ -1,17 +1,21 @@
 """Fused ops on the backend's kernels: softmax (with scale, mask, causal), log-softmax,
-cross-entropy from logits, and layer norm.
+cross-entropy from logits (``F.cross_entropy`` in nn/functional.py), and layer norm.
 
 Each op's forward and backward are kernels. The backward is a Function of its own
 (``SoftmaxBackward``, ...), so a gradient of a gradient works: its derivative is taken by autograd
 over the textbook composite of the same formula in Tensor ops (``_differentiate_composite``).
 The kernel gives the fast first derivative; the rarer second derivative reuses the engine.
 """
+import math
+
 import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..tensor import Tensor
+from ._helpers import normalize_dim
+from .registry import op
 
 _make = Tensor._make
 
@@ -230,9 +234,9 @@ class LayerNormBackward(Function):
 
 # ----------------------------------------------------------------------------- functions
 
+@op()
 def softmax(x, dim=-1, *, scale=1.0, mask=None, causal=False):
     """softmax over ``dim``; ``scale``, ``mask`` and ``causal`` fuse the attention case."""
-    from ._helpers import normalize_dim
     if not x.dtype.is_floating_point:
         x = x.float()
     d = normalize_dim(dim, x.ndim)
@@ -245,8 +249,8 @@ def softmax(x, dim=-1, *, scale=1.0, mask=None, causal=False):
     return Softmax.apply(x, scale, mask, causal)
 
 
+@op()
 def log_softmax(x, dim=-1):
-    from ._helpers import normalize_dim
     if not x.dtype.is_floating_point:
         x = x.float()
     d = normalize_dim(dim, x.ndim)
@@ -255,3 +259,31 @@ def log_softmax(x, dim=-1):
     if d != x.ndim - 1:
         return LogSoftmax.apply(x.transpose(d, -1)).transpose(d, -1)
     return LogSoftmax.apply(x)
+
+
+@op(function=False, method=False, functional=True)
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """Normalize over the trailing ``normalized_shape`` dims (one or several), then scale/shift.
+
+    Several trailing dims are flattened into one so the fused kernel normalizes them together.
+    """
+    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    k = len(shape)
+    if k == 0 or input.ndim < k or tuple(input.shape[input.ndim - k:]) != shape:
+        raise ValueError(f"layer_norm: normalized_shape {list(shape)} must match the trailing "
+                         f"dims of input, got input shape {tuple(input.shape)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != shape:
+            raise ValueError(f"layer_norm: {name} must have shape {shape} (normalized_shape), "
+                             f"got {tuple(p.shape)}")
+    size = math.prod(shape)
+    lead = tuple(input.shape[:input.ndim - k])
+    x = input.reshape(*lead, size) if k > 1 else input
+    w = None if weight is None else weight.reshape(size)
+    b = None if bias is None else bias.reshape(size)
+    if w is None and b is not None:
+        # The fused Function carries a bias only together with a weight.
+        y = LayerNorm.apply(x, None, None, eps) + b
+    else:
+        y = LayerNorm.apply(x, w, b, eps)
+    return y.reshape(input.shape) if k > 1 else y

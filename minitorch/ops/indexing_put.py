@@ -9,6 +9,8 @@ import numpy as np
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import to_tensor, unbroadcast
+from .registry import apply_inplace, tensor_method
+from .shape import _convert_index
 
 
 class IndexPut(Function):
@@ -44,3 +46,9 @@ def index_put(a, index, value):
         raise ValueError(f"setitem: value of shape {tuple(value.shape)} cannot be broadcast to "
                          f"the indexed shape {target_shape}") from None
     return IndexPut.apply(a, value, index)
+
+
+@tensor_method("__setitem__")
+def setitem(self, index, value):
+    """``tensor[index] = value``: ``index_put`` written into the tensor's memory."""
+    apply_inplace(self, index_put, _convert_index(index), value)

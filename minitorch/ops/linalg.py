@@ -11,6 +11,7 @@ from .. import backends
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import as_operands, unbroadcast
+from .registry import op
 
 
 class MatMul(Function):
@@ -60,6 +61,7 @@ class Linear(Function):
         return grad_x, grad_weight, grad_bias
 
 
+@op(methods="__matmul__", reflected="__rmatmul__")
 def matmul(a, b):
     if type(a) is Tensor and type(b) is Tensor:
         x, y = a._data, b._data

@@ -13,6 +13,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from ._helpers import normalize_dim, normalize_dims
+from .registry import op
 
 _make = Tensor._make
 
@@ -76,6 +77,7 @@ class LogSumExp(Function):
         return grad * (a - out).exp(), None, None
 
 
+@op()
 def sum(a, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         a = a.to(dtype)
@@ -84,6 +86,7 @@ def sum(a, dim=None, keepdim=False, dtype=None):
     return Sum.apply(a, normalize_dims(dim, a.ndim), keepdim)
 
 
+@op()
 def mean(a, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
         a = a.to(dtype)
@@ -100,12 +103,14 @@ def _check_nonempty(a, dims, name):
                          f"{tuple(a.shape)}")
 
 
+@op()
 def amax(a, dim=None, keepdim=False):
     dims = normalize_dims(dim if dim != () else None, a.ndim)
     _check_nonempty(a, dims, "amax")
     return Amax.apply(a, dims, keepdim, True)
 
 
+@op()
 def amin(a, dim=None, keepdim=False):
     dims = normalize_dims(dim if dim != () else None, a.ndim)
     _check_nonempty(a, dims, "amin")
@@ -124,6 +129,7 @@ def _extreme(a, dim, keepdim, largest, name):
     return values_indices(values, indices)
 
 
+@op()
 def max(a, dim=None, keepdim=False):
     """max(a) -> the largest value; max(a, dim) -> (values, indices), as in PyTorch."""
     if isinstance(dim, Tensor):
@@ -132,6 +138,7 @@ def max(a, dim=None, keepdim=False):
     return _extreme(a, dim, keepdim, True, "max")
 
 
+@op()
 def min(a, dim=None, keepdim=False):
     if isinstance(dim, Tensor):
         from .elementwise import minimum
@@ -140,7 +147,7 @@ def min(a, dim=None, keepdim=False):
 
 
 def _arg(np_fn, name):
-    def op(a, dim=None, keepdim=False):
+    def arg(a, dim=None, keepdim=False):
         if dim is None:
             _check_nonempty(a, (), name)
             out = np.asarray(np_fn(a._data.reshape(-1)))
@@ -150,13 +157,14 @@ def _arg(np_fn, name):
         if a.ndim == 0:
             return _make(np.zeros((), np.int64))
         return _make(np_fn(a._data, axis=d, keepdims=keepdim).astype(np.int64))
-    op.__name__ = name
-    return op
+    arg.__name__ = arg.__qualname__ = name
+    return arg
 
 
-argmax, argmin = _arg(np.argmax, "argmax"), _arg(np.argmin, "argmin")
+argmax, argmin = op()(_arg(np.argmax, "argmax")), op()(_arg(np.argmin, "argmin"))
 
 
+@op()
 def var(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance with Bessel's correction by default (``correction=1``), as torch.var."""
     if correction is None:
@@ -169,20 +177,24 @@ def var(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
         1.0 / denominator if denominator > 0 else float("nan"))
 
 
+@op()
 def std(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
     return var(a, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
+@op()
 def logsumexp(a, dim, keepdim=False):
     if not a.dtype.is_floating_point:
         a = a.float()
     return LogSumExp.apply(a, normalize_dims(dim, a.ndim), keepdim)
 
 
+@op()
 def all(a, dim=None, keepdim=False):
     return _make(np.all(a._data, axis=normalize_dims(dim, a.ndim), keepdims=keepdim))
 
 
+@op()
 def any(a, dim=None, keepdim=False):
     return _make(np.any(a._data, axis=normalize_dims(dim, a.ndim), keepdims=keepdim))
 

@@ -13,6 +13,7 @@ import numpy as np
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import normalize_dim
+from .registry import apply_inplace, op, tensor_method
 
 _make = Tensor._make
 _view = Tensor._make_view
@@ -201,6 +202,7 @@ def _is_basic(index):
 
 # ----------------------------------------------------------------------------- functions
 
+@op()
 def reshape(a, *shape):
     shape = _infer(_shape_arg(shape), a.numel(), "reshape")
     if shape == tuple(a.shape):
@@ -208,6 +210,12 @@ def reshape(a, *shape):
     return Reshape.apply(a, shape)
 
 
+@tensor_method("reshape_as")
+def reshape_as(self, other):
+    return reshape(self, *other.shape)
+
+
+@op(function=False)
 def view(a, *shape):
     """Like reshape, but never copies: RuntimeError when the strides do not allow a view."""
     shape = _infer(_shape_arg(shape), a.numel(), "view")
@@ -220,6 +228,12 @@ def view(a, *shape):
     return Reshape.apply(a, shape)
 
 
+@tensor_method("view_as")
+def view_as(self, other):
+    return view(self, *other.shape)
+
+
+@op()
 def permute(a, *dims):
     dims = _shape_arg(dims)
     if len(dims) != a.ndim:
@@ -231,6 +245,7 @@ def permute(a, *dims):
     return Permute.apply(a, dims)
 
 
+@op(aliases="swapaxes")
 def transpose(a, dim0, dim1):
     if a.ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
         return Reshape.apply(a, tuple(a.shape))
@@ -240,12 +255,14 @@ def transpose(a, dim0, dim1):
     return Permute.apply(a, tuple(dims))
 
 
+@op()
 def t(a):
     if a.ndim > 2:
         raise ValueError(f"t: expects a tensor with <= 2 dims, got shape {tuple(a.shape)}")
     return transpose(a, 0, -1) if a.ndim == 2 else a.view(tuple(a.shape))
 
 
+@op(function=False)
 def expand(a, *shape):
     shape = _shape_arg(shape)
     if len(shape) < a.ndim:
@@ -260,10 +277,17 @@ def expand(a, *shape):
     return Expand.apply(a, full)
 
 
+@tensor_method("expand_as")
+def expand_as(self, other):
+    return expand(self, *other.shape)
+
+
+@op()
 def broadcast_to(a, shape):
     return expand(a, *shape)
 
 
+@op()
 def unsqueeze(a, dim):
     d = normalize_dim(dim, a.ndim + 1)
     shape = list(a.shape)
@@ -271,6 +295,7 @@ def unsqueeze(a, dim):
     return Reshape.apply(a, tuple(shape))
 
 
+@op()
 def squeeze(a, dim=None):
     if dim is None:
         shape = tuple(n for n in a.shape if n != 1)
@@ -281,6 +306,7 @@ def squeeze(a, dim=None):
     return Reshape.apply(a, shape)
 
 
+@op()
 def flatten(a, start_dim=0, end_dim=-1):
     if a.ndim == 0:
         return Reshape.apply(a, (1,))
@@ -291,20 +317,32 @@ def flatten(a, start_dim=0, end_dim=-1):
     return Reshape.apply(a, shape)
 
 
+@op()
 def unflatten(a, dim, sizes):
     d = normalize_dim(dim, a.ndim)
     sizes = _infer(tuple(sizes), a.shape[d], "unflatten")
     return Reshape.apply(a, tuple(a.shape[:d]) + sizes + tuple(a.shape[d + 1:]))
 
 
+@op(function=False)
 def contiguous(a):
     return a if a._data.flags["C_CONTIGUOUS"] else Copy.apply(a)
 
 
+@op()
 def clone(a):
     return Copy.apply(a)
 
 
+@tensor_method("copy_")
+def copy_(self, src):
+    """Write ``src`` (broadcast to self's shape, cast to its dtype) into self; differentiable
+    with respect to ``src``."""
+    src = src if isinstance(src, Tensor) else Tensor(src)
+    return apply_inplace(self, lambda s: expand(s * 0 + src.to(self.dtype), *self.shape))
+
+
+@op(method=False)
 def cat(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -326,6 +364,7 @@ def cat(tensors, dim=0):
     return Cat.apply(*tensors, dim=d)
 
 
+@op(method=False)
 def stack(tensors, dim=0):
     tensors = list(tensors)
     if not tensors:
@@ -338,11 +377,13 @@ def stack(tensors, dim=0):
     return cat([unsqueeze(t_, d) for t_ in tensors], d)
 
 
+@op()
 def narrow(a, dim, start, length):
     d = normalize_dim(dim, a.ndim)
     return getitem(a, (slice(None),) * d + (slice(start, start + length),))
 
 
+@op()
 def split(a, split_size_or_sections, dim=0):
     d = normalize_dim(dim, a.ndim)
     n = a.shape[d]
@@ -362,6 +403,7 @@ def split(a, split_size_or_sections, dim=0):
     return tuple(out)
 
 
+@op()
 def chunk(a, chunks, dim=0):
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
@@ -384,6 +426,7 @@ class Unbind(Function):
         return stack(grads, ctx.dim), None
 
 
+@op()
 def unbind(a, dim=0):
     d = normalize_dim(dim, a.ndim)
     if a.shape[d] == 0:
@@ -411,6 +454,7 @@ def _convert_index(index):
     return tuple(converted) if isinstance(index, tuple) or len(converted) != 1 else converted[0]
 
 
+@op(function=False, method=False, methods="__getitem__")
 def getitem(a, index):
     index = _convert_index(index)
     # Index a zero-strided stand-in of the same shape first: numpy checks every index for
@@ -424,6 +468,7 @@ def getitem(a, index):
     return GetItem.apply(a, index)
 
 
+@op()
 def gather(a, dim, index):
     d = normalize_dim(dim, a.ndim)
     if not isinstance(index, Tensor) or index.dtype.name != "int64":
@@ -445,6 +490,7 @@ def gather(a, dim, index):
     return Gather.apply(a, d, index)
 
 
+@op()
 def index_select(a, dim, index):
     d = normalize_dim(dim, a.ndim)
     if not isinstance(index, Tensor) or index.dtype.name != "int64" or index.ndim > 1:
@@ -456,6 +502,7 @@ def index_select(a, dim, index):
     return GetItem.apply(a, (slice(None),) * d + (idx,))
 
 
+@op()
 def flip(a, dims):
     dims = dims if isinstance(dims, (tuple, list)) else (dims,)
     index = [slice(None)] * a.ndim
@@ -464,6 +511,7 @@ def flip(a, dims):
     return GetItem.apply(a, tuple(index))
 
 
+@op(function=False)
 def repeat(a, *sizes):
     sizes = _shape_arg(sizes)
     if len(sizes) < a.ndim:
@@ -476,6 +524,7 @@ def repeat(a, *sizes):
     return expanded.reshape(tuple(n * r for n, r in zip(a.shape, sizes)))
 
 
+@op()
 def tril(a, diagonal=0):
     rows, cols = a.shape[-2], a.shape[-1]
     keep = np.tri(rows, cols, k=diagonal, dtype=bool)
@@ -483,6 +532,7 @@ def tril(a, diagonal=0):
     return masked_fill(a, _make(~keep), 0)
 
 
+@op()
 def triu(a, diagonal=0):
     rows, cols = a.shape[-2], a.shape[-1]
     keep = ~np.tri(rows, cols, k=diagonal - 1, dtype=bool)

@@ -1,0 +1,36 @@
+"""In-place fills that carry no gradient: ``zero_``, ``fill_``, ``uniform_``, ``normal_``.
+
+They overwrite the values (bumping the version counter, so autograd notices if a saved tensor
+was overwritten) and leave the tensor's history as it was, as in PyTorch.
+"""
+import numpy as np
+
+from ..random import generator
+from ..tensor import Tensor
+from .registry import check_inplace, tensor_method
+
+
+def _write(tensor, values):
+    check_inplace(tensor)
+    values = np.broadcast_to(np.asarray(values, dtype=tensor._data.dtype), tensor._data.shape)
+    return tensor._inplace(Tensor._make(values))
+
+
+@tensor_method("zero_")
+def zero_(self):
+    return _write(self, 0)
+
+
+@tensor_method("fill_")
+def fill_(self, value):
+    return _write(self, value)
+
+
+@tensor_method("uniform_")
+def uniform_(self, a=0.0, b=1.0):
+    return _write(self, generator().uniform(a, b, self.shape))
+
+
+@tensor_method("normal_")
+def normal_(self, mean=0.0, std=1.0):
+    return _write(self, generator().normal(mean, std, self.shape))

@@ -1,0 +1,62 @@
+"""``embedding``: rows of a weight table picked by integer ids (``F.embedding``, the op under
+``nn.Embedding``). The backward scatter-adds into the table, so a repeated id accumulates its
+gradient, and the ``padding_idx`` row receives none.
+"""
+from ..autograd.function import Function
+from ..dtype import int64
+from ..tensor import Tensor
+from .elementwise import masked_fill
+from .registry import op
+from .shape import IndexAdd
+
+
+class Embedding(Function):
+    """Rows of ``weight`` picked by integer indices; the padding row receives no gradient."""
+
+    @staticmethod
+    def forward(ctx, weight, indices, padding_idx):
+        ctx.weight_shape, ctx.indices, ctx.padding_idx = tuple(weight.shape), indices, padding_idx
+        return Tensor._make(weight._data[indices._data])
+
+    @staticmethod
+    def backward(ctx, grad):
+        if ctx.padding_idx is not None:
+            pad = Tensor._make((ctx.indices._data == ctx.padding_idx)[..., None])
+            grad = masked_fill(grad, pad, 0.0)
+        # Scatter-add (repeated indices accumulate); its backward gathers, so this is
+        # differentiable again.
+        return IndexAdd.apply(grad, ctx.weight_shape, ctx.indices._data), None, None
+
+
+def _check_indices(input, num_embeddings, name):
+    if not isinstance(input, Tensor):
+        raise TypeError(f"{name}: input: expected a minitorch Tensor, got {type(input).__name__}")
+    if input.dtype is not int64:
+        raise TypeError(f"{name}: input must be an int64 tensor of indices, got {input.dtype}")
+    idx = input._data
+    if idx.size and (idx.min() < 0 or idx.max() >= num_embeddings):
+        bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
+        raise IndexError(f"{name}: index {bad} is out of range for num_embeddings="
+                         f"{num_embeddings} (valid indices are 0..{num_embeddings - 1})")
+
+
+@op(function=False, method=False, functional=True)
+def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+              scale_grad_by_freq=False, sparse=False):
+    """``weight[input]``: (*) int64 indices → (*, embedding_dim).
+
+    The ``padding_idx`` row receives no gradient."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise NotImplementedError("embedding: max_norm, scale_grad_by_freq and sparse are not "
+                                  "supported by minitorch")
+    if weight.ndim != 2:
+        raise ValueError(f"embedding: weight must be 2-D (num_embeddings, embedding_dim), got "
+                         f"shape {tuple(weight.shape)}")
+    num = weight.shape[0]
+    _check_indices(input, num, "embedding")
+    if padding_idx is not None:
+        if not -num <= padding_idx < num:
+            raise ValueError(f"embedding: padding_idx must be within num_embeddings={num}, got "
+                             f"{padding_idx}")
+        padding_idx = padding_idx % num
+    return Embedding.apply(weight, input, padding_idx)
