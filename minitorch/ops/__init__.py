@@ -7,7 +7,7 @@
 - ``indexing_put.py``: ``tensor[index] = value``
 - ``linalg.py``: matmul, linear
 - ``fused.py``: softmax, log_softmax, cross-entropy and layer norm on the backend's kernels
-- ``embedding.py``: rows of a table picked by integer ids (``F.embedding``)
+- ``lookup.py``: rows of a table picked by integer ids (``F.embedding``)
 - ``cast.py``: dtype changes (``.to``, ``.float()``, ...)
 - ``fill.py``: in-place fills that carry no gradient (``zero_``, ``fill_``, ``normal_``, ...)
 - ``graph_methods.py``: ``Tensor.backward``
