@@ -18,8 +18,8 @@
 #include "row_ops.h"
 
 static T V(cross_entropy_row)(const T *x, int64_t n, int64_t t,
-                                                 double smoothing, double *lse_out,
-                                                 const T *ahead) {
+                              double smoothing, double *lse_out,
+                              const T *ahead) {
     double lse = V(row_logsumexp)(x, NULL, n, ahead);
     *lse_out = lse;
     double loss = (1.0 - smoothing) * (lse - (double)x[t]);
@@ -29,8 +29,8 @@ static T V(cross_entropy_row)(const T *x, int64_t n, int64_t t,
 }
 
 int V(tuned_cross_entropy_forward)(const T *logits, const int64_t *target, int64_t rows,
-                                      int64_t cols, int64_t ignore_index,
-                                      double label_smoothing, T *loss, double *lse) {
+                                   int64_t cols, int64_t ignore_index,
+                                   double label_smoothing, T *loss, double *lse) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -42,14 +42,14 @@ int V(tuned_cross_entropy_forward)(const T *logits, const int64_t *target, int64
             continue;
         }
         loss[r] = V(cross_entropy_row)(x, cols, t, label_smoothing, &lse[r],
-                                             MT_NEXT_ROW(logits, r, rows, cols));
+                                       MT_NEXT_ROW(logits, r, rows, cols));
     }
     return 0;
 }
 
 static void V(cross_entropy_backward_row)(const T *x, double lse, int64_t t,
-                                                             T g, double smoothing, T *dx,
-                                                             int64_t n, const T *ahead) {
+                                          T g, double smoothing, T *dx,
+                                          int64_t n, const T *ahead) {
     T uniform = (T)(smoothing / (double)n);
     /* exp(x - lse) with lse split hi + lo: x - hi is exact where the probability is large,
      * so float32 keeps the double lse's precision. */
@@ -61,9 +61,9 @@ static void V(cross_entropy_backward_row)(const T *x, double lse, int64_t t,
 }
 
 int V(tuned_cross_entropy_backward)(const T *logits, const int64_t *target, const double *lse,
-                                       const T *grad, int64_t grad_stride, double grad_scale,
-                                       int64_t rows, int64_t cols, int64_t ignore_index,
-                                       double label_smoothing, T *dlogits) {
+                                    const T *grad, int64_t grad_stride, double grad_scale,
+                                    int64_t rows, int64_t cols, int64_t ignore_index,
+                                    double label_smoothing, T *dlogits) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -75,7 +75,7 @@ int V(tuned_cross_entropy_backward)(const T *logits, const int64_t *target, cons
         }
         T g = (T)((double)grad[r * grad_stride] * grad_scale);
         V(cross_entropy_backward_row)(logits + r * cols, lse[r], t, g, label_smoothing,
-                                            dx, cols, MT_NEXT_ROW(logits, r, rows, cols));
+                                      dx, cols, MT_NEXT_ROW(logits, r, rows, cols));
     }
     return 0;
 }

@@ -192,7 +192,7 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, __m512d)
 #undef SET1
 /* ---- packing a transposed B (e.g. the Kᵀ of attention scores): 8x8 / 4x4 register
  * transposes. Each op(B) column is a contiguous stored row, so a full sliver is NR stored rows
- * turned on their side; element by element that was ~30% of a 32x32x32 product's time. ---- */
+ * turned on their side, which element by element costs a small product much of its time. ---- */
 __attribute__((target("avx2,fma"))) static void pack_bt_avx2_f32(int64_t kc, const float *b,
                                                                   int64_t ldb, float *bp,
                                                                   int nr) {

@@ -59,15 +59,15 @@ typedef struct {
     } while (0)
 
 /* Transposed A (stored k x m, e.g. the xᵀ of a weight gradient): op(A)'s column p is the
- * stored row p. Walking sliver by sliver reads MR values per stored row with a stride of lda:
- * for lda = 512 floats (2 KiB) all those lines fall into 2 of the 64 L1 sets, and the kernel
- * ran at ~27 GF/s instead of ~40. Walking row by row instead scatters every row over all the
- * slivers, kc*MR elements apart: one store per page. So take 8 stored rows at a time (at most
- * a few KiB, L1-resident) and write each sliver's 8*MR contiguous values from them. */
+ * stored row p. Walking sliver by sliver reads MR values per stored row with a stride of lda: for
+ * lda = 512 floats (2 KiB) all those lines fall into 2 of the 64 L1 sets, which starves the kernel.
+ * Walking row by row instead scatters every row over all the slivers, kc*MR elements apart: one
+ * store per page. So take 8 stored rows at a time (at most a few KiB, L1-resident) and write each
+ * sliver's 8*MR contiguous values from them. */
 #define MT_PACK_A_T_ROWS 8
 static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
-                                           int64_t mc, int64_t p0, int64_t kc,
-                                           T *restrict ap) {
+                                 int64_t mc, int64_t p0, int64_t kc,
+                                 T *restrict ap) {
     const int mr = pr->plan.mr;
     const int64_t full = mc / mr, tail = mc - full * mr;
     for (int64_t q0 = 0; q0 < kc; q0 += MT_PACK_A_T_ROWS) {
@@ -96,7 +96,7 @@ static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
 #undef MT_PACK_A_T_ROWS
 
 static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
-                                int64_t p0, int64_t kc, T *restrict ap) {
+                      int64_t p0, int64_t kc, T *restrict ap) {
     const int mr = pr->plan.mr;
     if (pr->trans_a) {
         F(pack_a_transposed)(pr, a, i0, mc, p0, kc, ap);
@@ -123,7 +123,7 @@ static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
 
 /* Pack sliver `s` (columns j0+s*NR ..) of op(B)[p0:p0+kc, j0:j0+nc], zero-padded. */
 static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t kc,
-                                       int64_t j0, int64_t nc, int64_t s, T *restrict bp) {
+                             int64_t j0, int64_t nc, int64_t s, T *restrict bp) {
     const int nr = pr->plan.nr;
     int64_t col0 = s * nr;
     int64_t cols = nc - col0 < nr ? nc - col0 : nr;
@@ -157,8 +157,8 @@ static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t 
 
 /* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. */
 static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
-                                      int64_t ic, int64_t mc, int64_t jc, int64_t nc,
-                                      int64_t kc, int64_t s0, int64_t s1, T beta) {
+                            int64_t ic, int64_t mc, int64_t jc, int64_t nc,
+                            int64_t kc, int64_t s0, int64_t s1, T beta) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t ldc = pr->ldc;
     /* Edge tile scratch: largest tile is 6 x 32. */
@@ -188,7 +188,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
 /* One matrix product, run by thread `tid` of `nthr` (all threads of a team call this with the
  * same arguments and shared `bpack`; nthr == 1 runs it alone, no barriers). */
 static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
-                                    T *apack, T *bpack, int tid, int nthr) {
+                          T *apack, T *bpack, int tid, int nthr) {
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
     const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
@@ -216,7 +216,7 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
                 int64_t mc = (i_end < m ? i_end : m) - ic;
                 F(pack_a)(pr, a, ic, mc, pc, kc, apack);
                 F(macro_kernel)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
-                                          slivers * js / n_js, slivers * (js + 1) / n_js, beta);
+                                slivers * js / n_js, slivers * (js + 1) / n_js, beta);
             }
             if (nthr > 1) {
 #pragma omp barrier
@@ -226,17 +226,17 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
 }
 
 /* Small products (all of A and B fit in L1, one K block): packing would copy as many values as
- * the tile kernel multiplies (for 32x32x32, the per-head attention products, it was ~40% of
- * the time), so the strided kernel reads A where it lies and B rows in place when they are
- * contiguous. Only the pieces the kernel cannot read directly are packed, zero-padded: B
- * slivers of a transposed B or past the last full sliver, and the last partial A row tile. */
+ * the tile kernel multiplies (e.g. the 32x32x32 per-head attention products), so the strided kernel
+ * reads A where it lies and B rows in place when they are contiguous. Only the pieces the kernel
+ * cannot read directly are packed, zero-padded: B slivers of a transposed B or past the last full
+ * sliver, and the last partial A row tile. */
 static int F(is_small)(const PROBLEM *pr) {
     const int64_t l1_elems = 32 * 1024 / (int64_t)sizeof(T);
     return pr->k <= pr->plan.kc && pr->m * pr->k + pr->k * pr->n <= l1_elems;
 }
 
 static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
-                                    T *apack, T *bpack) {
+                          T *apack, T *bpack) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k, ldc = pr->ldc;
     /* op(A)(r, p): row-major A is a[r*lda + p], transposed A is a[p*lda + r]. */
@@ -275,7 +275,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
 
 /* One matrix of a batch on one thread: the small path or the blocked algorithm. */
 static void F(gemm_one)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
-                                  T *bpack) {
+                        T *bpack) {
     if (F(is_small)(pr))
         F(gemm_small)(pr, a, b, c, apack, bpack);
     else
@@ -336,7 +336,7 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
             for (int64_t bi = 0; bi < batch; ++bi) {
                 if (apack && bpack)
                     F(gemm_one)(&pr, a + bi * stride_a, b + bi * stride_b,
-                                          c + bi * stride_c, apack, bpack);
+                                c + bi * stride_c, apack, bpack);
             }
             free(apack);
             free(bpack);
@@ -366,8 +366,8 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
                     const T *b_slice = b + (trans_b ? j0 * ldb : j0);
                     for (int64_t bi = 0; bi < batch; ++bi)
                         F(gemm_tiles)(&slice, a + bi * stride_a,
-                                                b_slice + bi * stride_b, c + bi * stride_c + j0,
-                                                apack, bpack, 0, 1);
+                                      b_slice + bi * stride_b, c + bi * stride_c + j0,
+                                      apack, bpack, 0, 1);
                 } else {
 #pragma omp atomic write
                     failed = 1;
@@ -386,7 +386,7 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         if (!apack) { free(bpack); return MT_ERR_NOMEM; }
         for (int64_t bi = 0; bi < batch; ++bi)
             F(gemm_one)(&pr, a + bi * stride_a, b + bi * stride_b,
-                                  c + bi * stride_c, apack, bpack);
+                        c + bi * stride_c, apack, bpack);
         free(apack);
         free(bpack);
         return 0;
@@ -403,7 +403,7 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         if (!failed) {
             for (int64_t bi = 0; bi < batch; ++bi)
                 F(gemm_tiles)(&pr, a + bi * stride_a, b + bi * stride_b,
-                                        c + bi * stride_c, apack, bpack, tid, nthr);
+                              c + bi * stride_c, apack, bpack, tid, nthr);
         }
         free(apack);
     }

@@ -27,7 +27,7 @@
 
 /* Sum of (x[j] - c) and of (x[j] - c)^2. */
 MT_INLINE static void V(centered_sums)(const T *x, int64_t n, T c, double *sum,
-                                             double *sumsq) {
+                                       double *sumsq) {
     double s1 = 0, s2 = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
@@ -57,7 +57,7 @@ MT_INLINE static void V(centered_sums)(const T *x, int64_t n, T c, double *sum,
 
 /* Sum of g[j] and of g[j] * xhat[j], g = dy * w (w = NULL: 1), xhat = (x - mean) * rstd. */
 MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, T rstd,
-                                         int64_t n, double *sum_g, double *sum_gx) {
+                                   int64_t n, double *sum_g, double *sum_gx) {
     double s1 = 0, s2 = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
@@ -103,8 +103,8 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
  * y = ((x - m_hi) - m_lo) * rstd with m_hi = c, m_lo = mean(e) keeps y accurate even when the
  * mean is not representable in T (x ~ 1000 +- 1 in float32). */
 static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
-                                                 int64_t n, double eps, T *mean_out,
-                                                 T *rstd_out) {
+                              int64_t n, double eps, T *mean_out,
+                              T *rstd_out) {
     const int64_t sample = n < LN_SHIFT_SAMPLE ? n : LN_SHIFT_SAMPLE;
     T m_hi = (T)(V(row_sum)(x, sample) / (double)sample);
     double sum_e, sum_e2;
@@ -140,7 +140,7 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
 }
 
 int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
-                                   T *rstd, int64_t rows, int64_t cols, double eps) {
+                                T *rstd, int64_t rows, int64_t cols, double eps) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -150,7 +150,7 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
             for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
                 __builtin_prefetch(x + (r + 1) * cols + j);
         V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
-                                &rstd[r]);
+                          &rstd[r]);
     }
     return 0;
 }
@@ -160,9 +160,9 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
  * and dy added into the partial column sums dw_acc / db_acc. Two rows per pass load and store
  * each column sum once for both: those sums were half of the backward's time. */
 MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, const T *mean,
-                                       const T *rstd, const T *a, const T *c, T *dx,
-                                       int64_t n, T *dw_acc, T *db_acc, const int count,
-                                       const int has_w, const int has_acc) {
+                                 const T *rstd, const T *a, const T *c, T *dx,
+                                 int64_t n, T *dw_acc, T *db_acc, const int count,
+                                 const int has_w, const int has_acc) {
     const T m0 = mean[0], r0 = rstd[0], a0 = a[0], c0 = c[0];
     const T m1 = count > 1 ? mean[1] : 0, r1 = count > 1 ? rstd[1] : 0;
     const T a1 = count > 1 ? a[1] : 0, c1 = count > 1 ? c[1] : 0;
@@ -189,9 +189,9 @@ MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, const T *m
 /* dx for `count` (1 or 2) consecutive rows; adds their dy*xhat and dy into the partial
  * column sums dw_acc / db_acc (T, flushed to double by the caller every few rows), if given. */
 static void V(layer_norm_backward_rows)(const T *dy, const T *x,
-                                                           const T *w, const T *mean,
-                                                           const T *rstd, T *dx, int64_t n,
-                                                           int count, T *dw_acc, T *db_acc) {
+                                        const T *w, const T *mean,
+                                        const T *rstd, T *dx, int64_t n,
+                                        int count, T *dw_acc, T *db_acc) {
     T a[2], c[2];
     for (int q = 0; q < count; ++q) {
         double sum_g, sum_gx;
@@ -222,8 +222,8 @@ static void V(layer_norm_backward_rows)(const T *dy, const T *x,
 #define LN_FLUSH_ROWS 64
 
 int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const T *mean,
-                                    const T *rstd, T *dx, T *dweight, T *dbias, int64_t rows,
-                                    int64_t cols) {
+                                 const T *rstd, T *dx, T *dweight, T *dbias, int64_t rows,
+                                 int64_t cols) {
     const int want_params = dweight != NULL || dbias != NULL;
     int nt = mt_threads_for(rows * cols);
     /* Per thread: double column sums (dw, db) and T group sums (dw, db); reduced below, no
@@ -251,8 +251,8 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
         for (int64_t r = r0, count; r < r1; r += count) {
             count = r + 1 < r1 ? 2 : 1;
             V(layer_norm_backward_rows)(dy + r * cols, x + r * cols, weight, mean + r,
-                                              rstd + r, dx + r * cols, cols, (int)count,
-                                              dw_group, db_group);
+                                        rstd + r, dx + r * cols, cols, (int)count,
+                                        dw_group, db_group);
             /* (LN_FLUSH_ROWS is even: counting by pairs still lands on its multiples) */
             if (scratch && ((r + count - r0) % LN_FLUSH_ROWS == 0 || r + count == r1)) {
                 for (int64_t j = 0; j < cols; ++j) {

@@ -22,7 +22,7 @@ typedef uint64_t bits_f64;
 
 /* Unmasked row: scale only. `ahead`: the next row of x (MT_NEXT_ROW), or NULL. */
 static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
-                                                    const T *ahead) {
+                                 const T *ahead) {
     T m = V(row_max_scaled)(x, n, scale);
     if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
         for (int64_t j = 0; j < n; ++j) y[j] = 0;
@@ -49,9 +49,9 @@ MT_INLINE static T V(masked_out)(T v, uint8_t excluded) {
  * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
  * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
 static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
-                                                     const T *madd, const uint8_t *mbool,
-                                                     int64_t mstride, int64_t live,
-                                                     const T *ahead) {
+                                  const T *madd, const uint8_t *mbool,
+                                  int64_t mstride, int64_t live,
+                                  const T *ahead) {
     T m = -(T)INFINITY;
     if (madd && mstride == 1) {
 #pragma omp simd reduction(max : m)
@@ -87,9 +87,9 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
 }
 
 int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
-                                const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
-                                const int64_t *row_shape, const int64_t *mask_row_strides,
-                                int64_t mask_col_stride, int64_t causal_lq) {
+                             const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
+                             const int64_t *row_shape, const int64_t *mask_row_strides,
+                             int64_t mask_col_stride, int64_t causal_lq) {
     const int has_mask = mask_add != NULL || mask_bool != NULL;
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -113,20 +113,20 @@ int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T sca
             else mbool = mask_bool + off;
         }
         V(softmax_row_masked)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live,
-                                    MT_NEXT_ROW(x, r, rows, cols));
+                              MT_NEXT_ROW(x, r, rows, cols));
     }
     return 0;
 }
 
 static void V(softmax_backward_row)(const T *y, const T *dy, T *dx,
-                                                       int64_t n, T scale) {
+                                    int64_t n, T scale) {
     T dot = (T)V(row_dot)(dy, y, n);
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dx[j] = scale * y[j] * (dy[j] - dot);
 }
 
 int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
-                                 T scale) {
+                              T scale) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r)
@@ -135,7 +135,7 @@ int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int6
 }
 
 static void V(log_softmax_row)(const T *x, T *y, int64_t n,
-                                                  const T *ahead) {
+                               const T *ahead) {
     double lse = V(row_logsumexp)(x, y, n, ahead); /* y holds the exps until below */
     if (lse == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
         for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
@@ -158,7 +158,7 @@ int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
 
 /* dy_ahead: the next row of dy (MT_NEXT_ROW), whose sum is that row's first pass */
 static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
-                                                           int64_t n, const T *dy_ahead) {
+                                        int64_t n, const T *dy_ahead) {
     T total = (T)V(row_sum)(dy, n);
     V(exp_shifted)(y, dx, n, (T)1, (T)0, (T)0, dy_ahead);
 #pragma omp simd
@@ -166,12 +166,12 @@ static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
 }
 
 int V(tuned_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows,
-                                     int64_t cols) {
+                                  int64_t cols) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r)
         V(log_softmax_backward_row)(y + r * cols, dy + r * cols, dx + r * cols, cols,
-                                          MT_NEXT_ROW(dy, r, rows, cols));
+                                    MT_NEXT_ROW(dy, r, rows, cols));
     return 0;
 }
 

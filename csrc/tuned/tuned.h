@@ -2,12 +2,15 @@
  *
  * Included by each csrc/<kernel>.c inside its body for T (once per dtype). Every row kernel
  * has one tuned body per ISA level, named op_<portable|avx2|avx512>_<f32|f64> (compiled by
- * tuned/each_isa.h); MT_TUNED(isa, op) picks the one for a level. Arguments are checked by the
- * caller; each returns 0 or an MT_ERR_* code. The GEMM driver takes the level as an argument (it picks micro-kernels by it).
+ * tuned/each_isa.h); MT_TUNED(isa, op) picks the one for a level. Arguments are checked by
+ * the caller; each returns 0 or an MT_ERR_* code. The GEMM driver takes the level as an
+ * argument: it picks its micro-kernels by it.
  */
 #ifdef MT_X86
-#define MT_TUNED(isa, op) \
-    ((isa) >= MT_ISA_AVX512 ? F(op##_avx512) : (isa) == MT_ISA_AVX2 ? F(op##_avx2) : F(op##_portable))
+#define MT_TUNED(isa, op)                                                                \
+    ((isa) >= MT_ISA_AVX512 ? F(op##_avx512)                                              \
+     : (isa) == MT_ISA_AVX2 ? F(op##_avx2)                                                \
+                            : F(op##_portable))
 #define MT_DECLARE_TUNED(op, params) \
     int F(op##_portable) params; int F(op##_avx2) params; int F(op##_avx512) params;
 #else
