@@ -22,11 +22,14 @@ load from other processes affects all columns alike.
 """
 import argparse
 from concurrent.futures import ThreadPoolExecutor
+import functools
+import importlib.util
 import itertools
 import ctypes
 import os
 import platform
 import sys
+import tempfile
 import time
 
 import numpy as np
@@ -200,11 +203,49 @@ def gemm_cases(quick):
     return cases
 
 
+@functools.lru_cache(maxsize=None)
+def _fma_peak_lib():
+    """fma_peak.c (beside this file) compiled with cffi into a temporary directory and loaded;
+    None if that fails (no compiler): the tables then print no peak."""
+    try:
+        from cffi import FFI
+        ffi = FFI()
+        prototypes = ("double fma_peak_gflops_f32(int num_threads, int64_t iterations);\n"
+                      "double fma_peak_gflops_f64(int num_threads, int64_t iterations);\n")
+        ffi.cdef(prototypes)
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fma_peak.c")
+        ffi.set_source("_minitorch_fma_peak", "#include <stdint.h>\n" + prototypes, sources=[source],
+                       extra_compile_args=["-O2", "-fopenmp"], extra_link_args=["-fopenmp"])
+        path = ffi.compile(tmpdir=tempfile.mkdtemp(prefix="minitorch_fma_peak_"), verbose=False)
+        spec = importlib.util.spec_from_file_location("_minitorch_fma_peak", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.lib
+    except Exception as exc:  # noqa: BLE001 - no compiler, no OpenMP, ...: no peak column
+        print(f"NOTE: FMA peak not measured (benchmarks/fma_peak.c did not build: {exc})")
+        return None
+
+
+def fma_peak_gflops(dtype=np.float32, num_threads=1, iterations=50_000_000):
+    """Measured FMA throughput of this machine (GFLOP/s) with the widest supported vectors;
+    None if fma_peak.c could not be built."""
+    lib = _fma_peak_lib()
+    if lib is None:
+        return None
+    fn = lib.fma_peak_gflops_f32 if np.dtype(dtype) == np.float32 else lib.fma_peak_gflops_f64
+    return float(fn(int(num_threads), int(iterations)))
+
+
 def fma_peak_probe(dtype, threads, samples):
-    """A call that measures the FMA peak once (a few ms) and appends its GFLOP/s to samples.
-    Timed in the same rounds as a GEMM row, so that %peak compares figures taken at the same
-    clock speed: on a shared VM the clock drifts by a third within minutes."""
-    return lambda: samples.append(mt.fma_peak_gflops(dtype, threads, 2_000_000))
+    """A call that measures the FMA peak once (a few ms) and appends its GFLOP/s to samples
+    (nothing if it cannot be measured). Timed in the same rounds as a GEMM row, so that %peak
+    compares figures taken at the same clock speed: on a shared VM the clock drifts by a third
+    within minutes."""
+    def probe():
+        gflops = fma_peak_gflops(dtype, threads, 2_000_000)
+        if gflops is not None:
+            samples.append(gflops)
+    return probe
 
 
 def bench_gemm(threads_list, quick):
@@ -234,8 +275,8 @@ def bench_gemm(threads_list, quick):
                      fma_peak_probe(dtype, threads, peaks)], budget)
                 g_mt, g_np = flops / t_mt / 1e9, flops / t_np / 1e9
                 g_th = flops / t_th / 1e9 if t_th else None
-                peak = max(peaks)  # a busy or slow moment only ever lowers a sample
-                r_np, r_th, pct = ratio(g_mt, g_np), ratio(g_mt, g_th), 100 * g_mt / peak
+                peak = max(peaks, default=None)  # a busy moment only ever lowers a sample
+                r_np, r_th, pct = ratio(g_mt, g_np), ratio(g_mt, g_th), ratio(100 * g_mt, peak)
                 target = verdict(gemm_targets(dtype, threads, name, r_np, r_th, pct), tally)
                 print(f"{np.dtype(dtype).name:7} {threads:3d} {name:32} {fmt(g_mt, 9)} {fmt(g_np)} "
                       f"{fmt(g_th)} {fmt(r_np, 6, 2)} {fmt(r_th, 8, 2)} {fmt(peak, 6)} "
@@ -436,7 +477,7 @@ def main():
     if torch is None:
         print(f"NOTE: PyTorch columns omitted ({TORCH_ERROR})")
     print(f"cpu: {platform.processor() or platform.machine()}, os.cpu_count={os.cpu_count()}, "
-          f"GEMM kernel: {mt.best_gemm_isa()}, OpenMP: {mt.has_openmp()}")
+          f"ISA level: {mt.get_isa()}, OpenMP: {mt.has_openmp()}")
     env = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS", "OMP_", "MKL_"))}
     print(f"thread env: {env or 'none'}; numpy OpenBLAS thread control: "
           f"{'yes' if OPENBLAS_SET_THREADS else 'NOT FOUND (numpy uses its default)'}")
@@ -449,10 +490,12 @@ def main():
     for threads in args.threads:
         for dtype in (np.float32, np.float64):
             # best of several short runs: a busy machine only ever makes a run slower
-            peaks[(np.dtype(dtype).name, threads)] = max(
-                mt.fma_peak_gflops(dtype, threads, 5_000_000) for _ in range(7))
-    print("FMA peak at start (GFLOP/s; the GEMM table measures it again with each row): "
-          + ", ".join(f"{d} {t} thr {g:.1f}" for (d, t), g in peaks.items()))
+            samples = [fma_peak_gflops(dtype, threads, 5_000_000) for _ in range(7)]
+            if None not in samples:
+                peaks[(np.dtype(dtype).name, threads)] = max(samples)
+    if peaks:
+        print("FMA peak at start (GFLOP/s; the GEMM table measures it again with each row): "
+              + ", ".join(f"{d} {t} thr {g:.1f}" for (d, t), g in peaks.items()))
     cached_gbs = 2 * COPY_BYTES / best_time(copy_through_cache(*copy_arrays(), 1)) / 1e9
     print(f"copy bandwidth, 1 thread: {memcpy_bandwidth():.1f} GB/s memcpy (np.copyto, 512 MiB, "
           f"non-temporal stores), {cached_gbs:.1f} GB/s through the cache (copy_through_cache, "

@@ -3,18 +3,20 @@
 ``setup.py`` runs this through ``cffi_modules=["csrc/build.py:ffibuilder"]`` (cwd = repo root),
 so every path is taken relative to this file. The prototypes given to ``cdef`` are the part of
 ``minitorch.h`` between the ``BEGIN CDEF`` / ``END CDEF`` markers: the C API is written once.
+The sources are every ``*.c`` in ``csrc/`` and ``csrc/tuned/``: a new kernel file needs no entry
+here.
 
 Build flags (environment variables):
   MINITORCH_OPENMP=0     do not use OpenMP (default: use it if a test program compiles with it)
-  MINITORCH_NATIVE=1     add -march=native (default: baseline x86-64; SIMD kernels are chosen at
-                         run time through target attributes anyway)
+  MINITORCH_NATIVE=1     add -march=native (default: baseline x86-64; the tuned kernels are
+                         compiled for each ISA level and chosen at run time anyway)
   MINITORCH_SANITIZE=1   AddressSanitizer + UBSan build (-O1 -g), see scripts/sanitize.sh
 Importing this module never needs a compiler: a failed probe only means "no OpenMP".
 """
+import glob
 import os
 import shutil
 import subprocess
-import sys
 import sysconfig
 import tempfile
 
@@ -22,8 +24,11 @@ from cffi import FFI
 
 CSRC = os.path.dirname(os.path.abspath(__file__))
 HEADER = os.path.join(CSRC, "minitorch.h")
-SOURCES = ["threads.c", "fma_peak.c", "fast_exp.c", "gemm_microkernels.c", "gemm.c", "softmax.c",
-           "cross_entropy.c", "layer_norm.c"]
+
+
+def sources():
+    """Every C file of the kernels, sorted (a stable build order)."""
+    return sorted(glob.glob(os.path.join(CSRC, "*.c")) + glob.glob(os.path.join(CSRC, "tuned", "*.c")))
 
 
 def cdef_text(header_path=HEADER):
@@ -70,12 +75,9 @@ int main(void) { int n = 0;
 
 
 def build_flags():
-    """(extra_compile_args, extra_link_args, define_macros) for the current environment."""
+    """(extra_compile_args, extra_link_args) for the current environment."""
     compile_args = ["-std=gnu11", "-fno-strict-aliasing", "-fopenmp-simd"]
     link_args = []
-    macros = []
-    if sys.platform == "win32":  # MSVC: keep it simple, no OpenMP / sanitizers
-        return ["/O2"], [], []
     if _flag_on("MINITORCH_SANITIZE", "0"):
         san = ["-fsanitize=address,undefined", "-fno-wrapv", "-fno-omit-frame-pointer", "-g"]
         compile_args += san + ["-O1", "-fno-sanitize-recover=undefined"]
@@ -89,22 +91,21 @@ def build_flags():
         link_args.append("-fopenmp")
     else:  # the `omp parallel` pragmas are then ignored on purpose: kernels run on one thread
         compile_args += ["-Wno-unknown-pragmas", "-Wno-unused-variable"]
-    return compile_args, link_args, macros
+    return compile_args, link_args
 
 
 def make_ffibuilder():
     builder = FFI()
     builder.cdef(cdef_text())
-    compile_args, link_args, macros = build_flags()
+    compile_args, link_args = build_flags()
     builder.set_source(
         "minitorch._C",
         '#include "minitorch.h"\n',
-        sources=[os.path.relpath(os.path.join(CSRC, s)) for s in SOURCES],
+        sources=[os.path.relpath(s) for s in sources()],
         include_dirs=[CSRC],
         extra_compile_args=compile_args,
         extra_link_args=link_args,
-        define_macros=macros,
-        libraries=[] if sys.platform == "win32" else ["m"],
+        libraries=["m"],
     )
     return builder
 

@@ -1,28 +1,77 @@
-/* gemm.c — strided-batched GEMM entry points for float and double.
+/* gemm.c — strided-batched matrix product, for float and double.
  *
- * The driver body lives in gemm_impl.h (included once per dtype); the micro-kernels in
- * gemm_microkernels.c. This file also decides which instruction set a call uses.
+ *   C_b = alpha * op(A_b) op(B_b) + beta * C_b          for b = 0 .. batch-1
+ *   (op(A) op(B))[i][j] = sum_p op(A)[i][p] * op(B)[p][j]
+ *
+ * op(X) is X or its transpose, X_b = x + b*stride_x (a stride of 0 broadcasts X), rows ld
+ * elements apart. beta == 0 means C is not read; alpha == 0 (or k == 0) that A and B are not.
+ * The reference body is the triple loop, summing in double. The tuned body
+ * (tuned/gemm_tuned.c) blocks and packs the operands for the caches and SIMD micro-kernels.
+ * This file is its own body, included once per element type T.
  */
+#ifndef T
 #include "mt_internal.h"
-#include "gemm_microkernels.h"
-
-/* The instruction set a request resolves to: the request itself when the CPU has it, else
- * the best one below it. */
-int mt_gemm_used_isa(int isa) {
-    int best = mt_best_isa();
-    if (isa == MT_ISA_AUTO || isa > best) return best;
-    if (isa < MT_ISA_GENERIC) return MT_ISA_GENERIC;
-    return isa;
-}
 
 #define T float
 #define SFX f32
-#include "gemm_impl.h"
+#include "gemm.c"
 #undef T
 #undef SFX
 
 #define T double
 #define SFX f64
-#include "gemm_impl.h"
+#include "gemm.c"
 #undef T
 #undef SFX
+
+#else
+#include "tuned/tuned.h"
+
+static void F(gemm_reference)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                              T alpha, const T *a, int64_t lda, int64_t stride_a, const T *b,
+                              int64_t ldb, int64_t stride_b, T beta, T *c, int64_t ldc,
+                              int64_t stride_c, int64_t batch) {
+    int nt = mt_threads_for(batch * m * n * k);
+#pragma omp parallel for collapse(2) schedule(static) num_threads(nt)
+    for (int64_t bi = 0; bi < batch; ++bi) {
+        for (int64_t i = 0; i < m; ++i) {
+            const T *A = a + bi * stride_a, *B = b + bi * stride_b;
+            T *C = c + bi * stride_c + i * ldc;
+            for (int64_t j = 0; j < n; ++j) {
+                double sum = 0;
+                for (int64_t p = 0; p < k; ++p) {
+                    T a_ip = trans_a ? A[p * lda + i] : A[i * lda + p];
+                    T b_pj = trans_b ? B[j * ldb + p] : B[p * ldb + j];
+                    sum += (double)a_ip * (double)b_pj;
+                }
+                C[j] = beta == 0 ? (T)(alpha * sum) : (T)(alpha * sum + beta * C[j]);
+            }
+        }
+    }
+}
+
+int F(mt_gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha, const T *a,
+               int64_t lda, int64_t stride_a, const T *b, int64_t ldb, int64_t stride_b, T beta,
+               T *c, int64_t ldc, int64_t stride_c, int64_t batch) {
+    if (m < 0 || n < 0 || k < 0 || batch < 0) return MT_ERR_ARGS;
+    if (m == 0 || n == 0 || batch == 0) return 0;
+    if (ldc < n || (batch > 1 && stride_c == 0)) return MT_ERR_ARGS;
+    if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n)) return MT_ERR_ARGS;
+    if (k == 0 || alpha == 0) { /* C = beta * C */
+        for (int64_t bi = 0; bi < batch; ++bi)
+            for (int64_t i = 0; i < m; ++i)
+                for (int64_t j = 0; j < n; ++j) {
+                    T *cij = c + bi * stride_c + i * ldc + j;
+                    *cij = beta == 0 ? 0 : beta * *cij;
+                }
+        return 0;
+    }
+    int isa = mt_get_isa();
+    if (isa > MT_ISA_REFERENCE)
+        return F(tuned_gemm)(isa, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                             stride_b, beta, c, ldc, stride_c, batch);
+    F(gemm_reference)(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
+                      beta, c, ldc, stride_c, batch);
+    return 0;
+}
+#endif

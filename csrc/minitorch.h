@@ -2,8 +2,11 @@
  *
  * Everything here is a pure function on pointers, sizes and strides: no Python objects, no
  * allocation of outputs (scratch buffers may be malloc'ed and freed inside a call), no global
- * state except the thread count. Sizes and strides are int64_t and counted in elements.
- * Arrays are row-major. f32 and f64 variants share one body in the .c files.
+ * state except the thread count and the ISA level (runtime.c). Sizes and strides are int64_t
+ * and counted in elements. Arrays are row-major. f32 and f64 variants share one body.
+ *
+ * Each entry point checks its arguments, then runs the plain reference body in its own file
+ * (ISA level MT_ISA_REFERENCE) or the tuned one in csrc/tuned/ (every other level).
  *
  * csrc/build.py feeds the text between the BEGIN/END CDEF markers to cffi's cdef, so that part
  * must stay plain prototypes (no macros, no includes).
@@ -19,26 +22,26 @@
 #define MT_ERR_NOMEM (-1)
 #define MT_ERR_ARGS (-2)
 
-/* Instruction sets the GEMM can be asked to use (MT_ISA_AUTO = best the CPU supports). */
-#define MT_ISA_AUTO 0
-#define MT_ISA_GENERIC 1
-#define MT_ISA_AVX2 2
-#define MT_ISA_AVX512 3
+/* ISA levels: which body every kernel runs (mt_set_isa). */
+#define MT_ISA_REFERENCE 0 /* the plain loops of csrc/<kernel>.c */
+#define MT_ISA_PORTABLE 1  /* the tuned code of csrc/tuned/, no SIMD intrinsics */
+#define MT_ISA_AVX2 2      /* tuned, AVX2 + FMA (x86-64-v3) */
+#define MT_ISA_AVX512 3    /* tuned, AVX-512 (x86-64-v4) */
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
 /* BEGIN CDEF */
-/* ---- threads (threads.c) ---- */
+/* ---- threads and ISA level (runtime.c) ---- */
 void mt_set_num_threads(int n);
 int mt_get_num_threads(void);
 int mt_has_openmp(void);
-
-/* ---- machine facts (fma_peak.c) ---- */
+/* mt_set_isa caps the level (above what the CPU has means the best it has; default: best);
+ * mt_get_isa is the level in force, mt_best_isa the best the CPU supports. */
+void mt_set_isa(int level);
+int mt_get_isa(void);
 int mt_best_isa(void);
-double mt_fma_peak_gflops_f32(int num_threads, int64_t iterations);
-double mt_fma_peak_gflops_f64(int num_threads, int64_t iterations);
 
 /* ---- strided-batched GEMM (gemm.c) ----
  * For b in [0, batch):  C_b = alpha * op(A_b) * op(B_b) + beta * C_b
@@ -54,16 +57,6 @@ int mt_gemm_f64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, doubl
                 const double *a, int64_t lda, int64_t stride_a,
                 const double *b, int64_t ldb, int64_t stride_b,
                 double beta, double *c, int64_t ldc, int64_t stride_c, int64_t batch);
-/* Same, forcing an instruction set (falls back to the best supported one not above it). */
-int mt_gemm_isa_f32(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                    float alpha, const float *a, int64_t lda, int64_t stride_a,
-                    const float *b, int64_t ldb, int64_t stride_b,
-                    float beta, float *c, int64_t ldc, int64_t stride_c, int64_t batch);
-int mt_gemm_isa_f64(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                    double alpha, const double *a, int64_t lda, int64_t stride_a,
-                    const double *b, int64_t ldb, int64_t stride_b,
-                    double beta, double *c, int64_t ldc, int64_t stride_c, int64_t batch);
-int mt_gemm_used_isa(int isa);
 
 /* ---- softmax over the last dim (softmax.c) ----
  * x, y: rows x cols contiguous. z = x*scale (+ mask_add) ; entries where mask_bool != 0, or
@@ -94,7 +87,8 @@ int mt_log_softmax_backward_f64(const double *y, const double *dy, double *dx, i
 
 /* ---- cross-entropy with integer targets (cross_entropy.c) ----
  * Forward writes per-row losses (0 for ignored rows) and lse (double for both dtypes: the
- * backward needs exp(x - lse) exact for |x| ~ 1e4). Returns MT_ERR_ARGS if a target is outside [0, cols) and not ignore_index (those rows are treated as ignored).
+ * backward needs exp(x - lse) exact for |x| ~ 1e4). Returns MT_ERR_ARGS, having written
+ * nothing, if a target is outside [0, cols) and not ignore_index.
  * Backward: dlogits[i] = grad[i*grad_stride] * grad_scale *
  *           (softmax(x_i) - (1-eps)*onehot(t_i) - eps/cols), 0 for ignored rows. */
 int mt_cross_entropy_forward_f32(const float *logits, const int64_t *target, int64_t rows,

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
-# sanitize.sh — build the C core with AddressSanitizer + UBSan and run the kernel tests on it.
+# sanitize.sh — build the C core with AddressSanitizer + UBSan and run the kernel tests on it
+# (which run every kernel at every ISA level the CPU supports, the reference bodies included).
 #
 # The sanitized extension is built in a temporary copy of the repository, so the normal
 # build in minitorch/_C*.so (which other work may be using) is left untouched. Python itself is
 # not instrumented, so the ASan runtime is preloaded; leak detection is off (CPython's arenas are
-# noise). Exits non-zero on any test failure or any sanitizer report.
+# noise). Any UBSan report halts the run (halt_on_error=1). Exits non-zero on any test failure
+# or any sanitizer report.
 #
 # Usage: scripts/sanitize.sh [extra pytest args]
 set -euo pipefail

@@ -67,6 +67,10 @@ def test_the_copy_yardstick_copies(threads):
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_fma_peak_probe_records_a_sample_per_call(dtype):
+    """benchmarks/fma_peak.c is compiled on first use, outside the library."""
+    if bench_kernels._fma_peak_lib() is None:
+        pytest.skip("benchmarks/fma_peak.c did not build here")
+    assert not hasattr(minitorch.backends.c_backend.lib, "mt_fma_peak_gflops_f32")
     samples = []
     probe = bench_kernels.fma_peak_probe(dtype, 1, samples)
     probe()
@@ -106,4 +110,3 @@ def test_fresh_memory_bypasses_the_reused_blocks(monkeypatch):
     softmax = lambda: minitorch.backends.c_backend.softmax_forward(np.ones((64, 64)))  # noqa: E731
     assert not softmax().flags.owndata
     assert bench_large_outputs.with_fresh_memory(softmax)().flags.owndata
-    assert large_buffers.MIN_BYTES == 4096

@@ -1,13 +1,18 @@
 """Kernel tests: the C backend equals the numpy reference, and the reference equals the maths.
 
 - Every C kernel is compared with numpy_backend on random shapes (hypothesis, bounded
-  examples), float32 and float64, with 1 and 2 threads, including empty / size-1 / prime /
+  examples), float32 and float64, with 1 and 2 threads, at every ISA level the CPU supports
+  (the plain reference bodies and each tuned level), including empty / size-1 / prime /
   non-tile-multiple sizes, transposed and broadcast (stride-0) batches, masks, causal.
+- Each tuned level is held to the reference level's output, tighter than to numpy's.
 - The numpy backend itself is checked against independent formulas (the oracle is tested).
 - Bad input raises errors that name the argument, on both backends.
 If ``minitorch._C`` does not import, the C tests are skipped with "C extension not built".
 """
 import contextlib
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -22,10 +27,13 @@ except ImportError:  # extension not built
     C = None
 
 needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
+# Every ISA level this CPU runs: the reference bodies, then the tuned levels up to the best.
+ISAS = [] if C is None else list(C.ISA_LEVELS[:C.ISA_LEVELS.index(C.best_isa()) + 1])
+TUNED_ISAS = ISAS[1:]
 DTYPES = [np.float32, np.float64]
 THREADS = [1, 2]
 SIZES = [0, 1, 2, 3, 7, 16, 33, 129]  # includes 0, 1, primes, non-multiples of 6/8/16
-HYPO = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+HYPO = settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 EPS = {np.float32: np.finfo(np.float32).eps, np.float64: np.finfo(np.float64).eps}
 
 
@@ -34,14 +42,27 @@ def tol(dtype):
 
 
 @contextlib.contextmanager
-def c_threads(n):
-    """Run the C kernels with n threads, restoring the previous count afterwards."""
+def c_threads(n, isa=None):
+    """Run the C kernels with n threads (and at ISA level `isa`, if given), restoring the
+    previous settings afterwards."""
     previous = C.get_num_threads()
     C.set_num_threads(n)
     try:
-        yield
+        with C.isa(isa) if isa else contextlib.nullcontext():
+            yield
     finally:
         C.set_num_threads(previous)
+
+
+# "numpy", or the C backend at one ISA level ("c-reference", "c-avx2", ...)
+BACKEND_LEVELS = ["numpy"] + [f"c-{level}" for level in ISAS]
+
+
+def pick(backend):
+    """The backend module for a BACKEND_LEVELS name, and a context that sets its ISA level."""
+    if backend == "numpy":
+        return N, contextlib.nullcontext()
+    return C, C.isa(backend[len("c-"):])
 
 
 def rand(rng, shape, dtype, scale=1.0):
@@ -62,7 +83,7 @@ def assert_gemm_close(got, a, b):
 # GEMM / matmul
 # ---------------------------------------------------------------------------------------------
 @needs_c
-@pytest.mark.parametrize("isa", ["auto", "generic"])
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @HYPO
@@ -81,8 +102,8 @@ def test_matmul_matches_numpy(dtype, threads, isa, data):
     # Transposed operands are views of contiguous matrices: C gets a flag, not a copy.
     a = rand(rng, a_batch + [k, m], dtype).swapaxes(-1, -2) if trans_a else rand(rng, a_batch + [m, k], dtype)
     b = rand(rng, b_batch + [n, k], dtype).swapaxes(-1, -2) if trans_b else rand(rng, b_batch + [k, n], dtype)
-    with c_threads(threads):
-        got = C.matmul(a, b, _isa=isa)
+    with c_threads(threads, isa):
+        got = C.matmul(a, b)
     expected = N.matmul(a, b)
     assert got.flags.c_contiguous
     assert_gemm_close(got, a, b)
@@ -91,7 +112,7 @@ def test_matmul_matches_numpy(dtype, threads, isa, data):
 
 
 @needs_c
-@pytest.mark.parametrize("isa", ["auto", "generic", "avx2", "avx512"])
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("m,n,k", [(1, 1, 4096), (33, 129, 4096), (1000, 7, 129), (7, 1000, 33),
@@ -99,19 +120,20 @@ def test_matmul_matches_numpy(dtype, threads, isa, data):
 def test_gemm_tile_edges_and_long_k(dtype, threads, isa, m, n, k):
     rng = np.random.default_rng(m * 7919 + n * 31 + k)
     a, b = rand(rng, (m, k), dtype), rand(rng, (k, n), dtype)
-    with c_threads(threads):
-        assert_gemm_close(C.matmul(a, b, _isa=isa), a, b)
-        assert_gemm_close(C.matmul(np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T, _isa=isa), a, b)
+    with c_threads(threads, isa):
+        assert_gemm_close(C.matmul(a, b), a, b)
+        assert_gemm_close(C.matmul(np.ascontiguousarray(a.T).T, np.ascontiguousarray(b.T).T), a, b)
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_gemm_alpha_beta_and_out(dtype, threads):
+def test_gemm_alpha_beta_and_out(dtype, threads, isa):
     rng = np.random.default_rng(3)
     a, b = rand(rng, (37, 19), dtype), rand(rng, (23, 19), dtype)
     c0 = rand(rng, (37, 23), dtype)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         out = c0.copy()
         result = C.gemm(a, b, trans_b=True, alpha=0.5, beta=-2.0, out=out)
         assert result is out
@@ -128,13 +150,14 @@ def test_gemm_alpha_beta_and_out(dtype, threads):
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_matmul_batched_small_and_broadcast(dtype):
+def test_matmul_batched_small_and_broadcast(dtype, isa):
     rng = np.random.default_rng(5)
     q, kt = rand(rng, (4, 8, 32, 32), dtype), rand(rng, (4, 8, 32, 32), dtype)
     w = rand(rng, (32, 48), dtype)
     for threads in THREADS:
-        with c_threads(threads):
+        with c_threads(threads, isa):
             assert_gemm_close(C.matmul(q, kt.swapaxes(-1, -2)), q, kt.swapaxes(-1, -2))
             assert_gemm_close(C.matmul(q, w), q, w)  # folded into one tall GEMM
             assert_gemm_close(C.matmul(q[:, :1], kt[:1]), q[:, :1], kt[:1])
@@ -179,18 +202,19 @@ def make_mask(rng, kind, shape, dtype):
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @HYPO
 @given(case=attention_case())
-def test_softmax_matches_numpy(dtype, threads, case):
+def test_softmax_matches_numpy(dtype, threads, isa, case):
     dims, kind, mask_shape, causal, scale, seed = case
     rng = np.random.default_rng(seed)
     x = rand(rng, dims, dtype, 3.0)
     mask = make_mask(rng, kind, mask_shape, dtype)
     causal = causal and x.ndim >= 2
     dy = rand(rng, dims, dtype)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         y = C.softmax_forward(x, scale=scale, mask=mask, causal=causal)
         dx = C.softmax_backward(y, dy, scale=scale)
     y_ref = N.softmax_forward(x, scale=scale, mask=mask, causal=causal)
@@ -200,15 +224,16 @@ def test_softmax_matches_numpy(dtype, threads, case):
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @HYPO
 @given(rows=st.sampled_from([0, 1, 7, 64]), cols=st.sampled_from([0, 1, 7, 33, 1000, 4099]),
        seed=st.integers(0, 2**32 - 1))
-def test_log_softmax_matches_numpy(dtype, threads, rows, cols, seed):
+def test_log_softmax_matches_numpy(dtype, threads, isa, rows, cols, seed):
     rng = np.random.default_rng(seed)
     x, dy = rand(rng, (rows, cols), dtype, 5.0), rand(rng, (rows, cols), dtype)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         y = C.log_softmax_forward(x)
         dx = C.log_softmax_backward(y, dy)
     np.testing.assert_allclose(y, N.log_softmax_forward(x), **tol(dtype))
@@ -218,8 +243,9 @@ def test_log_softmax_matches_numpy(dtype, threads, rows, cols, seed):
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype,lowest,ulps", [(np.float32, -87.0, 3), (np.float64, -700.0, 3)])
-def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps):
+def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps, isa):
     """softmax([0, x_1, ..., x_66]) with every x_j so negative that the row sums to exactly 1 in
     T: then y_j is the kernel's exp(x_j) itself, and its error can be read off in ulps. The x_j
     sweep hundreds of periods of ln 2, so the reduced argument covers the polynomial's range;
@@ -227,7 +253,8 @@ def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps):
     highest = -25.0 if dtype == np.float32 else -45.0  # 66 exp(x_j) < half an ulp of 1
     x = np.linspace(lowest, highest, 66 * 4096).astype(dtype).reshape(-1, 66)
     rows = np.concatenate([np.zeros((len(x), 1), dtype), x], axis=1)
-    y = C.softmax_forward(rows)[:, 1:]
+    with C.isa(isa):
+        y = C.softmax_forward(rows)[:, 1:]
     exact = np.exp(x.astype(np.float64))  # libm: < 1 ulp of float64
     if dtype == np.float64:  # float64 has no wider type in numpy; libm's own error counts here
         ulps += 1
@@ -235,59 +262,64 @@ def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps):
     assert error.max() <= ulps, f"max error {error.max():.2f} ulp"
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+@pytest.mark.parametrize("backend", BACKEND_LEVELS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bool_mask_excludes_inf_and_nan_scores(backend, dtype):
     """What a True entry hides does not matter: +inf or NaN there gives the softmax of the rest."""
-    B = N if backend == "numpy" else C
-    rng = np.random.default_rng(1)
-    x = rng.standard_normal((3, 37)).astype(dtype)  # 37: vector body and tail
-    mask = rng.random((3, 37)) < 0.3
-    mask[:, 0] = False
-    hidden = x.copy()
-    hidden[mask] = np.where(rng.random(mask.sum()) < 0.5, np.inf, np.nan)
-    z = np.where(mask, -np.inf, 0.5 * x.astype(np.float64))
-    expected = np.exp(z - z.max(-1, keepdims=True))
-    expected /= expected.sum(-1, keepdims=True)
-    y = B.softmax_forward(hidden, scale=0.5, mask=mask)
-    np.testing.assert_allclose(y, expected, **tol(dtype))
+    B, level = pick(backend)
+    with level:
+        rng = np.random.default_rng(1)
+        x = rng.standard_normal((3, 37)).astype(dtype)  # 37: vector body and tail
+        mask = rng.random((3, 37)) < 0.3
+        mask[:, 0] = False
+        hidden = x.copy()
+        hidden[mask] = np.where(rng.random(mask.sum()) < 0.5, np.inf, np.nan)
+        z = np.where(mask, -np.inf, 0.5 * x.astype(np.float64))
+        expected = np.exp(z - z.max(-1, keepdims=True))
+        expected /= expected.sum(-1, keepdims=True)
+        y = B.softmax_forward(hidden, scale=0.5, mask=mask)
+        np.testing.assert_allclose(y, expected, **tol(dtype))
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+@pytest.mark.parametrize("backend", BACKEND_LEVELS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fully_masked_rows_are_zero_with_zero_grad(backend, dtype):
-    B = N if backend == "numpy" else C
-    x = np.random.default_rng(0).standard_normal((2, 3, 4, 6)).astype(dtype)
-    mask = np.zeros((2, 1, 4, 6), bool)
-    mask[0, :, 1, :] = True  # query 1 of batch 0 sees nothing
-    float_mask = np.where(mask, -np.inf, 0.0).astype(dtype)
-    for m in (mask, float_mask):
-        y = B.softmax_forward(x, mask=m, causal=True)
-        assert not np.isnan(y).any()
-        assert (y[0, :, 1] == 0).all()
-        np.testing.assert_allclose(y[1].sum(-1), 1.0, rtol=1e-6)
-        dx = B.softmax_backward(y, np.ones_like(y))
-        assert (dx[0, :, 1] == 0).all() and not np.isnan(dx).any()
-    y = B.softmax_forward(np.full((3, 5), -np.inf, dtype))
-    assert (y == 0).all()
+    B, level = pick(backend)
+    with level:
+        x = np.random.default_rng(0).standard_normal((2, 3, 4, 6)).astype(dtype)
+        mask = np.zeros((2, 1, 4, 6), bool)
+        mask[0, :, 1, :] = True  # query 1 of batch 0 sees nothing
+        float_mask = np.where(mask, -np.inf, 0.0).astype(dtype)
+        for m in (mask, float_mask):
+            y = B.softmax_forward(x, mask=m, causal=True)
+            assert not np.isnan(y).any()
+            assert (y[0, :, 1] == 0).all()
+            np.testing.assert_allclose(y[1].sum(-1), 1.0, rtol=1e-6)
+            dx = B.softmax_backward(y, np.ones_like(y))
+            assert (dx[0, :, 1] == 0).all() and not np.isnan(dx).any()
+        y = B.softmax_forward(np.full((3, 5), -np.inf, dtype))
+        assert (y == 0).all()
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_causal_with_lq_different_from_lk(dtype):
+def test_causal_with_lq_different_from_lk(dtype, isa):
     for lq, lk in [(3, 5), (5, 3)]:
         x = np.random.default_rng(lq).standard_normal((2, lq, lk)).astype(dtype)
-        y = C.softmax_forward(x, causal=True)
+        with C.isa(isa):
+            y = C.softmax_forward(x, causal=True)
         np.testing.assert_allclose(y, N.softmax_forward(x, causal=True), **tol(dtype))
         assert (y[:, np.triu(np.ones((lq, lk), bool), 1)] == 0).all()  # top-left aligned tril
         np.testing.assert_allclose(y.sum(-1), 1.0, rtol=1e-6)
 
 
 @needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("extra", [-1, 0, 1])
-def test_row_kernels_at_the_next_row_prefetch_limit(dtype, threads, extra):
+def test_row_kernels_at_the_next_row_prefetch_limit(dtype, threads, extra, isa):
     """Rows of 128 KiB are the longest whose successor the exp passes prefetch (MT_NEXT_ROW),
     in blocks; one element more and they do not. Every row kernel that prefetches agrees with
     numpy on both sides of the limit."""
@@ -296,7 +328,7 @@ def test_row_kernels_at_the_next_row_prefetch_limit(dtype, threads, extra):
     x, dy = rand(rng, (3, 2, cols), dtype, 4.0), rand(rng, (3, 2, cols), dtype)
     mask = np.asarray(rng.random((3, 1, cols)) < 0.3)
     target = rng.integers(0, cols, 6).astype(np.int64)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         y = C.softmax_forward(x, scale=0.5)
         y_masked = C.softmax_forward(x, mask=mask, causal=True)
         logp = C.log_softmax_forward(x)
@@ -319,20 +351,22 @@ def test_row_kernels_at_the_next_row_prefetch_limit(dtype, threads, extra):
 # Cross-entropy
 # ---------------------------------------------------------------------------------------------
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @HYPO
 @given(rows=st.sampled_from([0, 1, 5, 33, 200]), cols=st.sampled_from([1, 2, 7, 100, 1000]),
        smoothing=st.sampled_from([0.0, 0.1, 1.0]), reduction=st.sampled_from(["mean", "sum", "none"]),
        ignore_frac=st.sampled_from([0.0, 0.3, 1.0]), seed=st.integers(0, 2**32 - 1))
-def test_cross_entropy_matches_numpy(dtype, threads, rows, cols, smoothing, reduction, ignore_frac, seed):
+def test_cross_entropy_matches_numpy(dtype, threads, isa, rows, cols, smoothing, reduction, ignore_frac,
+                                     seed):
     rng = np.random.default_rng(seed)
     logits = rand(rng, (rows, cols), dtype, 4.0)
     target = rng.integers(0, cols, rows).astype(np.int64)
     target[rng.random(rows) < ignore_frac] = -100
     grad = rand(rng, (rows,) if reduction == "none" else (), dtype)
     kw = dict(ignore_index=-100, label_smoothing=smoothing, reduction=reduction)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         loss, lse = C.cross_entropy_forward(logits, target, **kw)
         dlogits = C.cross_entropy_backward(logits, target, lse, grad, **kw)
     loss_ref, lse_ref = N.cross_entropy_forward(logits, target, **kw)
@@ -343,50 +377,53 @@ def test_cross_entropy_matches_numpy(dtype, threads, rows, cols, smoothing, redu
                                **tol(dtype))
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+@pytest.mark.parametrize("backend", BACKEND_LEVELS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_cross_entropy_extreme_logits_exact(backend, dtype):
-    B = N if backend == "numpy" else C
-    logits = np.array([[1e4, -1e4, 0.0], [-1e4, -1e4, 1e4], [1e4, 1e4, -1e4]], dtype)
-    target = np.array([1, 2, 0], np.int64)
-    loss, lse = B.cross_entropy_forward(logits, target, reduction="none")
-    # lse_i = max + log(count of maxima); loss = lse - x_t
-    expected = np.array([2e4, 0.0, np.log(2.0)])
-    np.testing.assert_allclose(loss, expected, rtol=1e-6)
-    np.testing.assert_allclose(lse, [1e4, 1e4, 1e4 + np.log(2.0)], rtol=1e-7)
-    d = B.cross_entropy_backward(logits, target, lse, np.ones(3, dtype), reduction="none")
-    assert np.isfinite(d).all()
-    np.testing.assert_allclose(d, [[1, -1, 0], [0, 0, 0], [-0.5, 0.5, 0]], atol=1e-6)
+    B, level = pick(backend)
+    with level:
+        logits = np.array([[1e4, -1e4, 0.0], [-1e4, -1e4, 1e4], [1e4, 1e4, -1e4]], dtype)
+        target = np.array([1, 2, 0], np.int64)
+        loss, lse = B.cross_entropy_forward(logits, target, reduction="none")
+        # lse_i = max + log(count of maxima); loss = lse - x_t
+        expected = np.array([2e4, 0.0, np.log(2.0)])
+        np.testing.assert_allclose(loss, expected, rtol=1e-6)
+        np.testing.assert_allclose(lse, [1e4, 1e4, 1e4 + np.log(2.0)], rtol=1e-7)
+        d = B.cross_entropy_backward(logits, target, lse, np.ones(3, dtype), reduction="none")
+        assert np.isfinite(d).all()
+        np.testing.assert_allclose(d, [[1, -1, 0], [0, 0, 0], [-0.5, 0.5, 0]], atol=1e-6)
 
 
-@pytest.mark.parametrize("backend", ["numpy", pytest.param("c", marks=needs_c)])
+@pytest.mark.parametrize("backend", BACKEND_LEVELS)
 def test_cross_entropy_all_ignored_mean_is_zero(backend):
-    B = N if backend == "numpy" else C
-    logits = np.ones((3, 4))
-    target = np.full(3, -100, np.int64)
-    loss, lse = B.cross_entropy_forward(logits, target)
-    assert loss.shape == () and loss == 0.0
-    assert (B.cross_entropy_backward(logits, target, lse, np.float64(1.0)) == 0).all()
+    B, level = pick(backend)
+    with level:
+        logits = np.ones((3, 4))
+        target = np.full(3, -100, np.int64)
+        loss, lse = B.cross_entropy_forward(logits, target)
+        assert loss.shape == () and loss == 0.0
+        assert (B.cross_entropy_backward(logits, target, lse, np.float64(1.0)) == 0).all()
 
 
 # ---------------------------------------------------------------------------------------------
 # Layer norm
 # ---------------------------------------------------------------------------------------------
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @HYPO
 @given(lead=st.lists(st.sampled_from([0, 1, 3, 33, 129]), max_size=2).filter(lambda l: np.prod(l) <= 4300),
        d=st.sampled_from([1, 2, 7, 64, 129, 1000]), affine=st.sampled_from(["both", "weight", "bias", "none"]),
        offset=st.sampled_from([0.0, 1e3]), seed=st.integers(0, 2**32 - 1))
-def test_layer_norm_matches_numpy(dtype, threads, lead, d, affine, offset, seed):
+def test_layer_norm_matches_numpy(dtype, threads, isa, lead, d, affine, offset, seed):
     rng = np.random.default_rng(seed)
     shape = tuple(lead) + (d,)
     x = (rand(rng, shape, np.float64) + offset).astype(dtype)  # offset: cancellation check
     w = rand(rng, (d,), dtype) if affine in ("both", "weight") else None
     b = rand(rng, (d,), dtype) if affine in ("both", "bias") else None
     dy = rand(rng, shape, dtype)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         y, mean, rstd = C.layer_norm_forward(x, w, b, eps=1e-5)
         dx, dw, db = C.layer_norm_backward(dy, x, w, mean, rstd)
     y_ref, mean_ref, rstd_ref = N.layer_norm_forward(x, w, b, eps=1e-5)
@@ -405,9 +442,10 @@ def test_layer_norm_matches_numpy(dtype, threads, lead, d, affine, offset, seed)
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("first", ["typical", "outlier"])
-def test_layer_norm_statistics_do_not_cancel(dtype, first):
+def test_layer_norm_statistics_do_not_cancel(dtype, first, isa):
     """The forward pass shifts each row by the mean of its first 32 elements and redoes the
     pass around the row's mean when that shift is far from it (the outlier case): either way
     mean and variance keep full precision, here for float32 data at 1000 with a spread of 1e-2
@@ -418,7 +456,8 @@ def test_layer_norm_statistics_do_not_cancel(dtype, first):
     if first == "outlier":
         x64[:, :32] = 1000.0 + 10.0  # the shift's sample, ~11 standard deviations of the row away
     x = x64.astype(dtype)
-    y, mean, rstd = C.layer_norm_forward(x, None, None, eps=0.0)
+    with C.isa(isa):
+        y, mean, rstd = C.layer_norm_forward(x, None, None, eps=0.0)
     exact = x.astype(np.float64)
     mean_ref = exact.mean(-1)
     rstd_ref = 1 / exact.std(-1)
@@ -426,6 +465,101 @@ def test_layer_norm_statistics_do_not_cancel(dtype, first):
     np.testing.assert_allclose(rstd, rstd_ref, rtol=5e-7 if dtype == np.float32 else 1e-13)
     y_ref = (exact - mean_ref[:, None]) * rstd_ref[:, None]
     np.testing.assert_allclose(y, y_ref, atol=2e-3 if dtype == np.float32 else 1e-9)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tuned levels against the reference level
+# ---------------------------------------------------------------------------------------------
+def every_kernel(rng, rows, cols, dtype):
+    """{name: call} running every C kernel once on rows x cols data (masks, causal, ignored
+    targets, label smoothing, affine layer norm, transposed and batched GEMMs)."""
+    x, dy = rand(rng, (rows, cols), dtype, 3.0), rand(rng, (rows, cols), dtype)
+    y = N.softmax_forward(x)
+    logp = N.log_softmax_forward(x)
+    bool_mask = np.asarray(rng.random((1, cols)) < 0.3)
+    add_mask = np.where(rng.random((rows, 1)) < 0.3, -np.inf, rand(rng, (rows, 1), dtype)).astype(dtype)
+    target = rng.integers(0, cols, rows)
+    target[rng.random(rows) < 0.3] = -100
+    lse = N.cross_entropy_forward(x, target, reduction="none")[1]
+    w, b = rand(rng, (cols,), dtype), rand(rng, (cols,), dtype)
+    _, mean, rstd = N.layer_norm_forward(x, w, b)
+    a, bm = rand(rng, (rows, cols), dtype), rand(rng, (cols, rows + 3), dtype)
+    heads = rand(rng, (3, rows, cols), dtype)
+    return {
+        "softmax": lambda: C.softmax_forward(x, scale=0.5),
+        "softmax bool mask causal": lambda: C.softmax_forward(x, mask=bool_mask, causal=True),
+        "softmax additive mask": lambda: C.softmax_forward(x, mask=add_mask),
+        "softmax backward": lambda: C.softmax_backward(y, dy, scale=0.5),
+        "log_softmax": lambda: C.log_softmax_forward(x),
+        "log_softmax backward": lambda: C.log_softmax_backward(logp, dy),
+        "cross_entropy": lambda: C.cross_entropy_forward(x, target, label_smoothing=0.1, reduction="none"),
+        "cross_entropy backward": lambda: C.cross_entropy_backward(
+            x, target, lse, dy[:, 0].copy(), label_smoothing=0.1, reduction="none"),
+        "layer_norm": lambda: C.layer_norm_forward(x, w, b),
+        "layer_norm backward": lambda: C.layer_norm_backward(dy, x, w, mean, rstd),
+        "matmul": lambda: C.matmul(a, bm),
+        "matmul transposed": lambda: C.matmul(a.T, a),
+        "gemm alpha beta": lambda: C.gemm(a, a, trans_b=True, alpha=0.5, beta=2.0, out=np.ones((rows, rows), dtype)),
+        "matmul batched": lambda: C.matmul(heads, heads.swapaxes(-1, -2)),
+    }
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("rows,cols", [(1, 1), (3, 7), (5, 33), (17, 129), (2, 1000), (4, 4099)])
+def test_tuned_levels_match_the_reference_level(dtype, threads, isa, rows, cols):
+    """Every kernel at a tuned level equals its plain reference body (libm exp, double sums)
+    within a few float32 ulps (or 1e-12 in float64): a looser bound than the one the numpy
+    comparisons set would let a tuned path drift."""
+    tight = dict(rtol=2e-6, atol=2e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+    kernels = every_kernel(np.random.default_rng(rows * 1000 + cols), rows, cols, dtype)
+    for name, call in kernels.items():
+        with c_threads(threads, "reference"):
+            expected = call()
+        with c_threads(threads, isa):
+            got = call()
+        for g, e in zip(*(r if isinstance(r, tuple) else (r,) for r in (got, expected))):
+            if g is None:
+                continue
+            close = tight
+            if name.startswith(("matmul", "gemm")) or name == "layer_norm backward":
+                # sums of `cols` products (or rows): float rounding grows with their count
+                close = dict(tight, atol=tight["atol"] * 10 * max(rows, cols) ** 0.5)
+            if name.endswith("backward") and name.startswith("log_softmax"):
+                close = dict(tight, atol=tight["atol"] * (1 + cols ** 0.5))
+            if name == "layer_norm":  # y = xhat*w + b: terms of ~3 cancel to small outputs
+                close = dict(tight, atol=tight["atol"] * 10)
+            np.testing.assert_allclose(g, e, **close, err_msg=f"{name} at {isa}")
+
+
+@needs_c
+def test_isa_levels_are_set_capped_and_restored():
+    best = C.best_isa()
+    assert C.get_isa() == best  # the default
+    for level in C.ISA_LEVELS:
+        with C.isa(level):
+            expected = level if C.ISA_LEVELS.index(level) <= C.ISA_LEVELS.index(best) else best
+            assert C.get_isa() == expected
+        assert C.get_isa() == best
+    with pytest.raises(ValueError, match="set_isa: name must be one of"):
+        C.set_isa("sse9")
+    assert C.get_isa() == best
+
+
+@needs_c
+@pytest.mark.parametrize("value,expected", [("reference", "reference"), ("portable", "portable"),
+                                            ("AVX512 ", None), ("fastest", "error")])
+def test_minitorch_isa_environment_variable(value, expected):
+    code = "from minitorch.backends import c_backend as C; print(C.get_isa())"
+    env = dict(os.environ, MINITORCH_ISA=value, MINITORCH_BACKEND="c")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
+    if expected == "error":
+        assert result.returncode != 0 and "MINITORCH_ISA must be one of" in result.stderr
+    else:
+        assert result.returncode == 0, result.stderr
+        assert result.stdout.strip() == (expected or min(C.best_isa(), "avx512", key=C.ISA_LEVELS.index))
 
 
 # ---------------------------------------------------------------------------------------------

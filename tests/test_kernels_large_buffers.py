@@ -4,8 +4,8 @@
 - A block goes back for reuse only when the last view of its array is gone, and is reused then.
 - Idle blocks stay under MAX_IDLE_BYTES; empty_cache frees them; small outputs are np.empty's.
 - Threads allocating and dropping outputs at once never get the same block while it is alive.
-- Every C kernel that returns a large output fills all of it: run on blocks left full of NaN
-  by a previous array, they still equal the numpy reference.
+- Every C kernel that returns a large output fills all of it, at every ISA level: run on blocks
+  left full of NaN by a previous array, they still equal the numpy reference.
 Sizes are kept small by lowering MIN_BYTES (the real threshold is 32 MiB).
 """
 import threading
@@ -108,8 +108,9 @@ def _dirty_blocks(shape, dtype):
     return {address(block) for block in blocks}
 
 
+@pytest.mark.parametrize("isa", [] if C is None else C.ISA_LEVELS[:C.ISA_LEVELS.index(C.best_isa()) + 1])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_kernels_fill_reused_blocks_completely(small_threshold, dtype):
+def test_kernels_fill_reused_blocks_completely(small_threshold, dtype, isa):
     rng = np.random.default_rng(0)
     tol = dict(rtol=3e-5, atol=3e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
     x = rng.standard_normal((4, 6, 33, 40)).astype(dtype)
@@ -138,7 +139,8 @@ def test_kernels_fill_reused_blocks_completely(small_threshold, dtype):
     for case in cases:
         expected = case(N)
         dirty = _dirty_blocks(expected.shape, dtype)
-        got = case(C)
+        with C.isa(isa):
+            got = case(C)
         assert address(got) in dirty
         assert not np.isnan(got).any()
         np.testing.assert_allclose(got, expected, **tol)

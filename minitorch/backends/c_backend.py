@@ -8,9 +8,17 @@ Inputs may be non-contiguous (copied with np.ascontiguousarray when C cannot use
 outputs are always new C-contiguous arrays (from large_buffers: np.empty's, or for 32 MiB and
 up a reused block, whose pages are already mapped). Empty inputs never reach C.
 
+Every kernel runs at the ISA level in force: "reference" (the plain C loops), "portable" (the
+tuned C without SIMD intrinsics), "avx2" or "avx512" (default: the best the CPU has).
+``set_isa``/``get_isa``/``isa`` choose it (a level above the CPU's falls back to the best it
+has); the environment variable ``MINITORCH_ISA`` sets it when this module is imported.
+
 Imports: numpy and the cffi extension ``minitorch._C`` only (never the rest of minitorch).
 The API and semantics are those of ``numpy_backend`` (the oracle); see its docstring.
 """
+import contextlib
+import os
+
 import numpy as np
 
 from minitorch._C import ffi, lib
@@ -21,9 +29,8 @@ from .checks import (FLOAT_DTYPES, REDUCTIONS, broadcast_shape, check_float,  # 
 from . import large_buffers
 from .large_buffers import empty, empty_like
 
-# The instruction sets mt_gemm_isa_* understands (tests use them to exercise every kernel).
-GEMM_ISAS = {"auto": 0, "generic": 1, "avx2": 2, "avx512": 3}
-_ISA_NAMES = {v: k for k, v in GEMM_ISAS.items()}
+# The ISA levels, in the order of MT_ISA_* in csrc/minitorch.h.
+ISA_LEVELS = ("reference", "portable", "avx2", "avx512")
 
 _C_TYPE = {np.dtype(np.float32): "float *", np.dtype(np.float64): "double *"}
 _C_ARRAY = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]",
@@ -70,15 +77,43 @@ def has_openmp():
     return bool(lib.mt_has_openmp())
 
 
-def best_gemm_isa():
-    """Name of the instruction set the GEMM uses on this CPU ("avx512", "avx2" or "generic")."""
-    return _ISA_NAMES[int(lib.mt_best_isa())]
+# ---------------------------------------------------------------------------------------------
+# ISA level
+# ---------------------------------------------------------------------------------------------
+def set_isa(name):
+    """Run every kernel at ISA level `name` (one of ISA_LEVELS), or at the best level the CPU
+    has if that is lower."""
+    if name not in ISA_LEVELS:
+        raise ValueError(f"set_isa: name must be one of {ISA_LEVELS}, got {name!r}")
+    lib.mt_set_isa(ISA_LEVELS.index(name))
 
 
-def fma_peak_gflops(dtype=np.float32, num_threads=1, iterations=50_000_000):
-    """Measured FMA throughput of this machine (GFLOP/s) with the widest supported vectors."""
-    fn = lib.mt_fma_peak_gflops_f32 if np.dtype(dtype) == np.float32 else lib.mt_fma_peak_gflops_f64
-    return float(fn(int(num_threads), int(iterations)))
+def get_isa():
+    """The ISA level in force."""
+    return ISA_LEVELS[lib.mt_get_isa()]
+
+
+def best_isa():
+    """The best ISA level this CPU supports."""
+    return ISA_LEVELS[lib.mt_best_isa()]
+
+
+@contextlib.contextmanager
+def isa(name):
+    """Run a ``with`` block at ISA level `name`, then restore the previous cap."""
+    previous = get_isa()
+    set_isa(name)
+    try:
+        yield
+    finally:
+        set_isa(previous)
+
+
+if os.environ.get("MINITORCH_ISA"):
+    _requested = os.environ["MINITORCH_ISA"].strip().lower()
+    if _requested not in ISA_LEVELS:
+        raise ValueError(f"MINITORCH_ISA must be one of {ISA_LEVELS}, got {_requested!r}")
+    set_isa(_requested)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -172,14 +207,13 @@ def _collapse_batch(batch_shape, stride_lists):
 
 # Looked up once: a training step makes hundreds of GEMM calls, and building the name each
 # time cost a few microseconds per call.
-_GEMM_KERNELS = {np.dtype(np.float32): lib.mt_gemm_isa_f32, np.dtype(np.float64): lib.mt_gemm_isa_f64}
+_GEMM_KERNELS = {np.dtype(np.float32): lib.mt_gemm_f32, np.dtype(np.float64): lib.mt_gemm_f64}
 
 
-def _run_gemm(dtype, isa, a, ta, lda, sa, b, tb, ldb, sb, c, ldc, sc, m, n, k, batch, alpha,
-              beta):
-    """One mt_gemm_isa_* call; a, b, c are C pointers to the first elements."""
-    status = _GEMM_KERNELS[dtype](isa, ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c,
-                                  ldc, sc, batch)
+def _run_gemm(dtype, a, ta, lda, sa, b, tb, ldb, sb, c, ldc, sc, m, n, k, batch, alpha, beta):
+    """One mt_gemm_* call; a, b, c are C pointers to the first elements."""
+    status = _GEMM_KERNELS[dtype](ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc,
+                                  sc, batch)
     if status:
         _check_status(status, "matmul")
 
@@ -199,20 +233,16 @@ def _offset(ptr, elements):
     return ptr + elements if elements else ptr
 
 
-def matmul(a, b, _isa="auto"):
+def matmul(a, b):
     """np.matmul for ndim >= 2 (batch dims broadcast) through the C strided-batched GEMM.
 
     Transposed views are passed as a transpose flag, broadcast batch dims as stride 0, and a
-    batch of A times one B is folded into a single tall GEMM. `_isa` forces a micro-kernel
-    (tests only): "auto", "generic", "avx2", "avx512" (falls back to what the CPU has).
+    batch of A times one B is folded into a single tall GEMM.
     """
-    fast = _matmul_2d_contiguous(a, b) if _isa == "auto" else None
+    fast = _matmul_2d_contiguous(a, b)
     if fast is not None:
         return fast
     batch_shape = check_matmul_operands(a, b)
-    isa = GEMM_ISAS.get(_isa)
-    if isa is None:
-        raise ValueError(f"_isa must be one of {tuple(GEMM_ISAS)}, got {_isa!r}")
     m, k = a.shape[-2:]
     n = b.shape[-1]
     out = empty(batch_shape + (m, n), a.dtype)
@@ -225,7 +255,7 @@ def matmul(a, b, _isa="auto"):
     b, tb, ldb = _matrix_layout(b)
     pa, pb, pc = _base_pointer(a), _base_pointer(b), _ptr(out)
     if not batch_shape:
-        _run_gemm(out.dtype, isa, pa, ta, lda, 0, pb, tb, ldb, 0, pc, n, 0, m, n, k, 1, 1.0, 0.0)
+        _run_gemm(out.dtype, pa, ta, lda, 0, pb, tb, ldb, 0, pc, n, 0, m, n, k, 1, 1.0, 0.0)
         return out
     sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
     sc = [s // out.itemsize for s in out.strides[:-2]]
@@ -233,15 +263,15 @@ def matmul(a, b, _isa="auto"):
         # Every batch of A is the next block of rows of one tall matrix and B is shared:
         # one GEMM with M = batch*m, so B is packed once and the threads split all the rows.
         rows = out.size // n
-        _run_gemm(out.dtype, isa, pa, 0, lda, 0, pb, tb, ldb, 0, pc, n, 0, rows, n, k, 1, 1.0, 0.0)
+        _run_gemm(out.dtype, pa, 0, lda, 0, pb, tb, ldb, 0, pc, n, 0, rows, n, k, 1, 1.0, 0.0)
         return out
     p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])
     if p == 0:  # the usual case: all batch dims are one strided batch, one C call
-        _run_gemm(out.dtype, isa, pa, ta, lda, stride_a, pb, tb, ldb, stride_b, pc, n, stride_c,
+        _run_gemm(out.dtype, pa, ta, lda, stride_a, pb, tb, ldb, stride_b, pc, n, stride_c,
                   m, n, k, inner, 1.0, 0.0)
         return out
     for outer in np.ndindex(*batch_shape[:p]):
-        _run_gemm(out.dtype, isa,
+        _run_gemm(out.dtype,
                   _offset(pa, sum(i * s for i, s in zip(outer, sa))), ta, lda, stride_a,
                   _offset(pb, sum(i * s for i, s in zip(outer, sb))), tb, ldb, stride_b,
                   _offset(pc, sum(i * s for i, s in zip(outer, sc))), n, stride_c,
@@ -278,19 +308,17 @@ def _matmul_2d_contiguous(a, b):
     # (np.empty inline and the kernel called directly: ~0.7 us less a call than empty/_run_gemm)
     out = (np.empty((m, n), dtype) if m * n * dtype.itemsize < large_buffers.MIN_BYTES
            else empty((m, n), dtype))
-    status = kernel(0, ta, tb, m, n, k, 1.0, pa, lda, 0, pb, ldb, 0, 0.0, _ptr(out), n, 0, 1)
+    status = kernel(ta, tb, m, n, k, 1.0, pa, lda, 0, pb, ldb, 0, 0.0, _ptr(out), n, 0, 1)
     if status:
         _check_status(status, "matmul")
     return out
 
 
-def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, _isa="auto"):
+def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
     """out = alpha * op(a) @ op(b) + beta * out for 2-D arrays; a new array when out is None
     (beta is then irrelevant). `out` must be C-contiguous, of the result's shape and dtype,
     and must not overlap a or b."""
     op_a, op_b = check_gemm_operands(a, b, trans_a, trans_b)
-    if _isa not in GEMM_ISAS:
-        raise ValueError(f"_isa must be one of {tuple(GEMM_ISAS)}, got {_isa!r}")
     m, k = op_a.shape
     n = op_b.shape[1]
     if out is None:
@@ -310,8 +338,8 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None, _isa
         return out
     op_a, ta, lda = _matrix_layout(op_a)
     op_b, tb, ldb = _matrix_layout(op_b)
-    _run_gemm(out.dtype, GEMM_ISAS[_isa], _base_pointer(op_a), ta, lda, 0, _base_pointer(op_b), tb,
-              ldb, 0, _ptr(out), n, 0, m, n, k, 1, float(alpha), float(beta))
+    _run_gemm(out.dtype, _base_pointer(op_a), ta, lda, 0, _base_pointer(op_b), tb, ldb, 0,
+              _ptr(out), n, 0, m, n, k, 1, float(alpha), float(beta))
     return out
 
 

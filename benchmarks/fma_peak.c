@@ -1,24 +1,26 @@
-/* fma_peak.c — facts about the machine: which SIMD instruction set it has, and how many
- * FLOP/s its FMA units deliver (so the benchmark can print GEMM speed as % of peak).
+/* fma_peak.c — the benchmark's yardstick for GEMM: how many FLOP/s this machine's FMA units
+ * deliver, so that bench_kernels.py can print GEMM speed as % of peak. Not part of the library:
+ * bench_kernels.py compiles it on first use.
  *
  * The peak loop runs 12 independent accumulator chains (enough to hide FMA latency on two
  * pipes), with the widest vectors the CPU supports.
  */
+#include <stdint.h>
 #include <time.h>
-#include "mt_internal.h"
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#if defined(__GNUC__) && defined(__x86_64__)
 #include <immintrin.h>
 #define MT_X86 1
 #endif
 
-int mt_best_isa(void) {
+/* 3: AVX-512F, 2: AVX2 + FMA, 1: neither */
+static int widest_fma(void) {
 #ifdef MT_X86
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return MT_ISA_AVX512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return MT_ISA_AVX2;
+    if (__builtin_cpu_supports("avx512f")) return 3;
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return 2;
 #endif
-    return MT_ISA_GENERIC;
+    return 1;
 }
 
 static double seconds_now(void) {
@@ -70,11 +72,11 @@ static double peak_generic(int64_t iters, volatile double *sink) {
 static double run_peak(int is_f64, int64_t iters) {
     volatile float sink32;
     volatile double sink64;
-    int isa = mt_best_isa();
+    int isa = widest_fma();
 #ifdef MT_X86
-    if (isa == MT_ISA_AVX512)
+    if (isa == 3)
         return is_f64 ? peak_avx512_f64(iters, &sink64) : peak_avx512_f32(iters, &sink32);
-    if (isa == MT_ISA_AVX2)
+    if (isa == 2)
         return is_f64 ? peak_avx2_f64(iters, &sink64) : peak_avx2_f32(iters, &sink32);
 #endif
     (void)isa; (void)sink32;
@@ -94,10 +96,10 @@ static double fma_peak(int is_f64, int num_threads, int64_t iterations) {
     return flops / (t1 - t0) * 1e-9;
 }
 
-double mt_fma_peak_gflops_f32(int num_threads, int64_t iterations) {
+double fma_peak_gflops_f32(int num_threads, int64_t iterations) {
     return fma_peak(0, num_threads, iterations);
 }
 
-double mt_fma_peak_gflops_f64(int num_threads, int64_t iterations) {
+double fma_peak_gflops_f64(int num_threads, int64_t iterations) {
     return fma_peak(1, num_threads, iterations);
 }

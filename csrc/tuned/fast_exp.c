@@ -1,8 +1,9 @@
 /* fast_exp.c — out[j] = exp(x[j]*scale - shift_hi - shift_lo) over an array, in AVX-512,
- * AVX2+FMA (intrinsics, chosen at run time) or portable C.
+ * AVX2+FMA (intrinsics) or portable C: one set of functions per ISA level, each row-kernel
+ * copy calling its own level's.
  *
- * This is the one loop the row kernels (softmax, log-softmax, cross-entropy) spend their time
- * in. GCC does not reliably vectorize the branch-free scalar exp of fast_exp.h when it is
+ * This is the one loop the tuned row kernels (softmax, log-softmax, cross-entropy) spend their
+ * time in. GCC does not reliably vectorize the branch-free scalar exp of fast_exp.h when it is
  * inlined into bigger loops, so the vector versions are written out here; the algorithm and
  * constants are the same (see fast_exp.h). The shift comes in two parts so that callers with a
  * double log-sum-exp (cross-entropy near |x| ~ 1e4) keep its precision in float32.
@@ -10,29 +11,26 @@
 #include "mt_internal.h"
 #include "fast_exp.h"
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#ifdef MT_X86
 #include <immintrin.h>
-#define MT_X86 1
 #endif
 
 /* Every variant prefetches ahead[0 .. n) (the caller's next row; NULL for none) along the way,
  * so that the row's next pass over memory overlaps this one's arithmetic; the portable ones
  * leave that to the hardware. */
-static void exp_shifted_generic_f32(const float *x, float *out, int64_t n, float scale,
+void exp_shifted_portable_f32(const float *x, float *out, int64_t n, float scale,
                                     float hi, float lo, const float *ahead) {
     (void)ahead;
     for (int64_t j = 0; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
 }
 
-static void exp_shifted_generic_f64(const double *x, double *out, int64_t n, double scale,
+void exp_shifted_portable_f64(const double *x, double *out, int64_t n, double scale,
                                     double hi, double lo, const double *ahead) {
     (void)ahead;
     for (int64_t j = 0; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
 }
 
-/* The *_sum variants also return sum(out) (added in T lanes: callers pass blocks of a few
- * hundred elements and add the block sums in double). */
-static double exp_shifted_sum_generic_f32(const float *x, float *out, int64_t n, float scale,
+double exp_shifted_sum_portable_f32(const float *x, float *out, int64_t n, float scale,
                                           float shift, const float *ahead) {
     (void)ahead;
     float s = 0;
@@ -40,7 +38,7 @@ static double exp_shifted_sum_generic_f32(const float *x, float *out, int64_t n,
     return s;
 }
 
-static double exp_shifted_sum_generic_f64(const double *x, double *out, int64_t n,
+double exp_shifted_sum_portable_f64(const double *x, double *out, int64_t n,
                                           double scale, double shift, const double *ahead) {
     (void)ahead;
     double s = 0;
@@ -75,7 +73,7 @@ __attribute__((target("avx2,fma"))) static inline __m256 exp8_avx2(__m256 x) {
     return _mm256_fmadd_ps(_mm256_mul_ps(r, s), p, s);
 }
 
-__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
+__attribute__((target("avx2,fma"))) void exp_shifted_avx2_f32(
     const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead) {
     const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(hi), vl = _mm256_set1_ps(lo);
     int64_t j = 0;
@@ -92,7 +90,7 @@ __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f32(
     for (; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
 }
 
-__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f32(
+__attribute__((target("avx2,fma"))) double exp_shifted_sum_avx2_f32(
     const float *x, float *out, int64_t n, float scale, float shift, const float *ahead) {
     const __m256 vs = _mm256_set1_ps(scale), vh = _mm256_set1_ps(shift);
     __m256 acc = _mm256_setzero_ps();
@@ -122,9 +120,8 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
     r = _mm256_fnmadd_pd(k, _mm256_set1_pd(1.42860682030941723212e-6), r);
     /* 1 + r p(r), p of degree 10 (MT_EXP_F64_C) by Horner's rule. Estrin's scheme has half the
      * dependent FMAs but three more multiplies; with ~4 loop iterations in flight the chain's
-     * length mostly costs nothing: in the float64 row kernels Horner measured 2-7% faster in
-     * one series of comparisons and within +-5% in another, and it is the more accurate (0.9
-     * instead of 1.3 ulp). As in the f32 version the result is s + (r s) p, s = 2^k. */
+     * length mostly costs nothing, and Horner is the more accurate (0.9 instead of 1.3 ulp).
+     * As in the f32 version the result is s + (r s) p, s = 2^k. */
 #define C(i) _mm256_set1_pd(MT_EXP_F64_C[i])
     __m256d p = _mm256_fmadd_pd(C(10), r, C(9));
     for (int i = 8; i >= 0; --i) p = _mm256_fmadd_pd(p, r, C(i));
@@ -133,7 +130,7 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
     return _mm256_fmadd_pd(_mm256_mul_pd(r, s), p, s);
 }
 
-__attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
+__attribute__((target("avx2,fma"))) void exp_shifted_avx2_f64(
     const double *x, double *out, int64_t n, double scale, double hi, double lo,
     const double *ahead) {
     const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(hi), vl = _mm256_set1_pd(lo);
@@ -146,7 +143,7 @@ __attribute__((target("avx2,fma"))) static void exp_shifted_avx2_f64(
     for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
 }
 
-__attribute__((target("avx2,fma"))) static double exp_shifted_sum_avx2_f64(
+__attribute__((target("avx2,fma"))) double exp_shifted_sum_avx2_f64(
     const double *x, double *out, int64_t n, double scale, double shift, const double *ahead) {
     const __m256d vs = _mm256_set1_pd(scale), vh = _mm256_set1_pd(shift);
     __m256d acc = _mm256_setzero_pd();
@@ -185,7 +182,7 @@ __attribute__((target("avx512f"))) static inline __m512 exp16_avx512(__m512 x) {
     return _mm512_maskz_mov_ps(keep, result);
 }
 
-__attribute__((target("avx512f"))) static void exp_shifted_avx512_f32(
+__attribute__((target("avx512f"))) void exp_shifted_avx512_f32(
     const float *x, float *out, int64_t n, float scale, float hi, float lo, const float *ahead) {
     const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(hi), vl = _mm512_set1_ps(lo);
     int64_t j = 0;
@@ -222,7 +219,7 @@ __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x) 
     return _mm512_maskz_mov_pd(keep, result);
 }
 
-__attribute__((target("avx512f"))) static void exp_shifted_avx512_f64(
+__attribute__((target("avx512f"))) void exp_shifted_avx512_f64(
     const double *x, double *out, int64_t n, double scale, double hi, double lo,
     const double *ahead) {
     const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(hi), vl = _mm512_set1_pd(lo);
@@ -234,7 +231,7 @@ __attribute__((target("avx512f"))) static void exp_shifted_avx512_f64(
     }
     for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
 }
-__attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f32(
+__attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f32(
     const float *x, float *out, int64_t n, float scale, float shift, const float *ahead) {
     const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(shift);
     __m512 acc = _mm512_setzero_ps();
@@ -253,7 +250,7 @@ __attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f32(
     return s;
 }
 
-__attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f64(
+__attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f64(
     const double *x, double *out, int64_t n, double scale, double shift, const double *ahead) {
     const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(shift);
     __m512d acc = _mm512_setzero_pd();
@@ -272,55 +269,3 @@ __attribute__((target("avx512f"))) static double exp_shifted_sum_avx512_f64(
     return s;
 }
 #endif /* MT_X86 */
-
-double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float shift,
-                              const float *ahead) {
-#ifdef MT_X86
-    if (__builtin_cpu_supports("avx512f"))
-        return exp_shifted_sum_avx512_f32(x, out, n, scale, shift, ahead);
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return exp_shifted_sum_avx2_f32(x, out, n, scale, shift, ahead);
-#endif
-    return exp_shifted_sum_generic_f32(x, out, n, scale, shift, ahead);
-}
-
-double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double scale,
-                              double shift, const double *ahead) {
-#ifdef MT_X86
-    if (__builtin_cpu_supports("avx512f"))
-        return exp_shifted_sum_avx512_f64(x, out, n, scale, shift, ahead);
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return exp_shifted_sum_avx2_f64(x, out, n, scale, shift, ahead);
-#endif
-    return exp_shifted_sum_generic_f64(x, out, n, scale, shift, ahead);
-}
-
-void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, float hi, float lo,
-                        const float *ahead) {
-#ifdef MT_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        exp_shifted_avx512_f32(x, out, n, scale, hi, lo, ahead);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        exp_shifted_avx2_f32(x, out, n, scale, hi, lo, ahead);
-        return;
-    }
-#endif
-    exp_shifted_generic_f32(x, out, n, scale, hi, lo, ahead);
-}
-
-void mt_exp_shifted_f64(const double *x, double *out, int64_t n, double scale, double hi,
-                        double lo, const double *ahead) {
-#ifdef MT_X86
-    if (__builtin_cpu_supports("avx512f")) {
-        exp_shifted_avx512_f64(x, out, n, scale, hi, lo, ahead);
-        return;
-    }
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
-        exp_shifted_avx2_f64(x, out, n, scale, hi, lo, ahead);
-        return;
-    }
-#endif
-    exp_shifted_generic_f64(x, out, n, scale, hi, lo, ahead);
-}

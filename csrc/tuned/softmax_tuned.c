@@ -1,31 +1,43 @@
-/* softmax_impl.h — softmax and log-softmax over the last dim, for one dtype.
+/* tuned/softmax_tuned.c — softmax and log-softmax over the last dim, forward and backward, at
+ * memory speed.
  *
- * Included by softmax.c with T, SFX and UT (the unsigned integer of T's width) defined, after
- * row_ops_impl.h for that dtype.
+ * The reference bodies (csrc/softmax.c) call libm's exp once per element and walk each row
+ * three times; here the exp is the vector one of fast_exp.c, the max and sums are vector
+ * reductions (row_ops.h), the masked row builds its scores in one pass, and each row's exp pass
+ * prefetches the next row, so that a row costs about one read and one write of memory.
  * Each row: z = x*scale (+ mask), m = max z, e = exp(z - m), y = e / sum e. The row is at most a
- * few hundred KiB, so the three passes hit L1/L2 and memory traffic is one read + one write.
+ * few hundred KiB, so the passes after the first hit L1/L2.
+ * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
-#define SC_(a, b) a##_##b
-#define SC(a, b) SC_(a, b)
+#ifndef ISA
+#include <math.h>
+#include "mt_internal.h"
+#include "fast_exp.h"
+typedef uint32_t bits_f32; /* the unsigned integer of T's width: F(bits) */
+typedef uint64_t bits_f64;
+#define MT_BODY "softmax_tuned.c"
+#include "each_isa.h"
+#else
+#include "row_ops.h"
 
 /* Unmasked row: scale only. `ahead`: the next row of x (MT_NEXT_ROW), or NULL. */
-MT_ROW_KERNEL static void SC(softmax_row_plain, SFX)(const T *x, T *y, int64_t n, T scale,
-                                                    const T *ahead) {
-    T m = SC(row_max_scaled, SFX)(x, n, scale);
+static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
+                                 const T *ahead) {
+    T m = V(row_max_scaled)(x, n, scale);
     if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
         for (int64_t j = 0; j < n; ++j) y[j] = 0;
         return;
     }
-    double s = SC(row_exp_sum, SFX)(x, y, n, scale, m, ahead);
-    SC(row_scale, SFX)(y, n, (T)(1.0 / s));
+    double s = V(row_exp_sum)(x, y, n, scale, m, ahead);
+    V(row_scale)(y, n, (T)(1.0 / s));
 }
 
 /* -inf where `excluded` is set, else v; on the bits, because GCC 12 does not vectorize a
  * float select on a byte condition (the scalar loop took 6 cycles an element, not 1). */
-MT_INLINE static T SC(masked_out, SFX)(T v, uint8_t excluded) {
-    const UT all_ones_if_excluded = (UT)(excluded == 0) - 1;
+MT_INLINE static T V(masked_out)(T v, uint8_t excluded) {
+    const F(bits) all_ones_if_excluded = (F(bits))(excluded == 0) - 1;
     const T minus_inf = -(T)INFINITY;
-    UT bits, minus_inf_bits;
+    F(bits) bits, minus_inf_bits;
     __builtin_memcpy(&bits, &v, sizeof(T));
     __builtin_memcpy(&minus_inf_bits, &minus_inf, sizeof(T));
     bits = (bits & ~all_ones_if_excluded) | (minus_inf_bits & all_ones_if_excluded);
@@ -36,10 +48,10 @@ MT_INLINE static T SC(masked_out, SFX)(T v, uint8_t excluded) {
 /* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
  * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
  * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
-MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t n, T scale,
-                                                     const T *madd, const uint8_t *mbool,
-                                                     int64_t mstride, int64_t live,
-                                                     const T *ahead) {
+static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
+                                  const T *madd, const uint8_t *mbool,
+                                  int64_t mstride, int64_t live,
+                                  const T *ahead) {
     T m = -(T)INFINITY;
     if (madd && mstride == 1) {
 #pragma omp simd reduction(max : m)
@@ -50,8 +62,8 @@ MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t 
         }
     } else if (mbool && mstride == 1) {
         /* No `omp simd` here: masked_out's bit casts would become memory (see fast_exp.h) */
-        for (int64_t j = 0; j < live; ++j) y[j] = SC(masked_out, SFX)(x[j] * scale, mbool[j]);
-        m = SC(row_max_scaled, SFX)(y, live, (T)1);
+        for (int64_t j = 0; j < live; ++j) y[j] = V(masked_out)(x[j] * scale, mbool[j]);
+        m = V(row_max_scaled)(y, live, (T)1);
     } else {
         /* A broadcast (stride-0) mask is one value for the whole row. */
         T add = madd ? madd[0] : 0;
@@ -68,28 +80,24 @@ MT_ROW_KERNEL static void SC(softmax_row_masked, SFX)(const T *x, T *y, int64_t 
     if (live > 0) {
         /* (prefetches the next row's first `live` elements: the causal next row needs one
          * more, which the hardware prefetcher adds) */
-        double s = SC(row_exp_sum, SFX)(y, y, live, (T)1, m, ahead);
-        SC(row_scale, SFX)(y, live, (T)(1.0 / s));
+        double s = V(row_exp_sum)(y, y, live, (T)1, m, ahead);
+        V(row_scale)(y, live, (T)(1.0 / s));
     }
     for (int64_t j = live; j < n; ++j) y[j] = 0;
 }
 
-int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
-                                const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
-                                const int64_t *row_shape, const int64_t *mask_row_strides,
-                                int64_t mask_col_stride, int64_t causal_lq) {
-    if (rows < 0 || cols < 0 || causal_lq < 0 || mask_ndim < 0) return MT_ERR_ARGS;
-    if (mask_add && mask_bool) return MT_ERR_ARGS;
-    if (mask_col_stride != 0 && mask_col_stride != 1) return MT_ERR_ARGS;
+int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
+                             const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
+                             const int64_t *row_shape, const int64_t *mask_row_strides,
+                             int64_t mask_col_stride, int64_t causal_lq) {
     const int has_mask = mask_add != NULL || mask_bool != NULL;
-    if (has_mask && mask_ndim > 0 && (!row_shape || !mask_row_strides)) return MT_ERR_ARGS;
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
         const T *xr = x + r * cols;
         T *yr = y + r * cols;
         if (!has_mask && causal_lq == 0) {
-            SC(softmax_row_plain, SFX)(xr, yr, cols, scale, MT_NEXT_ROW(x, r, rows, cols));
+            V(softmax_row_plain)(xr, yr, cols, scale, MT_NEXT_ROW(x, r, rows, cols));
             continue;
         }
         int64_t live = cols;
@@ -100,36 +108,35 @@ int SC(mt_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols, T 
         const T *madd = NULL;
         const uint8_t *mbool = NULL;
         if (has_mask) {
-            int64_t off = mask_row_offset(r, mask_ndim, row_shape, mask_row_strides);
+            int64_t off = mt_mask_row_offset(r, mask_ndim, row_shape, mask_row_strides);
             if (mask_add) madd = mask_add + off;
             else mbool = mask_bool + off;
         }
-        SC(softmax_row_masked, SFX)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live,
-                                    MT_NEXT_ROW(x, r, rows, cols));
+        V(softmax_row_masked)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live,
+                              MT_NEXT_ROW(x, r, rows, cols));
     }
     return 0;
 }
 
-MT_ROW_KERNEL static void SC(softmax_backward_row, SFX)(const T *y, const T *dy, T *dx,
-                                                       int64_t n, T scale) {
-    T dot = (T)SC(row_dot, SFX)(dy, y, n);
+static void V(softmax_backward_row)(const T *y, const T *dy, T *dx,
+                                    int64_t n, T scale) {
+    T dot = (T)V(row_dot)(dy, y, n);
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dx[j] = scale * y[j] * (dy[j] - dot);
 }
 
-int SC(mt_softmax_backward, SFX)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
-                                 T scale) {
-    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
+int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
+                              T scale) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r)
-        SC(softmax_backward_row, SFX)(y + r * cols, dy + r * cols, dx + r * cols, cols, scale);
+        V(softmax_backward_row)(y + r * cols, dy + r * cols, dx + r * cols, cols, scale);
     return 0;
 }
 
-MT_ROW_KERNEL static void SC(log_softmax_row, SFX)(const T *x, T *y, int64_t n,
-                                                  const T *ahead) {
-    double lse = SC(row_logsumexp, SFX)(x, y, n, ahead); /* y holds the exps until below */
+static void V(log_softmax_row)(const T *x, T *y, int64_t n,
+                               const T *ahead) {
+    double lse = V(row_logsumexp)(x, y, n, ahead); /* y holds the exps until below */
     if (lse == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
         for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
         return;
@@ -141,34 +148,31 @@ MT_ROW_KERNEL static void SC(log_softmax_row, SFX)(const T *x, T *y, int64_t n,
     for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - lse_hi) - lse_lo;
 }
 
-int SC(mt_log_softmax_forward, SFX)(const T *x, T *y, int64_t rows, int64_t cols) {
-    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
+int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r)
-        SC(log_softmax_row, SFX)(x + r * cols, y + r * cols, cols, MT_NEXT_ROW(x, r, rows, cols));
+        V(log_softmax_row)(x + r * cols, y + r * cols, cols, MT_NEXT_ROW(x, r, rows, cols));
     return 0;
 }
 
 /* dy_ahead: the next row of dy (MT_NEXT_ROW), whose sum is that row's first pass */
-MT_ROW_KERNEL static void SC(log_softmax_backward_row, SFX)(const T *y, const T *dy, T *dx,
-                                                           int64_t n, const T *dy_ahead) {
-    T total = (T)SC(row_sum, SFX)(dy, n);
-    SC(mt_exp_shifted, SFX)(y, dx, n, (T)1, (T)0, (T)0, dy_ahead);
+static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
+                                        int64_t n, const T *dy_ahead) {
+    T total = (T)V(row_sum)(dy, n);
+    V(exp_shifted)(y, dx, n, (T)1, (T)0, (T)0, dy_ahead);
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dx[j] = dy[j] - dx[j] * total;
 }
 
-int SC(mt_log_softmax_backward, SFX)(const T *y, const T *dy, T *dx, int64_t rows,
-                                     int64_t cols) {
-    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
+int V(tuned_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows,
+                                  int64_t cols) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r)
-        SC(log_softmax_backward_row, SFX)(y + r * cols, dy + r * cols, dx + r * cols, cols,
-                                          MT_NEXT_ROW(dy, r, rows, cols));
+        V(log_softmax_backward_row)(y + r * cols, dy + r * cols, dx + r * cols, cols,
+                                    MT_NEXT_ROW(dy, r, rows, cols));
     return 0;
 }
 
-#undef SC
-#undef SC_
+#endif

@@ -1,62 +1,65 @@
 /* gemm_microkernels.c — GEMM micro-kernels for AVX-512, AVX2+FMA and portable C.
  *
+ * They exist because the FMA units are the GEMM's limit once the driver (gemm_tuned.c) keeps
+ * the operands in cache: a kernel holds a whole tile of C in registers and streams packed A and
+ * B through it, which compilers do not derive from a plain loop nest.
+ *
  * The SIMD kernels are one macro body instantiated per instruction set: MR = 6 rows, NR = two
  * vectors, so 12 accumulators live in registers (of 16 ymm / 32 zmm) and every k step does
  * 2 vector loads of B, 6 broadcasts of A and 12 FMAs — enough independent FMAs to cover the
  * FMA latency (4 cycles x 2 pipes on Zen3 = 8 in flight). Each kernel is compiled with a
  * target attribute so the file builds with baseline flags; the driver picks one at run time.
  */
+#include "mt_internal.h"
 #include "gemm_microkernels.h"
-#include "minitorch.h"
 
-#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
-#define MT_HAVE_X86_KERNELS 1
+#ifdef MT_X86
 #include <immintrin.h>
 #endif
 
 /* ---- portable kernel: a 4 x 8 tile the compiler keeps in registers ---- */
-#define MT_GENERIC_MR 4
-#define MT_GENERIC_NR 8
+#define MT_PORTABLE_MR 4
+#define MT_PORTABLE_NR 8
 
-#define DEFINE_GENERIC_KERNEL(NAME, T)                                                        \
+#define DEFINE_PORTABLE_KERNEL(NAME, T)                                                        \
     static void NAME(int64_t kc, const T *ap, const T *bp, T *c, int64_t ldc, T alpha,       \
                      T beta) {                                                                \
-        NAME##_strided(kc, ap, 1, MT_GENERIC_MR, bp, MT_GENERIC_NR, c, ldc, alpha, beta);    \
+        NAME##_strided(kc, ap, 1, MT_PORTABLE_MR, bp, MT_PORTABLE_NR, c, ldc, alpha, beta);    \
     }
 
 /* The same tile with A(r, p) = a[r*rs_a + p*cs_a] and B rows ldb apart (unpacked operands). */
-#define DEFINE_GENERIC_STRIDED_KERNEL(NAME, T)                                                \
+#define DEFINE_PORTABLE_STRIDED_KERNEL(NAME, T)                                                \
     static void NAME(int64_t kc, const T *a, int64_t rs_a, int64_t cs_a, const T *bp,        \
                      int64_t ldb, T *c, int64_t ldc, T alpha, T beta) {                       \
-        T acc[MT_GENERIC_MR][MT_GENERIC_NR] = {{0}};                                          \
+        T acc[MT_PORTABLE_MR][MT_PORTABLE_NR] = {{0}};                                          \
         for (int64_t p = 0; p < kc; ++p) {                                                    \
-            for (int r = 0; r < MT_GENERIC_MR; ++r)                                           \
-                for (int j = 0; j < MT_GENERIC_NR; ++j)                                       \
+            for (int r = 0; r < MT_PORTABLE_MR; ++r)                                           \
+                for (int j = 0; j < MT_PORTABLE_NR; ++j)                                       \
                     acc[r][j] += a[r * rs_a] * bp[j];                                         \
             a += cs_a;                                                                        \
             bp += ldb;                                                                        \
         }                                                                                     \
-        for (int r = 0; r < MT_GENERIC_MR; ++r)                                               \
-            for (int j = 0; j < MT_GENERIC_NR; ++j)                                           \
+        for (int r = 0; r < MT_PORTABLE_MR; ++r)                                               \
+            for (int j = 0; j < MT_PORTABLE_NR; ++j)                                           \
                 c[r * ldc + j] = beta == 0 ? alpha * acc[r][j]                                \
                                            : alpha * acc[r][j] + beta * c[r * ldc + j];       \
     }
 
-DEFINE_GENERIC_STRIDED_KERNEL(microkernel_generic_f32_strided, float)
-DEFINE_GENERIC_STRIDED_KERNEL(microkernel_generic_f64_strided, double)
+DEFINE_PORTABLE_STRIDED_KERNEL(microkernel_portable_f32_strided, float)
+DEFINE_PORTABLE_STRIDED_KERNEL(microkernel_portable_f64_strided, double)
 /* A full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */
-#define DEFINE_GENERIC_PACK_BT(NAME, T)                                                      \
+#define DEFINE_PORTABLE_PACK_BT(NAME, T)                                                      \
     static void NAME(int64_t kc, const T *b, int64_t ldb, T *bp) {                          \
-        for (int j = 0; j < MT_GENERIC_NR; ++j)                                              \
-            for (int64_t p = 0; p < kc; ++p) bp[p * MT_GENERIC_NR + j] = b[j * ldb + p];      \
+        for (int j = 0; j < MT_PORTABLE_NR; ++j)                                              \
+            for (int64_t p = 0; p < kc; ++p) bp[p * MT_PORTABLE_NR + j] = b[j * ldb + p];      \
     }
-DEFINE_GENERIC_PACK_BT(pack_bt_generic_f32, float)
-DEFINE_GENERIC_PACK_BT(pack_bt_generic_f64, double)
+DEFINE_PORTABLE_PACK_BT(pack_bt_portable_f32, float)
+DEFINE_PORTABLE_PACK_BT(pack_bt_portable_f64, double)
 
-DEFINE_GENERIC_KERNEL(microkernel_generic_f32, float)
-DEFINE_GENERIC_KERNEL(microkernel_generic_f64, double)
+DEFINE_PORTABLE_KERNEL(microkernel_portable_f32, float)
+DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
 
-#ifdef MT_HAVE_X86_KERNELS
+#ifdef MT_X86
 /* One row of the 6 x (2 vectors) tile: broadcast A[r], two FMAs. */
 #define MT_UK_ROW(r, A_AT)                             \
     a = BCAST(A_AT(r));                                \
@@ -189,7 +192,7 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, __m512d)
 #undef SET1
 /* ---- packing a transposed B (e.g. the Kᵀ of attention scores): 8x8 / 4x4 register
  * transposes. Each op(B) column is a contiguous stored row, so a full sliver is NR stored rows
- * turned on their side; element by element that was ~30% of a 32x32x32 product's time. ---- */
+ * turned on their side, which element by element costs a small product much of its time. ---- */
 __attribute__((target("avx2,fma"))) static void pack_bt_avx2_f32(int64_t kc, const float *b,
                                                                   int64_t ldb, float *bp,
                                                                   int nr) {
@@ -254,12 +257,12 @@ DEFINE_PACK_BT(pack_bt_avx2_f32_nr16, pack_bt_avx2_f32, float, 16)
 DEFINE_PACK_BT(pack_bt_avx512_f32_nr32, pack_bt_avx2_f32, float, 32)
 DEFINE_PACK_BT(pack_bt_avx2_f64_nr8, pack_bt_avx2_f64, double, 8)
 DEFINE_PACK_BT(pack_bt_avx512_f64_nr16, pack_bt_avx2_f64, double, 16)
-#endif /* MT_HAVE_X86_KERNELS */
+#endif /* MT_X86 */
 
 /* Block sizes: B sliver kc*NR*sizeof(T) = 16 KiB (half of the 32 KiB L1d), A block
  * mc*kc*sizeof(T) ~ 144-288 KiB (within the 512 KiB L2), B panel kc*nc in L3. */
 void mt_gemm_plan_for_f32(int isa, mt_gemm_plan_f32 *plan) {
-#ifdef MT_HAVE_X86_KERNELS
+#ifdef MT_X86
     if (isa == MT_ISA_AVX512) {
         *plan = (mt_gemm_plan_f32){6, 32, 144, 256, 4064, microkernel_avx512_f32,
                                      microkernel_avx512_f32_strided, pack_bt_avx512_f32_nr32};
@@ -272,13 +275,13 @@ void mt_gemm_plan_for_f32(int isa, mt_gemm_plan_f32 *plan) {
     }
 #endif
     (void)isa;
-    *plan = (mt_gemm_plan_f32){MT_GENERIC_MR, MT_GENERIC_NR, 128, 256, 4096,
-                               microkernel_generic_f32, microkernel_generic_f32_strided,
-                               pack_bt_generic_f32};
+    *plan = (mt_gemm_plan_f32){MT_PORTABLE_MR, MT_PORTABLE_NR, 128, 256, 4096,
+                               microkernel_portable_f32, microkernel_portable_f32_strided,
+                               pack_bt_portable_f32};
 }
 
 void mt_gemm_plan_for_f64(int isa, mt_gemm_plan_f64 *plan) {
-#ifdef MT_HAVE_X86_KERNELS
+#ifdef MT_X86
     if (isa == MT_ISA_AVX512) {
         *plan = (mt_gemm_plan_f64){6, 16, 72, 256, 4080, microkernel_avx512_f64,
                                      microkernel_avx512_f64_strided, pack_bt_avx512_f64_nr16};
@@ -291,7 +294,7 @@ void mt_gemm_plan_for_f64(int isa, mt_gemm_plan_f64 *plan) {
     }
 #endif
     (void)isa;
-    *plan = (mt_gemm_plan_f64){MT_GENERIC_MR, MT_GENERIC_NR, 64, 256, 4096,
-                               microkernel_generic_f64, microkernel_generic_f64_strided,
-                               pack_bt_generic_f64};
+    *plan = (mt_gemm_plan_f64){MT_PORTABLE_MR, MT_PORTABLE_NR, 64, 256, 4096,
+                               microkernel_portable_f64, microkernel_portable_f64_strided,
+                               pack_bt_portable_f64};
 }

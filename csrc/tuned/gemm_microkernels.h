@@ -42,7 +42,7 @@ typedef struct {
     void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp);
 } mt_gemm_plan_f64;
 
-/* Fill `plan` for `isa` (MT_ISA_GENERIC / AVX2 / AVX512), which must be supported. */
+/* Fill `plan` for `isa` (MT_ISA_PORTABLE / AVX2 / AVX512), which must be supported. */
 void mt_gemm_plan_for_f32(int isa, mt_gemm_plan_f32 *plan);
 void mt_gemm_plan_for_f64(int isa, mt_gemm_plan_f64 *plan);
 

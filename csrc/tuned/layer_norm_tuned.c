@@ -1,27 +1,37 @@
-/* layer_norm_impl.h — layer normalization over the last dim, one dtype.
+/* tuned/layer_norm_tuned.c — layer normalization over the last dim at memory speed.
  *
- * Included by layer_norm.c with T, SFX defined, after row_ops_impl.h (vector sums). Statistics
- * of the row shifted by a point near its mean (see layer_norm_row), sums finished in double;
- * never E[x^2] - E[x]^2 of the raw data, which cancels.
+ * The reference bodies (csrc/layer_norm.c) take the mean, then the variance, then write y: three
+ * passes with double accumulators, one element at a time. Here the statistics come from one
+ * pass of vector sums around a shift point (layer_norm_row says why that does not cancel),
+ * the next row is prefetched while one is normalized, and the backward handles two rows per
+ * pass so that the column sums of dweight and dbias are loaded and stored once for both.
+ * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  *   y = (x - mean) * rstd * w + b,           rstd = 1 / sqrt(var + eps)
  *   xhat = (x - mean) * rstd,  g = dy * w
  *   dx = rstd * (g - mean(g) - xhat * mean(g * xhat))
  *   dw = sum_rows dy * xhat,   db = sum_rows dy
  */
-#define LN_(a, b) a##_##b
-#define LN(a, b) LN_(a, b)
+#ifndef ISA
+#include <math.h>
+#include <string.h>
+#include "mt_internal.h"
+#include "fast_exp.h"
+#define MT_BODY "layer_norm_tuned.c"
+#include "each_isa.h"
+#else
+#include "row_ops.h"
 
-/* Two sums at once, on the vector type and with the blocking of row_ops_impl.h (four
+/* Two sums at once, on the vector type and with the blocking of row_ops.h (four
  * accumulators per quantity, block sums in double). */
 #define LN_LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
 
 /* Sum of (x[j] - c) and of (x[j] - c)^2. */
-MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double *sum,
-                                             double *sumsq) {
+MT_INLINE static void V(centered_sums)(const T *x, int64_t n, T c, double *sum,
+                                       double *sumsq) {
     double s1 = 0, s2 = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
-        LN(vec, SFX) a1[4] = {{0}}, a2[4] = {{0}}, d;
+        V(vec) a1[4] = {{0}}, a2[4] = {{0}}, d;
         T t1 = 0, t2 = 0;
         int64_t j = j0;
         for (; j + 4 * LN_LANES <= j1; j += 4 * LN_LANES)
@@ -38,20 +48,20 @@ MT_INLINE static void LN(centered_sums, SFX)(const T *x, int64_t n, T c, double 
         }
         a1[0] = (a1[0] + a1[1]) + (a1[2] + a1[3]);
         a2[0] = (a2[0] + a2[1]) + (a2[2] + a2[3]);
-        s1 += LN(lanes_total, SFX)(&a1[0]) + (double)t1;
-        s2 += LN(lanes_total, SFX)(&a2[0]) + (double)t2;
+        s1 += V(lanes_total)(&a1[0]) + (double)t1;
+        s2 += V(lanes_total)(&a2[0]) + (double)t2;
     }
     *sum = s1;
     *sumsq = s2;
 }
 
 /* Sum of g[j] and of g[j] * xhat[j], g = dy * w (w = NULL: 1), xhat = (x - mean) * rstd. */
-MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T mean, T rstd,
-                                         int64_t n, double *sum_g, double *sum_gx) {
+MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, T rstd,
+                                   int64_t n, double *sum_g, double *sum_gx) {
     double s1 = 0, s2 = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
-        LN(vec, SFX) a1[4] = {{0}}, a2[4] = {{0}}, g, xv, wv;
+        V(vec) a1[4] = {{0}}, a2[4] = {{0}}, g, xv, wv;
         T t1 = 0, t2 = 0;
         int64_t j = j0;
         for (; j + 4 * LN_LANES <= j1; j += 4 * LN_LANES)
@@ -72,8 +82,8 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
         }
         a1[0] = (a1[0] + a1[1]) + (a1[2] + a1[3]);
         a2[0] = (a2[0] + a2[1]) + (a2[2] + a2[3]);
-        s1 += LN(lanes_total, SFX)(&a1[0]) + (double)t1;
-        s2 += LN(lanes_total, SFX)(&a2[0]) + (double)t2;
+        s1 += V(lanes_total)(&a1[0]) + (double)t1;
+        s2 += V(lanes_total)(&a2[0]) + (double)t2;
     }
     *sum_g = s1;
     *sum_gx = s2;
@@ -92,17 +102,17 @@ MT_INLINE static void LN(grad_sums, SFX)(const T *dy, const T *x, const T *w, T 
  * of normal data, and each such row cost a second pass; a mean of 32 almost never is.)
  * y = ((x - m_hi) - m_lo) * rstd with m_hi = c, m_lo = mean(e) keeps y accurate even when the
  * mean is not representable in T (x ~ 1000 +- 1 in float32). */
-MT_ROW_KERNEL static void LN(layer_norm_row, SFX)(const T *x, const T *w, const T *b, T *y,
-                                                 int64_t n, double eps, T *mean_out,
-                                                 T *rstd_out) {
+static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
+                              int64_t n, double eps, T *mean_out,
+                              T *rstd_out) {
     const int64_t sample = n < LN_SHIFT_SAMPLE ? n : LN_SHIFT_SAMPLE;
-    T m_hi = (T)(LN(row_sum, SFX)(x, sample) / (double)sample);
+    T m_hi = (T)(V(row_sum)(x, sample) / (double)sample);
     double sum_e, sum_e2;
-    LN(centered_sums, SFX)(x, n, m_hi, &sum_e, &sum_e2);
+    V(centered_sums)(x, n, m_hi, &sum_e, &sum_e2);
     double mean_e = sum_e / (double)n, mean_e2 = sum_e2 / (double)n;
     if (!(mean_e * mean_e <= 0.5 * mean_e2)) { /* (also when NaN/inf: then it stays NaN) */
         m_hi = (T)((double)m_hi + mean_e);
-        LN(centered_sums, SFX)(x, n, m_hi, &sum_e, &sum_e2);
+        V(centered_sums)(x, n, m_hi, &sum_e, &sum_e2);
         mean_e = sum_e / (double)n;
         mean_e2 = sum_e2 / (double)n;
     }
@@ -129,20 +139,18 @@ MT_ROW_KERNEL static void LN(layer_norm_row, SFX)(const T *x, const T *w, const 
     }
 }
 
-int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T *y, T *mean,
-                                   T *rstd, int64_t rows, int64_t cols, double eps) {
-    if (rows < 0 || cols <= 0) return rows == 0 ? 0 : MT_ERR_ARGS;
+int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
+                                T *rstd, int64_t rows, int64_t cols, double eps) {
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
-        /* Ask for the next row while this one is worked on: the row's passes run from L1, and
-         * one core keeps DRAM busy only with many misses in flight (measured ~15% on 16 MB
-         * inputs; the same in backward, with two input rows, did not help). */
+        /* Ask for the whole next row while this one is worked on: the row's passes run from
+         * L1, and one core keeps DRAM busy only with many misses in flight. */
         if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
             for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
                 __builtin_prefetch(x + (r + 1) * cols + j);
-        LN(layer_norm_row, SFX)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
-                                &rstd[r]);
+        V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
+                          &rstd[r]);
     }
     return 0;
 }
@@ -151,10 +159,10 @@ int LN(mt_layer_norm_forward, SFX)(const T *x, const T *weight, const T *bias, T
  * once inlined; row q at offset q*n), and, in the same pass over dy and x, their dy * xhat
  * and dy added into the partial column sums dw_acc / db_acc. Two rows per pass load and store
  * each column sum once for both: those sums were half of the backward's time. */
-MT_INLINE static void LN(dx_pass, SFX)(const T *dy, const T *x, const T *w, const T *mean,
-                                       const T *rstd, const T *a, const T *c, T *dx,
-                                       int64_t n, T *dw_acc, T *db_acc, const int count,
-                                       const int has_w, const int has_acc) {
+MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, const T *mean,
+                                 const T *rstd, const T *a, const T *c, T *dx,
+                                 int64_t n, T *dw_acc, T *db_acc, const int count,
+                                 const int has_w, const int has_acc) {
     const T m0 = mean[0], r0 = rstd[0], a0 = a[0], c0 = c[0];
     const T m1 = count > 1 ? mean[1] : 0, r1 = count > 1 ? rstd[1] : 0;
     const T a1 = count > 1 ? a[1] : 0, c1 = count > 1 ? c[1] : 0;
@@ -180,27 +188,27 @@ MT_INLINE static void LN(dx_pass, SFX)(const T *dy, const T *x, const T *w, cons
 
 /* dx for `count` (1 or 2) consecutive rows; adds their dy*xhat and dy into the partial
  * column sums dw_acc / db_acc (T, flushed to double by the caller every few rows), if given. */
-MT_ROW_KERNEL static void LN(layer_norm_backward_rows, SFX)(const T *dy, const T *x,
-                                                           const T *w, const T *mean,
-                                                           const T *rstd, T *dx, int64_t n,
-                                                           int count, T *dw_acc, T *db_acc) {
+static void V(layer_norm_backward_rows)(const T *dy, const T *x,
+                                        const T *w, const T *mean,
+                                        const T *rstd, T *dx, int64_t n,
+                                        int count, T *dw_acc, T *db_acc) {
     T a[2], c[2];
     for (int q = 0; q < count; ++q) {
         double sum_g, sum_gx;
-        LN(grad_sums, SFX)(dy + q * n, x + q * n, w, mean[q], rstd[q], n, &sum_g, &sum_gx);
+        V(grad_sums)(dy + q * n, x + q * n, w, mean[q], rstd[q], n, &sum_g, &sum_gx);
         a[q] = (T)(sum_g / (double)n);
         c[q] = (T)(sum_gx / (double)n);
     }
     /* Constant flags: each call below is inlined into a loop without the tests. */
 #define LN_DX_PASS(COUNT)                                                                   \
     if (w && dw_acc)                                                                         \
-        LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 1, 1);    \
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 1, 1);    \
     else if (w)                                                                              \
-        LN(dx_pass, SFX)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 1, 0);        \
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 1, 0);        \
     else if (dw_acc)                                                                         \
-        LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 0, 1); \
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 0, 1); \
     else                                                                                     \
-        LN(dx_pass, SFX)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 0, 0);
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 0, 0);
     if (count == 2) {
         LN_DX_PASS(2)
     } else {
@@ -213,11 +221,9 @@ MT_ROW_KERNEL static void LN(layer_norm_backward_rows, SFX)(const T *dy, const T
  * speed, and float32 column sums over 10^5 rows still good to ~1e-6. */
 #define LN_FLUSH_ROWS 64
 
-int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, const T *mean,
-                                    const T *rstd, T *dx, T *dweight, T *dbias, int64_t rows,
-                                    int64_t cols) {
-    if (rows < 0 || cols < 0) return MT_ERR_ARGS;
-    if (cols == 0) return 0;
+int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const T *mean,
+                                 const T *rstd, T *dx, T *dweight, T *dbias, int64_t rows,
+                                 int64_t cols) {
     const int want_params = dweight != NULL || dbias != NULL;
     int nt = mt_threads_for(rows * cols);
     /* Per thread: double column sums (dw, db) and T group sums (dw, db); reduced below, no
@@ -244,9 +250,9 @@ int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, co
         }
         for (int64_t r = r0, count; r < r1; r += count) {
             count = r + 1 < r1 ? 2 : 1;
-            LN(layer_norm_backward_rows, SFX)(dy + r * cols, x + r * cols, weight, mean + r,
-                                              rstd + r, dx + r * cols, cols, (int)count,
-                                              dw_group, db_group);
+            V(layer_norm_backward_rows)(dy + r * cols, x + r * cols, weight, mean + r,
+                                        rstd + r, dx + r * cols, cols, (int)count,
+                                        dw_group, db_group);
             /* (LN_FLUSH_ROWS is even: counting by pairs still lands on its multiples) */
             if (scratch && ((r + count - r0) % LN_FLUSH_ROWS == 0 || r + count == r1)) {
                 for (int64_t j = 0; j < cols; ++j) {
@@ -276,5 +282,4 @@ int LN(mt_layer_norm_backward, SFX)(const T *dy, const T *x, const T *weight, co
 #undef LN_SHIFT_SAMPLE
 #undef LN_FLUSH_ROWS
 #undef LN_LANES
-#undef LN
-#undef LN_
+#endif

@@ -1,6 +1,9 @@
-/* gemm_impl.h — the GotoBLAS/BLIS GEMM driver, written once for T = float and T = double.
+/* tuned/gemm_tuned.c — the GotoBLAS/BLIS GEMM driver, written once for T = float and double.
  *
- * Included by gemm.c with T, SFX (f32 / f64) defined. Loop nest, outermost first:
+ * The reference triple loop (csrc/gemm.c) reads B down its columns and runs at a few percent
+ * of the FMA units' peak; this driver packs blocks of A and B so that each level of the cache
+ * holds what the level below reuses, and hands register tiles to the SIMD micro-kernels of
+ * gemm_microkernels.c (chosen by the ISA level). Loop nest, outermost first:
  *   jc over N in NC columns       (B panel kc x nc lives in L3)
  *     pc over K in KC             (pack B panel into NR-column slivers, shared by threads)
  *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2)
@@ -11,10 +14,26 @@
  * micro-kernel never touches memory outside C.
  * Products small enough for L1 (e.g. 32x32x32 attention heads) skip the blocking and most of
  * the packing: gemm_small runs the strided micro-kernel on the operands where they lie.
+ * This file is its own body, included once per element type.
  */
-#define MT_CAT_(a, b) a##_##b
-#define MT_CAT(a, b) MT_CAT_(a, b)
-#define PLAN MT_CAT(mt_gemm_plan, SFX)
+#ifndef T
+#include "mt_internal.h"
+#include "gemm_microkernels.h"
+
+#define T float
+#define SFX f32
+#include "gemm_tuned.c"
+#undef T
+#undef SFX
+
+#define T double
+#define SFX f64
+#include "gemm_tuned.c"
+#undef T
+#undef SFX
+
+#else
+#define PLAN F(mt_gemm_plan)
 
 /* Everything one GEMM call needs, except the per-thread scratch. */
 typedef struct {
@@ -25,8 +44,8 @@ typedef struct {
     int64_t lda, ldb, ldc;
     int64_t mc, kc;   /* block sizes balanced for this problem (mc: the largest A block) */
     int64_t blocks_m; /* A blocks per K block: each gets an equal share (+-1) of MR slivers */
-} MT_CAT(gemm_problem, SFX);
-#define PROBLEM MT_CAT(gemm_problem, SFX)
+} F(gemm_problem);
+#define PROBLEM F(gemm_problem)
 
 /* Pack op(A)[i0:i0+mc, p0:p0+kc] into MR-row slivers, zero-padding the last sliver.
  * Full slivers of row-major A read MR rows side by side and write each k step's MR values
@@ -40,15 +59,15 @@ typedef struct {
     } while (0)
 
 /* Transposed A (stored k x m, e.g. the xᵀ of a weight gradient): op(A)'s column p is the
- * stored row p. Walking sliver by sliver reads MR values per stored row with a stride of lda:
- * for lda = 512 floats (2 KiB) all those lines fall into 2 of the 64 L1 sets, and the kernel
- * ran at ~27 GF/s instead of ~40. Walking row by row instead scatters every row over all the
- * slivers, kc*MR elements apart: one store per page. So take 8 stored rows at a time (at most
- * a few KiB, L1-resident) and write each sliver's 8*MR contiguous values from them. */
+ * stored row p. Walking sliver by sliver reads MR values per stored row with a stride of lda: for
+ * lda = 512 floats (2 KiB) all those lines fall into 2 of the 64 L1 sets, which starves the kernel.
+ * Walking row by row instead scatters every row over all the slivers, kc*MR elements apart: one
+ * store per page. So take 8 stored rows at a time (at most a few KiB, L1-resident) and write each
+ * sliver's 8*MR contiguous values from them. */
 #define MT_PACK_A_T_ROWS 8
-static void MT_CAT(pack_a_transposed, SFX)(const PROBLEM *pr, const T *a, int64_t i0,
-                                           int64_t mc, int64_t p0, int64_t kc,
-                                           T *restrict ap) {
+static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
+                                 int64_t mc, int64_t p0, int64_t kc,
+                                 T *restrict ap) {
     const int mr = pr->plan.mr;
     const int64_t full = mc / mr, tail = mc - full * mr;
     for (int64_t q0 = 0; q0 < kc; q0 += MT_PACK_A_T_ROWS) {
@@ -76,11 +95,11 @@ static void MT_CAT(pack_a_transposed, SFX)(const PROBLEM *pr, const T *a, int64_
 }
 #undef MT_PACK_A_T_ROWS
 
-static void MT_CAT(pack_a, SFX)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
-                                int64_t p0, int64_t kc, T *restrict ap) {
+static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
+                      int64_t p0, int64_t kc, T *restrict ap) {
     const int mr = pr->plan.mr;
     if (pr->trans_a) {
-        MT_CAT(pack_a_transposed, SFX)(pr, a, i0, mc, p0, kc, ap);
+        F(pack_a_transposed)(pr, a, i0, mc, p0, kc, ap);
         return;
     }
     for (int64_t s = 0; s < mc; s += mr) {
@@ -103,8 +122,8 @@ static void MT_CAT(pack_a, SFX)(const PROBLEM *pr, const T *a, int64_t i0, int64
 #undef MT_PACK_A_FULL_SLIVER
 
 /* Pack sliver `s` (columns j0+s*NR ..) of op(B)[p0:p0+kc, j0:j0+nc], zero-padded. */
-static void MT_CAT(pack_b_sliver, SFX)(const PROBLEM *pr, const T *b, int64_t p0, int64_t kc,
-                                       int64_t j0, int64_t nc, int64_t s, T *restrict bp) {
+static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t kc,
+                             int64_t j0, int64_t nc, int64_t s, T *restrict bp) {
     const int nr = pr->plan.nr;
     int64_t col0 = s * nr;
     int64_t cols = nc - col0 < nr ? nc - col0 : nr;
@@ -137,9 +156,9 @@ static void MT_CAT(pack_b_sliver, SFX)(const PROBLEM *pr, const T *b, int64_t p0
 }
 
 /* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. */
-static void MT_CAT(macro_kernel, SFX)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
-                                      int64_t ic, int64_t mc, int64_t jc, int64_t nc,
-                                      int64_t kc, int64_t s0, int64_t s1, T beta) {
+static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
+                            int64_t ic, int64_t mc, int64_t jc, int64_t nc,
+                            int64_t kc, int64_t s0, int64_t s1, T beta) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t ldc = pr->ldc;
     /* Edge tile scratch: largest tile is 6 x 32. */
@@ -168,8 +187,8 @@ static void MT_CAT(macro_kernel, SFX)(const PROBLEM *pr, const T *ap, const T *b
 
 /* One matrix product, run by thread `tid` of `nthr` (all threads of a team call this with the
  * same arguments and shared `bpack`; nthr == 1 runs it alone, no barriers). */
-static void MT_CAT(gemm_tiles, SFX)(const PROBLEM *pr, const T *a, const T *b, T *c,
-                                    T *apack, T *bpack, int tid, int nthr) {
+static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
+                          T *apack, T *bpack, int tid, int nthr) {
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
     const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
@@ -184,7 +203,7 @@ static void MT_CAT(gemm_tiles, SFX)(const PROBLEM *pr, const T *a, const T *b, T
             int64_t kc = k - pc < pr->kc ? k - pc : pr->kc;
             T beta = pc == 0 ? pr->beta : (T)1;
             for (int64_t s = tid; s < slivers; s += nthr)
-                MT_CAT(pack_b_sliver, SFX)(pr, b, pc, kc, jc, nc, s, bpack);
+                F(pack_b_sliver)(pr, b, pc, kc, jc, nc, s, bpack);
             if (nthr > 1) {
 #pragma omp barrier
             }
@@ -195,9 +214,9 @@ static void MT_CAT(gemm_tiles, SFX)(const PROBLEM *pr, const T *a, const T *b, T
                 int64_t ic = slivers_m * ib / n_ic * pr->plan.mr;
                 int64_t i_end = slivers_m * (ib + 1) / n_ic * pr->plan.mr;
                 int64_t mc = (i_end < m ? i_end : m) - ic;
-                MT_CAT(pack_a, SFX)(pr, a, ic, mc, pc, kc, apack);
-                MT_CAT(macro_kernel, SFX)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
-                                          slivers * js / n_js, slivers * (js + 1) / n_js, beta);
+                F(pack_a)(pr, a, ic, mc, pc, kc, apack);
+                F(macro_kernel)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
+                                slivers * js / n_js, slivers * (js + 1) / n_js, beta);
             }
             if (nthr > 1) {
 #pragma omp barrier
@@ -207,17 +226,17 @@ static void MT_CAT(gemm_tiles, SFX)(const PROBLEM *pr, const T *a, const T *b, T
 }
 
 /* Small products (all of A and B fit in L1, one K block): packing would copy as many values as
- * the tile kernel multiplies (for 32x32x32, the per-head attention products, it was ~40% of
- * the time), so the strided kernel reads A where it lies and B rows in place when they are
- * contiguous. Only the pieces the kernel cannot read directly are packed, zero-padded: B
- * slivers of a transposed B or past the last full sliver, and the last partial A row tile. */
-static int MT_CAT(is_small, SFX)(const PROBLEM *pr) {
+ * the tile kernel multiplies (e.g. the 32x32x32 per-head attention products), so the strided kernel
+ * reads A where it lies and B rows in place when they are contiguous. Only the pieces the kernel
+ * cannot read directly are packed, zero-padded: B slivers of a transposed B or past the last full
+ * sliver, and the last partial A row tile. */
+static int F(is_small)(const PROBLEM *pr) {
     const int64_t l1_elems = 32 * 1024 / (int64_t)sizeof(T);
     return pr->k <= pr->plan.kc && pr->m * pr->k + pr->k * pr->n <= l1_elems;
 }
 
-static void MT_CAT(gemm_small, SFX)(const PROBLEM *pr, const T *a, const T *b, T *c,
-                                    T *apack, T *bpack) {
+static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
+                          T *apack, T *bpack) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k, ldc = pr->ldc;
     /* op(A)(r, p): row-major A is a[r*lda + p], transposed A is a[p*lda + r]. */
@@ -225,13 +244,13 @@ static void MT_CAT(gemm_small, SFX)(const PROBLEM *pr, const T *a, const T *b, T
     const int64_t full_rows = m / mr * mr;
     T edge[6 * 32] __attribute__((aligned(64)));
     if (full_rows < m) /* the last row tile, zero-padded, in the packed layout (rs 1, cs MR) */
-        MT_CAT(pack_a, SFX)(pr, a, full_rows, m - full_rows, 0, k, apack);
+        F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack);
     for (int64_t j = 0; j < n; j += nr) {
         int64_t cols = n - j < nr ? n - j : nr;
         const T *bs = b + j;
         int64_t ldb = pr->ldb;
         if (pr->trans_b || cols < nr) {
-            MT_CAT(pack_b_sliver, SFX)(pr, b, 0, k, j, cols, 0, bpack);
+            F(pack_b_sliver)(pr, b, 0, k, j, cols, 0, bpack);
             bs = bpack;
             ldb = nr;
         }
@@ -255,37 +274,23 @@ static void MT_CAT(gemm_small, SFX)(const PROBLEM *pr, const T *a, const T *b, T
 }
 
 /* One matrix of a batch on one thread: the small path or the blocked algorithm. */
-static void MT_CAT(gemm_one, SFX)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
-                                  T *bpack) {
-    if (MT_CAT(is_small, SFX)(pr))
-        MT_CAT(gemm_small, SFX)(pr, a, b, c, apack, bpack);
+static void F(gemm_one)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
+                        T *bpack) {
+    if (F(is_small)(pr))
+        F(gemm_small)(pr, a, b, c, apack, bpack);
     else
-        MT_CAT(gemm_tiles, SFX)(pr, a, b, c, apack, bpack, 0, 1);
+        F(gemm_tiles)(pr, a, b, c, apack, bpack, 0, 1);
 }
 
-/* C = beta * C for the K == 0 / alpha == 0 case (beta == 0 writes zeros without reading). */
-static void MT_CAT(scale_c, SFX)(T *c, int64_t m, int64_t n, int64_t ldc, T beta) {
-    for (int64_t i = 0; i < m; ++i)
-        for (int64_t j = 0; j < n; ++j) c[i * ldc + j] = beta == 0 ? 0 : beta * c[i * ldc + j];
-}
+static int64_t F(round_up)(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
-static int64_t MT_CAT(round_up, SFX)(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
-
-int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64_t n,
-                             int64_t k, T alpha, const T *a, int64_t lda, int64_t stride_a,
-                             const T *b, int64_t ldb, int64_t stride_b, T beta, T *c,
-                             int64_t ldc, int64_t stride_c, int64_t batch) {
-    if (m < 0 || n < 0 || k < 0 || batch < 0) return MT_ERR_ARGS;
-    if (m == 0 || n == 0 || batch == 0) return 0;
-    if (ldc < n || (batch > 1 && stride_c == 0)) return MT_ERR_ARGS;
-    if (k == 0 || alpha == 0) {
-        for (int64_t bi = 0; bi < batch; ++bi) MT_CAT(scale_c, SFX)(c + bi * stride_c, m, n, ldc, beta);
-        return 0;
-    }
-    if (lda < (trans_a ? m : k) || ldb < (trans_b ? k : n)) return MT_ERR_ARGS;
-
+/* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b (minitorch.h); the caller has checked
+ * the arguments and handled m, n, k or alpha of 0. */
+int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                  const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
+                  int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch) {
     PROBLEM pr;
-    MT_CAT(mt_gemm_plan_for, SFX)(mt_gemm_used_isa(isa), &pr.plan);
+    F(mt_gemm_plan_for)(isa, &pr.plan);
     pr.trans_a = trans_a; pr.trans_b = trans_b;
     pr.m = m; pr.n = n; pr.k = k;
     pr.alpha = alpha; pr.beta = beta;
@@ -315,7 +320,7 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
     pr.kc = (k + blocks_k - 1) / blocks_k;
 
     int64_t a_elems = pr.mc * pr.kc;
-    int64_t b_elems = pr.kc * MT_CAT(round_up, SFX)(n < pr.plan.nc ? n : pr.plan.nc, pr.plan.nr);
+    int64_t b_elems = pr.kc * F(round_up)(n < pr.plan.nc ? n : pr.plan.nc, pr.plan.nr);
     int failed = 0;
 
     if (batch_parallel) {
@@ -330,8 +335,8 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
 #pragma omp for schedule(static)
             for (int64_t bi = 0; bi < batch; ++bi) {
                 if (apack && bpack)
-                    MT_CAT(gemm_one, SFX)(&pr, a + bi * stride_a, b + bi * stride_b,
-                                          c + bi * stride_c, apack, bpack);
+                    F(gemm_one)(&pr, a + bi * stride_a, b + bi * stride_b,
+                                c + bi * stride_c, apack, bpack);
             }
             free(apack);
             free(bpack);
@@ -353,16 +358,16 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
             if (j0 < j1) {
                 PROBLEM slice = pr;
                 slice.n = j1 - j0;
-                int64_t slice_b = slice.kc * MT_CAT(round_up, SFX)(
+                int64_t slice_b = slice.kc * F(round_up)(
                     slice.n < pr.plan.nc ? slice.n : pr.plan.nc, pr.plan.nr);
                 T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
                 T *bpack = (T *)mt_scratch_alloc(slice_b * (int64_t)sizeof(T));
                 if (apack && bpack) {
                     const T *b_slice = b + (trans_b ? j0 * ldb : j0);
                     for (int64_t bi = 0; bi < batch; ++bi)
-                        MT_CAT(gemm_tiles, SFX)(&slice, a + bi * stride_a,
-                                                b_slice + bi * stride_b, c + bi * stride_c + j0,
-                                                apack, bpack, 0, 1);
+                        F(gemm_tiles)(&slice, a + bi * stride_a,
+                                      b_slice + bi * stride_b, c + bi * stride_c + j0,
+                                      apack, bpack, 0, 1);
                 } else {
 #pragma omp atomic write
                     failed = 1;
@@ -380,8 +385,8 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
         T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
         if (!apack) { free(bpack); return MT_ERR_NOMEM; }
         for (int64_t bi = 0; bi < batch; ++bi)
-            MT_CAT(gemm_one, SFX)(&pr, a + bi * stride_a, b + bi * stride_b,
-                                  c + bi * stride_c, apack, bpack);
+            F(gemm_one)(&pr, a + bi * stride_a, b + bi * stride_b,
+                        c + bi * stride_c, apack, bpack);
         free(apack);
         free(bpack);
         return 0;
@@ -397,8 +402,8 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
 #pragma omp barrier
         if (!failed) {
             for (int64_t bi = 0; bi < batch; ++bi)
-                MT_CAT(gemm_tiles, SFX)(&pr, a + bi * stride_a, b + bi * stride_b,
-                                        c + bi * stride_c, apack, bpack, tid, nthr);
+                F(gemm_tiles)(&pr, a + bi * stride_a, b + bi * stride_b,
+                              c + bi * stride_c, apack, bpack, tid, nthr);
         }
         free(apack);
     }
@@ -406,15 +411,6 @@ int MT_CAT(mt_gemm_isa, SFX)(int isa, int trans_a, int trans_b, int64_t m, int64
     return failed ? MT_ERR_NOMEM : 0;
 }
 
-int MT_CAT(mt_gemm, SFX)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
-                         const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
-                         int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c,
-                         int64_t batch) {
-    return MT_CAT(mt_gemm_isa, SFX)(MT_ISA_AUTO, trans_a, trans_b, m, n, k, alpha, a, lda,
-                                    stride_a, b, ldb, stride_b, beta, c, ldc, stride_c, batch);
-}
-
 #undef PLAN
 #undef PROBLEM
-#undef MT_CAT
-#undef MT_CAT_
+#endif

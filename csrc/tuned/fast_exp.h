@@ -1,7 +1,9 @@
-/* fast_exp.h — branch-free exp for float and double that GCC can vectorize.
+/* fast_exp.h — exp for float and double as plain arithmetic on bits, and the vector loops
+ * built on it (fast_exp.c).
  *
- * libm's exp is a function call per element, which stops the vectorizer; these are plain
- * arithmetic on bits, so a `#pragma omp simd` loop around them becomes AVX2/AVX-512 code.
+ * It exists because libm's exp is a function call per element: the exp-bound row kernels
+ * (softmax, log-softmax, cross-entropy) would spend most of their time in it, one element at a
+ * time. The scalar versions here finish the vector loops' tails and are the portable level.
  *
  * exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n*ln2 (ln2 split in hi+lo parts so r is
  * exact), |r| <= ln2/2; exp(r) by a polynomial; 2^n built directly in the exponent bits.
@@ -17,6 +19,12 @@
 
 #include <stdint.h>
 #include "mt_internal.h"
+
+#if defined(__GNUC__)
+#define MT_INLINE inline __attribute__((always_inline))
+#else
+#define MT_INLINE inline
+#endif
 
 /* Rounds to k = -127 in exp(x) = 2^k exp(r): the 2^k built in the exponent bits is then +0. */
 #define MT_EXP_F32_ZERO (-88.0f)
@@ -47,13 +55,12 @@ MT_INLINE static float mt_exp_f32(float x) {
     p = p * r + MT_EXP_F32_C2;
     p = p * r + MT_EXP_F32_C1;
     p = p * r + 1.0f;
-    /* Bit casts by memcpy (folded into register moves). Callers must not put this inside an
-     * `omp simd` loop: there an address-taken local becomes a per-lane array in memory and
-     * the loop is no longer vectorized; plain -O3 auto-vectorization handles it. */
-    int32_t shifted_bits, magic_bits;
+    /* Bit casts by memcpy (folded into register moves), in unsigned arithmetic: a NaN's bits
+     * would overflow a signed shift. */
+    uint32_t shifted_bits, magic_bits;
     __builtin_memcpy(&shifted_bits, &shifted, 4);
     __builtin_memcpy(&magic_bits, &magic, 4);
-    int32_t scale_bits = (shifted_bits - magic_bits + 127) << 23;
+    uint32_t scale_bits = (shifted_bits - magic_bits + 127u) << 23;
     float scale;
     __builtin_memcpy(&scale, &scale_bits, 4);
     return p * scale; /* 0 for x <= lo: see MT_EXP_F32_ZERO */
@@ -78,27 +85,32 @@ MT_INLINE static double mt_exp_f64(double x) {
     double p = MT_EXP_F64_C[10];
     for (int i = 9; i >= 0; --i) p = p * r + MT_EXP_F64_C[i];
     p = p * r + 1.0;
-    int64_t shifted_bits, magic_bits;
+    uint64_t shifted_bits, magic_bits;
     __builtin_memcpy(&shifted_bits, &shifted, 8);
     __builtin_memcpy(&magic_bits, &magic, 8);
-    int64_t scale_bits = (int64_t)((uint64_t)(shifted_bits - magic_bits + 1023) << 52);
+    uint64_t scale_bits = (shifted_bits - magic_bits + 1023u) << 52;
     double scale;
     __builtin_memcpy(&scale, &scale_bits, 8);
     double result = p * scale;
     return x < lo ? 0.0 : result;
 }
 
-/* out[j] = exp(x[j]*scale - shift_hi - shift_lo), vectorized for the CPU (fast_exp.c), while
- * prefetching ahead[0 .. n) (the caller's next row, or NULL). out may equal x. */
-void mt_exp_shifted_f32(const float *x, float *out, int64_t n, float scale, float shift_hi,
-                        float shift_lo, const float *ahead);
-void mt_exp_shifted_f64(const double *x, double *out, int64_t n, double scale, double shift_hi,
-                        double shift_lo, const double *ahead);
-/* out[j] = exp(x[j]*scale - shift), returning sum(out) too (T lanes; meant for blocks of a few
- * hundred elements), while prefetching ahead[0 .. n) (the caller's next row, or NULL). */
-double mt_exp_shifted_sum_f32(const float *x, float *out, int64_t n, float scale, float shift,
-                              const float *ahead);
-double mt_exp_shifted_sum_f64(const double *x, double *out, int64_t n, double scale,
-                              double shift, const double *ahead);
+/* out[j] = exp(x[j]*scale - shift_hi - shift_lo) for one ISA level (fast_exp.c), while
+ * prefetching ahead[0 .. n) (the caller's next row, or NULL). out may equal x. The *_sum
+ * variants take one shift and also return sum(out), added in T lanes: callers pass blocks of a
+ * few hundred elements and add the block sums in double. */
+#define MT_DECLARE_EXP(ISA)                                                                   \
+    void exp_shifted_##ISA##_f32(const float *x, float *out, int64_t n, float scale,          \
+                                 float shift_hi, float shift_lo, const float *ahead);         \
+    void exp_shifted_##ISA##_f64(const double *x, double *out, int64_t n, double scale,       \
+                                 double shift_hi, double shift_lo, const double *ahead);      \
+    double exp_shifted_sum_##ISA##_f32(const float *x, float *out, int64_t n, float scale,    \
+                                       float shift, const float *ahead);                      \
+    double exp_shifted_sum_##ISA##_f64(const double *x, double *out, int64_t n, double scale, \
+                                       double shift, const double *ahead);
+MT_DECLARE_EXP(portable)
+MT_DECLARE_EXP(avx2)
+MT_DECLARE_EXP(avx512)
+#undef MT_DECLARE_EXP
 
 #endif /* MT_FAST_EXP_H */

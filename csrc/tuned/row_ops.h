@@ -1,0 +1,115 @@
+/* tuned/row_ops.h — the vectorized loops over one row that the tuned softmax, log-softmax,
+ * cross-entropy and layer-norm bodies share.
+ *
+ * Included by each tuned body once per ISA level and element type (T, SFX, ISA and V defined:
+ * see each_isa.h), after fast_exp.h. `#pragma omp simd` lets GCC vectorize the reductions
+ * (max, sum) without -ffast-math; the sums run on GCC vector types with several accumulators.
+ */
+#ifndef MT_ROW_OPS_ONCE
+#define MT_ROW_OPS_ONCE
+
+/* Row sums use GCC vector types of this many bytes (one AVX2 register; the portable level
+ * lowers them to SSE pairs). MT_VLOAD is an unaligned load into one. */
+#define MT_VEC_BYTES 32
+#define MT_VLOAD(v, p) __builtin_memcpy(&(v), (p), sizeof(v))
+
+/* Partial sums are in T within blocks of this many elements and the block sums are added in
+ * double: float32 rows of 10^4-10^5 terms stay at ~1e-7 relative accuracy at the speed of a
+ * plain float loop, without -ffast-math. */
+#define MT_SUM_BLOCK 1024
+
+/* Row `r + 1` of a rows x cols array, for a row kernel to prefetch while it computes row r:
+ * a row's first pass reads memory and its later passes run from cache, and one core keeps
+ * DRAM busy only with many misses in flight, so the next row is asked for a line at a time
+ * during the exp pass. NULL after the last row, and for rows above MT_PREFETCH_ROW_BYTES, two
+ * of which would crowd a 512 KiB L2. */
+#define MT_PREFETCH_ROW_BYTES 131072
+#define MT_NEXT_ROW(base, r, rows, cols)                                                   \
+    ((r) + 1 < (rows) && (cols) * (int64_t)sizeof(*(base)) <= MT_PREFETCH_ROW_BYTES        \
+         ? (base) + ((r) + 1) * (cols)                                                     \
+         : NULL)
+#endif
+
+/* max_j x[j]*scale ; -inf for an empty row */
+MT_INLINE static T V(row_max_scaled)(const T *x, int64_t n, T scale) {
+    T m = -(T)INFINITY;
+#pragma omp simd reduction(max : m)
+    for (int64_t j = 0; j < n; ++j) {
+        T v = x[j] * scale;
+        m = v > m ? v : m;
+    }
+    return m;
+}
+
+/* Four independent vector accumulators: an add waits 3-4 cycles for the one before it, so a
+ * single accumulator (what `omp simd reduction` gives) leaves the adders idle most of the
+ * time. */
+typedef T V(vec) __attribute__((vector_size(MT_VEC_BYTES)));
+#define LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
+
+/* The sum of a vector's lanes (by pointer: a vector argument's ABI depends on the level). */
+MT_INLINE static double V(lanes_total)(const V(vec) *v) {
+    T lanes[LANES];
+    __builtin_memcpy(lanes, v, sizeof(*v));
+    T s = 0;
+    for (int64_t l = 0; l < LANES; ++l) s += lanes[l];
+    return (double)s;
+}
+
+/* sum_j x[j] * y[j], or sum_j x[j] when y is NULL */
+MT_INLINE static double V(row_dot)(const T *x, const T *y, int64_t n) {
+    double total = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
+        const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
+        V(vec) acc[4] = {{0}}, a, b;
+        T tail = 0;
+        int64_t j = j0;
+        for (; j + 4 * LANES <= j1; j += 4 * LANES)
+            for (int u = 0; u < 4; ++u) {
+                MT_VLOAD(a, x + j + u * LANES);
+                if (y) {
+                    MT_VLOAD(b, y + j + u * LANES);
+                    a *= b;
+                }
+                acc[u] += a;
+            }
+        for (; j < j1; ++j) tail += y ? x[j] * y[j] : x[j];
+        acc[0] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+        total += V(lanes_total)(&acc[0]) + (double)tail;
+    }
+    return total;
+}
+
+MT_INLINE static double V(row_sum)(const T *x, int64_t n) { return V(row_dot)(x, NULL, n); }
+
+/* out[j] = exp(x[j]*scale - shift); returns the sum. `out` (n elements) may be NULL: the exps
+ * then go to a block of scratch on the stack (a caller that overwrites a row of its own
+ * afterwards passes that row, so that its lines are fetched for writing now, not in a later
+ * pass). `ahead` (n elements, or NULL) is prefetched meanwhile: see MT_NEXT_ROW. */
+MT_INLINE static double V(row_exp_sum)(const T *x, T *out, int64_t n, T scale, T shift,
+                                       const T *ahead) {
+    T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
+    double total = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
+        int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
+        total += V(exp_shifted_sum)(x + j0, out ? out + j0 : buffer, len, scale, shift,
+                                    ahead ? ahead + j0 : NULL);
+    }
+    return total;
+}
+
+MT_INLINE static void V(row_scale)(T *y, int64_t n, T factor) {
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] *= factor;
+}
+
+/* log(sum(exp(x))) with max subtraction, in double (a float32 lse near 1e4 would be off by
+ * 5e-4, and exp(x - lse) by as much); -inf for an empty or all -inf row. out and ahead as in
+ * row_exp_sum. */
+MT_INLINE static double V(row_logsumexp)(const T *x, T *out, int64_t n, const T *ahead) {
+    T m = V(row_max_scaled)(x, n, (T)1);
+    if (m == -(T)INFINITY) return -INFINITY;
+    return (double)m + log(V(row_exp_sum)(x, out, n, (T)1, m, ahead));
+}
+
+#undef LANES

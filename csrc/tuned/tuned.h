@@ -1,0 +1,46 @@
+/* tuned/tuned.h — the tuned bodies the public entry points call, for element type T.
+ *
+ * Included by each csrc/<kernel>.c inside its body for T (once per dtype). Every row kernel
+ * has one tuned body per ISA level, named op_<portable|avx2|avx512>_<f32|f64> (compiled by
+ * tuned/each_isa.h); MT_TUNED(isa, op) picks the one for a level. Arguments are checked by
+ * the caller; each returns 0 or an MT_ERR_* code. The GEMM driver takes the level as an
+ * argument: it picks its micro-kernels by it.
+ */
+#ifdef MT_X86
+#define MT_TUNED(isa, op)                                                                \
+    ((isa) >= MT_ISA_AVX512 ? F(op##_avx512)                                              \
+     : (isa) == MT_ISA_AVX2 ? F(op##_avx2)                                                \
+                            : F(op##_portable))
+#define MT_DECLARE_TUNED(op, params) \
+    int F(op##_portable) params; int F(op##_avx2) params; int F(op##_avx512) params;
+#else
+#define MT_TUNED(isa, op) F(op##_portable)
+#define MT_DECLARE_TUNED(op, params) int F(op##_portable) params;
+#endif
+
+int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                  const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
+                  int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch);
+
+MT_DECLARE_TUNED(tuned_softmax_forward,
+                 (const T *x, T *y, int64_t rows, int64_t cols, T scale, const T *mask_add,
+                  const uint8_t *mask_bool, int64_t mask_ndim, const int64_t *row_shape,
+                  const int64_t *mask_row_strides, int64_t mask_col_stride, int64_t causal_lq))
+MT_DECLARE_TUNED(tuned_softmax_backward,
+                 (const T *y, const T *dy, T *dx, int64_t rows, int64_t cols, T scale))
+MT_DECLARE_TUNED(tuned_log_softmax_forward, (const T *x, T *y, int64_t rows, int64_t cols))
+MT_DECLARE_TUNED(tuned_log_softmax_backward,
+                 (const T *y, const T *dy, T *dx, int64_t rows, int64_t cols))
+MT_DECLARE_TUNED(tuned_cross_entropy_forward,
+                 (const T *logits, const int64_t *target, int64_t rows, int64_t cols,
+                  int64_t ignore_index, double label_smoothing, T *loss, double *lse))
+MT_DECLARE_TUNED(tuned_cross_entropy_backward,
+                 (const T *logits, const int64_t *target, const double *lse, const T *grad,
+                  int64_t grad_stride, double grad_scale, int64_t rows, int64_t cols,
+                  int64_t ignore_index, double label_smoothing, T *dlogits))
+MT_DECLARE_TUNED(tuned_layer_norm_forward,
+                 (const T *x, const T *weight, const T *bias, T *y, T *mean, T *rstd,
+                  int64_t rows, int64_t cols, double eps))
+MT_DECLARE_TUNED(tuned_layer_norm_backward,
+                 (const T *dy, const T *x, const T *weight, const T *mean, const T *rstd, T *dx,
+                  T *dweight, T *dbias, int64_t rows, int64_t cols))
