@@ -121,6 +121,19 @@ int mt_layer_norm_backward_f32(const float *dy, const float *x, const float *wei
 int mt_layer_norm_backward_f64(const double *dy, const double *x, const double *weight,
                                const double *mean, const double *rstd, double *dx,
                                double *dweight, double *dbias, int64_t rows, int64_t cols);
+/* ---- RMS norm over the last dim (rms_norm.c) ----
+ * y = x * rstd * weight, rstd = 1 / sqrt(mean(x^2) + eps); weight may be NULL. Backward:
+ * dweight may be NULL (skipped). Sums in double. */
+int mt_rms_norm_forward_f32(const float *x, const float *weight, float *y, float *rstd,
+                            int64_t rows, int64_t cols, double eps);
+int mt_rms_norm_forward_f64(const double *x, const double *weight, double *y, double *rstd,
+                            int64_t rows, int64_t cols, double eps);
+int mt_rms_norm_backward_f32(const float *dy, const float *x, const float *weight,
+                             const float *rstd, float *dx, float *dweight, int64_t rows,
+                             int64_t cols);
+int mt_rms_norm_backward_f64(const double *dy, const double *x, const double *weight,
+                             const double *rstd, double *dx, double *dweight, int64_t rows,
+                             int64_t cols);
 /* END CDEF */
 
 #ifdef __cplusplus

@@ -112,6 +112,17 @@ def test_layer_norm(backend, rng, dtype, shape, affine, bias):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape,weighted,eps", [(4, True, None), ((3, 4), True, 1e-3),
+                                                (4, False, None)])
+def test_rms_norm(backend, rng, dtype, shape, weighted, eps):
+    size = (shape,) if isinstance(shape, int) else shape
+    arrays = [randn(rng, 2, 3, 4, dtype=dtype)] + ([randn(rng, *size, dtype=dtype)] if weighted
+                                                   else [])
+    compare(lambda *a: torch.nn.functional.rms_norm(a[0], size, *a[1:], eps=eps),
+            lambda *a: F.rms_norm(a[0], size, *a[1:], eps=eps), arrays, dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("name,args", [("ReLU", ()), ("GELU", ()), ("GELU", ("tanh",)),
                                        ("Tanh", ()), ("Sigmoid", ()), ("Softmax", (-1,)),
                                        ("Softmax", (0,)), ("LogSoftmax", (1,)), ("Identity", ()),

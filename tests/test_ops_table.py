@@ -6,8 +6,9 @@ broadcast cases, and non-contiguous inputs (``T``: a transposed array; ``step``:
 column of a wider one). Every case is compared with numpy in float32 and float64; every
 differentiable case with at least one element is gradchecked in float64, and every differentiable
 row is gradgradchecked on its first non-empty case. The kernel-backed rows (matmul, softmax,
-log_softmax, layer_norm, cross_entropy, attention) run on every built backend through the
-``backend`` fixture. Integer and bool inputs (targets, indices, masks) are given as ``const``
+log_softmax, layer_norm, rms_norm, cross_entropy, attention) run on every built backend through
+the ``backend`` fixture, and their values at every ISA level of the C backend with 1 and 2
+threads. Integer and bool inputs (targets, indices, masks) are given as ``const``
 arrays and are not differentiated. Every op declared in ``minitorch/ops`` (its registry) must
 have a row here, or be listed in ``COVERED_ELSEWHERE`` with the test that covers it.
 """
@@ -132,6 +133,13 @@ def _np_layer_norm(x, *params, shape, which="wb", eps=1e-5):
 def _mt_layer_norm(x, *params, shape, which="wb", eps=1e-5):
     named = dict(zip(which, params))
     return F.layer_norm(x, shape, named.get("w"), named.get("b"), eps)
+
+
+def _np_rms_norm(x, *weight, shape, eps=None):
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    axes = tuple(range(x.ndim - len(shape), x.ndim))
+    y = x / np.sqrt((x * x).mean(axis=axes, keepdims=True) + eps)
+    return y * weight[0] if weight else y
 
 
 def _np_cross_entropy(x, t, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
@@ -421,6 +429,12 @@ KERNEL_OPS = [
         case((3, 4), (4,), shape=(4,), which="b", eps=1e-2), case((3,), (3,), (3,), shape=(3,)),
         case((2, 2, 3), shape=(2, 2, 3), which=""), case((0, 4), (4,), (4,), shape=(4,))],
        kernel=True),
+    Op("rms_norm", lambda x, *w, shape, **k: F.rms_norm(x, shape, *w, **k), _np_rms_norm,
+       [case((2, 5), shape=(5,)), case((2, 5), (5,), shape=(5,)),
+        case((2, 3, 4), (3, 4), shape=(3, 4), eps=1e-3), case(T(4, 3), (3,), shape=(3,)),
+        case(step(3, 4), (4,), shape=(4,)), case((3,), (3,), shape=(3,)),
+        case((1, 1), (1,), shape=(1,)), case((0, 4), (4,), shape=(4,))],
+       kernel=True),
     Op("cross_entropy", lambda x, t, **k: F.cross_entropy(x, t, **k), _np_cross_entropy,
        [case((3, 5), const([0, 4, 2])), case((4, 3), const([1, -100, 2, -100])),
         case((4, 3), const([0, 2, 2, 1]), label_smoothing=0.1),
@@ -584,9 +598,36 @@ def _check_gradgrad(op):
     assert gradgradcheck(lambda *ts: op.fn(*ts, **kwargs), _leaves(arrays))
 
 
+def _kernel_settings():
+    """numpy, and the C backend at every ISA level this CPU runs (the plain reference bodies,
+    then each tuned level), with 1 and 2 threads: a kernel row is its kernel's test."""
+    settings = ["numpy"]
+    if "c" in mt.backends.available:
+        levels = mt.backends.c_backend.ISA_LEVELS
+        levels = levels[:levels.index(mt.backends.c_backend.best_isa()) + 1]
+        settings += [f"c-{level}-{threads}" for level in levels for threads in (1, 2)]
+    return settings
+
+
+@pytest.fixture(params=_kernel_settings())
+def kernel_setting(request):
+    if request.param == "numpy":
+        with mt.backends.using("numpy"):
+            yield
+        return
+    _, level, threads = request.param.split("-")
+    c_backend, previous = mt.backends.c_backend, mt.get_num_threads()
+    mt.set_num_threads(int(threads))
+    try:
+        with mt.backends.using("c"), c_backend.isa(level):
+            yield
+    finally:
+        mt.set_num_threads(previous)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])
 @pytest.mark.parametrize("op,case_index", _pairs(KERNEL_OPS), ids=_ids(KERNEL_OPS))
-def test_kernel_values_match_numpy(op, case_index, dtype, backend):
+def test_kernel_values_match_numpy(op, case_index, dtype, kernel_setting):
     _check_values(op, case_index, dtype)
 
 

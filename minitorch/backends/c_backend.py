@@ -582,3 +582,49 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
         _ptr_or_null(dweight), _ptr_or_null(dbias), x.size // cols, cols)
     _check_status(status, "layer_norm_backward")
     return dx, dweight, dbias
+
+
+# ---------------------------------------------------------------------------------------------
+# RMS norm
+# ---------------------------------------------------------------------------------------------
+def rms_norm_forward(x, weight, eps):
+    """(y, rstd): y = x * rstd * weight over the last dim."""
+    check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    weight = _layer_norm_param("weight", weight, x)
+    if not float(eps) >= 0.0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    x = _contiguous(x)
+    y = empty_like(x)
+    rstd = np.zeros(x.shape[:-1], dtype=x.dtype)
+    if x.size == 0:
+        return y, rstd
+    cols = x.shape[-1]
+    status = _kernel("rms_norm_forward", x.dtype)(
+        _ptr(x), _ptr_or_null(weight), _ptr(y), _ptr(rstd), x.size // cols, cols, float(eps))
+    _check_status(status, "rms_norm_forward")
+    return y, rstd
+
+
+def rms_norm_backward(dy, x, weight, rstd):
+    """(dx, dweight); dweight is None when weight is None."""
+    check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    check_float("dy", dy, x.dtype)
+    check_same_shape("dy", dy, x.shape)
+    weight = _layer_norm_param("weight", weight, x)
+    check_float("rstd", rstd, x.dtype)
+    check_same_shape("rstd", rstd, x.shape[:-1])
+    x, dy, rstd = _contiguous(x), _contiguous(dy), _contiguous(rstd)
+    dx = empty_like(x)
+    dweight = None if weight is None else np.zeros(x.shape[-1], dtype=x.dtype)
+    if x.size == 0:
+        return dx, dweight
+    cols = x.shape[-1]
+    status = _kernel("rms_norm_backward", x.dtype)(
+        _ptr(dy), _ptr(x), _ptr_or_null(weight), _ptr(rstd), _ptr(dx), _ptr_or_null(dweight),
+        x.size // cols, cols)
+    _check_status(status, "rms_norm_backward")
+    return dx, dweight

@@ -7,7 +7,7 @@ Imports: numpy only (never the rest of minitorch).
 API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
-  layer_norm_forward / layer_norm_backward.
+  layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward.
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -280,3 +280,44 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
     dweight = (dy64 * xhat).reshape(rows).sum(axis=0)
     dbias = dy64.reshape(rows).sum(axis=0)
     return dx.astype(x.dtype), dweight.astype(x.dtype), dbias.astype(x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# RMS norm
+# ---------------------------------------------------------------------------------------------
+def rms_norm_forward(x, weight, eps):
+    """y = x * rstd * w over the last dim, rstd = 1 / sqrt(mean(x^2) + eps). Returns (y, rstd)
+    with rstd of shape x.shape[:-1]."""
+    check_float("x", x)
+    _check_layer_norm_params(x, weight, None)
+    x64 = x.astype(np.float64)
+    if x.shape[-1] == 0:
+        return np.zeros_like(x), np.zeros(x.shape[:-1], dtype=x.dtype)
+    rstd = 1.0 / np.sqrt((x64 * x64).mean(axis=-1, keepdims=True) + eps)
+    y = x64 * rstd
+    if weight is not None:
+        y = y * weight.astype(np.float64)
+    return y.astype(x.dtype), rstd[..., 0].astype(x.dtype)
+
+
+def rms_norm_backward(dy, x, weight, rstd):
+    """xhat = x rstd, g = dy w:  dx = rstd (g - xhat mean(g xhat)),  dw = sum over rows of
+    dy xhat. Returns (dx, dw), dw None when weight is None."""
+    check_float("x", x)
+    check_float("dy", dy, x.dtype)
+    check_same_shape("dy", dy, x.shape)
+    _check_layer_norm_params(x, weight, None)
+    check_float("rstd", rstd, x.dtype)
+    check_same_shape("rstd", rstd, x.shape[:-1])
+    x64, dy64 = x.astype(np.float64), dy.astype(np.float64)
+    r = rstd.astype(np.float64)[..., None]
+    xhat = x64 * r
+    g = dy64 * weight.astype(np.float64) if weight is not None else dy64
+    if x.shape[-1] == 0:
+        dx = np.zeros_like(x64)
+    else:
+        dx = r * (g - xhat * (g * xhat).mean(axis=-1, keepdims=True))
+    if weight is None:
+        return dx.astype(x.dtype), None
+    dweight = (dy64 * xhat).reshape(-1, x.shape[-1]).sum(axis=0)
+    return dx.astype(x.dtype), dweight.astype(x.dtype)
