@@ -55,8 +55,10 @@ def test_each_cached_step_matches_the_full_decoder_on_a_forced_prefix(norm_first
             step = model.decode_step(prefix[:, t], cache).numpy()
             np.testing.assert_allclose(step, full[:, t], atol=1e-5, rtol=0)
     assert cache.length == prefix.shape[1]
-    assert cache.layers[0].self_keys.shape == (3, 2, prefix.shape[1], 8)  # grew one per step
-    assert cache.layers[0].cross_keys.shape == (3, 2, 5, 8)  # memory K/V computed once
+    self_attn, cross_attn = cache.decoder.layers[0]
+    assert self_attn.keys.shape == (3, 2, prefix.shape[1], 8)  # grew one per step
+    assert cross_attn.keys.shape == (3, 2, 5, 8)  # memory K/V computed once
+    assert cache.memory is None  # and the memory no longer kept
 
 
 def test_cached_decoding_ignores_training_mode_dropout():
