@@ -287,7 +287,8 @@ def main():
             notes.append(f"KV cache speed-up {this[f'{kind}, no cache'] / this[kind]:.2f}x")
         for ref in ("kv cache", "prefix"):
             if f"torch {kind}, {ref}" in this:
-                notes.append(f"time / PyTorch {ref} {this[kind] / this[f'torch {kind}, {ref}']:.2f}")
+                ratio = this[kind] / this[f"torch {kind}, {ref}"]
+                notes.append(f"time / PyTorch {ref} {ratio:.2f}")
         if args.compare:
             notes.append(f"compare / this {best['compare'][kind] / this[kind]:.2f}x")
         print(f"{kind} (cached): " + "; ".join(notes))

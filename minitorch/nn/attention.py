@@ -252,7 +252,10 @@ class MultiheadAttention(Module):
         if cache is not None:
             cache.weights = weights
         out = self.out_proj(out.transpose(1, 2).reshape(n, tgt_len, self.embed_dim))
-        out = out.squeeze(0) if not batched else out if self.batch_first else out.transpose(0, 1)
+        if not batched:
+            out = out.squeeze(0)
+        elif not self.batch_first:
+            out = out.transpose(0, 1)
         if not need_weights:
             return out, None
         if average_attn_weights:
