@@ -171,7 +171,11 @@ class TransformerDecoderCache:
     ``layers[i]`` is layer i's (self-attention, cross-attention) pair of :class:`KVCache`;
     ``length`` counts the target positions fed so far (the next one's position index);
     ``reorder(index)`` keeps batch rows ``index`` (a sequence of ints or an int64 Tensor,
-    repeats allowed) in every cache, as beam search needs.
+    repeats allowed) in every cache, as beam search needs. Use (batch first, eval mode)::
+
+        cache = nn.TransformerDecoderCache(decoder.num_layers)
+        for t in range(T):  # y[:, t] as decoder(x, memory, tgt_mask=causal)[:, t] gives it
+            y_t = decoder(x[:, t:t + 1], memory, memory_key_padding_mask=pad, cache=cache)
     """
 
     def __init__(self, num_layers):
