@@ -260,3 +260,95 @@ def test_mha_fully_masked_query_gives_zeros_not_nan(backend):
     out.sum().backward()
     assert np.isfinite(x.grad.numpy()).all()
     assert all(np.isfinite(p.grad.numpy()).all() for p in m.parameters())
+
+
+# ----------------------------------------------------------------------------- KV cache
+
+def _causal(length):
+    return mt.tensor(np.triu(np.ones((length, length), bool), 1))
+
+
+@pytest.mark.parametrize("batch_first", [False, True])
+def test_cached_self_attention_one_position_at_a_time_equals_the_causal_whole(backend,
+                                                                               batch_first):
+    m = mha(batch_first=batch_first).requires_grad_(False)
+    x = rand(2, 5, 4, requires_grad=False) if batch_first else rand(5, 2, 4, requires_grad=False)
+    seq = 1 if batch_first else 0
+    whole, whole_w = m(x, x, x, attn_mask=_causal(5), average_attn_weights=False)
+    cache = nn.KVCache()
+    for t in range(5):
+        step = x[:, t:t + 1] if batch_first else x[t:t + 1]
+        out, w = m(step, step, step, cache=cache, average_attn_weights=False)  # no mask needed
+        np.testing.assert_allclose(out.numpy(), whole.numpy().take([t], axis=seq), atol=1e-12)
+        np.testing.assert_allclose(w.numpy()[:, :, 0], whole_w.numpy()[:, :, t, :t + 1],
+                                   atol=1e-12)
+        assert len(cache) == t + 1 and tuple(cache.keys.shape) == (2, 2, t + 1, 2)
+        assert cache.weights is not None and tuple(cache.weights.shape) == (2, 2, 1, t + 1)
+
+
+def test_cached_self_attention_in_chunks_with_is_causal_and_key_padding(backend):
+    m = mha(batch_first=True).requires_grad_(False)
+    x = rand(2, 6, 4, seed=1, requires_grad=False)
+    pad = mt.tensor([[False] * 6, [False, True, False, False, True, False]])
+    whole = m(x, x, x, attn_mask=_causal(6), key_padding_mask=pad)[0].numpy()
+    cache, outs = nn.KVCache(), []
+    for start, stop in ((0, 2), (2, 5), (5, 6)):  # several new positions per call
+        chunk = x[:, start:stop]
+        outs.append(m(chunk, chunk, chunk, is_causal=True, key_padding_mask=pad[:, :stop],
+                      cache=cache)[0].numpy())
+    np.testing.assert_allclose(np.concatenate(outs, axis=1), whole, atol=1e-12)
+
+
+def test_static_cache_projects_the_memory_once_and_reads_it_no_more(backend):
+    m = mha(kdim=3, vdim=5, batch_first=True).requires_grad_(False)
+    q, k, v = (rand(*shape, seed=i, requires_grad=False)
+               for i, shape in enumerate(((2, 4, 4), (2, 3, 3), (2, 3, 5))))
+    pad = mt.tensor([[False, False, True], [False, False, False]])
+    whole = m(q, k, v, key_padding_mask=pad)[0].numpy()
+    cache = nn.KVCache(static=True)
+    first = m(q[:, :1], k, v, key_padding_mask=pad, cache=cache)[0].numpy()
+    keys = cache.keys
+    later = m(q[:, 1:], None, None, key_padding_mask=pad, cache=cache)[0].numpy()
+    assert cache.keys is keys and len(cache) == 3
+    np.testing.assert_allclose(np.concatenate([first, later], axis=1), whole, atol=1e-12)
+
+
+def test_kv_cache_reorder_moves_rows(backend):
+    m = mha(batch_first=True).requires_grad_(False)
+    x = rand(3, 4, 4, requires_grad=False)
+    index = mt.tensor(np.array([2, 2, 0]))
+    cache = nn.KVCache()
+    m(x[:, :2], x[:, :2], x[:, :2], cache=cache)
+    cache.reorder(index)
+    assert cache.weights is None  # the last call's weights belong to the old rows
+    moved = m(x[[2, 2, 0], 2:3], x[[2, 2, 0], 2:3], x[[2, 2, 0], 2:3], cache=cache)[0].numpy()
+    y = mt.tensor(x.numpy()[[2, 2, 0], :3])
+    expected = m(y, y, y, attn_mask=_causal(3))[0].numpy()[:, 2:3]
+    np.testing.assert_allclose(moved, expected, atol=1e-12)
+
+
+def test_cached_attention_gradcheck(backend):
+    m = mha(batch_first=True)
+    x, mem = rand(2, 2, 4), rand(2, 3, 4, seed=1)
+
+    def two_steps(x, mem):
+        own, cross = nn.KVCache(), nn.KVCache(static=True)
+        outs = []
+        for t in range(2):
+            step = x[:, t:t + 1]
+            h = m(step, step, step, cache=own, need_weights=False)[0]
+            outs.append(m(h, mem, mem, cache=cross, need_weights=False)[0])
+        return mt.cat(outs, dim=1)
+    assert gradcheck(two_steps, (x, mem))
+
+
+def test_kv_cache_errors():
+    m = nn.MultiheadAttention(4, 2, batch_first=True)
+    cache = nn.KVCache()
+    x = mt.ones(2, 1, 4)
+    m(x, x, x, cache=cache)
+    y = mt.ones(3, 1, 4)
+    with pytest.raises(ValueError, match="cache holds 2 batch rows, but the query has 3"):
+        m(y, y, y, cache=cache)
+    with pytest.raises(ValueError, match=r"2D attn_mask is \(1, 1\), but should be \(1, 2\)"):
+        m(x, x, x, attn_mask=mt.ones(1, 1).bool(), cache=cache)

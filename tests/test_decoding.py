@@ -8,7 +8,7 @@ import minitorch
 from minitorch.autograd import gradcheck
 from minitorch.text import BPETokenizer
 from minitorch.text.batching import make_batch
-from minitorch.text.decoding import (_filter_logits, beam_search, greedy_decode,
+from minitorch.text.decoding import (_filter_logits, _top_k, beam_search, greedy_decode,
                                      sample_decode, translate)
 from minitorch.text.model import Seq2SeqTransformer
 
@@ -55,15 +55,26 @@ def test_each_cached_step_matches_the_full_decoder_on_a_forced_prefix(norm_first
             step = model.decode_step(prefix[:, t], cache).numpy()
             np.testing.assert_allclose(step, full[:, t], atol=1e-5, rtol=0)
     assert cache.length == prefix.shape[1]
-    assert cache.layers[0].self_keys.shape == (3, 2, prefix.shape[1], 8)  # grew one per step
-    assert cache.layers[0].cross_keys.shape == (3, 2, 5, 8)  # memory K/V computed once
+    self_attn, cross_attn = cache.decoder.layers[0]
+    assert self_attn.keys.shape == (3, 2, prefix.shape[1], 8)  # grew one per step
+    assert cross_attn.keys.shape == (3, 2, 5, 8)  # memory K/V computed once
+    assert cache.memory is None  # and the memory no longer kept
 
 
 def test_cached_decoding_ignores_training_mode_dropout():
-    model, batch = tiny_model(), source_batch()
+    model, batch = tiny_model(dropout=0.5), source_batch()
     expected = greedy_decode(model, batch.src, batch.src_key_padding_mask, max_len=6)
+    with minitorch.no_grad():
+        memory = model.encode(batch.src, batch.src_key_padding_mask)
+        cache = model.start_decoding(memory, batch.src_key_padding_mask)
+        first = model.decode_step(minitorch.tensor([BOS] * 3), cache).numpy()
     model.train()
     assert greedy_decode(model, batch.src, batch.src_key_padding_mask, max_len=6) == expected
+    with minitorch.no_grad():
+        cache = model.start_decoding(memory, batch.src_key_padding_mask)
+        np.testing.assert_array_equal(model.decode_step(minitorch.tensor([BOS] * 3),
+                                                        cache).numpy(), first)
+    assert model.training and model.transformer.decoder.layers[0].dropout1.training
 
 
 def test_batched_decoding_equals_one_sentence_at_a_time():
@@ -135,6 +146,19 @@ def test_sampling_argument_errors_name_the_argument():
         sample_decode(*args, top_p=1.5)
     with pytest.raises(ValueError, match="beam_size"):
         beam_search(*args, beam_size=0)
+
+
+def test_top_k_is_the_stable_descending_sort_cut_to_k():
+    rng = np.random.default_rng(0)
+    for trial in range(200):  # small integers: many ties; -inf, inf and nan too
+        n, width = rng.integers(1, 5), rng.integers(1, 30)
+        scores = rng.integers(-3, 3, (n, width)).astype(float)
+        for value, share in ((-np.inf, 0.3), (np.inf, 0.05 * (trial % 2)),
+                             (np.nan, 0.05 * (trial % 3 == 0))):
+            scores[rng.random((n, width)) < share] = value
+        for k in range(1, width + 2):
+            expected = np.argsort(-scores, axis=-1, kind="stable")[:, :k]
+            np.testing.assert_array_equal(_top_k(scores, k), expected)
 
 
 def test_filter_logits_keeps_the_top_k_and_the_top_p_nucleus():

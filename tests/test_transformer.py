@@ -189,3 +189,66 @@ def test_empty_batch_flows_through_every_layer(backend):
     assert tuple(src.grad.shape) == (0, 3, D_MODEL)
     emb = nn.Embedding(3, D_MODEL)
     assert tuple(emb(mt.zeros(0, 4, dtype=mt.int64)).shape) == (0, 4, D_MODEL)
+
+
+# ----------------------------------------------------------------------------- KV cache
+
+def _decoder(norm_first, num_layers=2, batch_first=True):
+    mt.manual_seed(0)
+    layer = nn.TransformerDecoderLayer(D_MODEL, NHEAD, FF, dropout=0.0, norm_first=norm_first,
+                                       batch_first=batch_first)
+    decoder = nn.TransformerDecoder(layer, num_layers, norm=nn.LayerNorm(D_MODEL))
+    return randomize(decoder.double()).eval().requires_grad_(False)
+
+
+@pytest.mark.parametrize("norm_first", [False, True])
+@pytest.mark.parametrize("padded", [False, True])
+def test_cached_decoder_one_position_at_a_time_equals_the_causal_whole(backend, norm_first,
+                                                                        padded):
+    decoder = _decoder(norm_first)
+    tgt, memory = rand(2, 5, D_MODEL, requires_grad=False), rand(2, 3, D_MODEL, seed=1,
+                                                                 requires_grad=False)
+    pad = mt.tensor([[False, False, True], [False, False, False]]) if padded else None
+    causal = nn.Transformer.generate_square_subsequent_mask(5, dtype=mt.float64)
+    whole = decoder(tgt, memory, tgt_mask=causal, memory_key_padding_mask=pad).numpy()
+    cache = nn.TransformerDecoderCache(decoder.num_layers)
+    for t in range(5):
+        step = decoder(tgt[:, t:t + 1], memory, memory_key_padding_mask=pad, cache=cache)
+        np.testing.assert_allclose(step.numpy()[:, 0], whole[:, t], atol=1e-12, rtol=0)
+        assert cache.length == t + 1
+    own, cross = cache.layers[1]
+    assert len(own) == 5 and len(cross) == 3  # the memory's K/V once, the target's growing
+
+
+def test_cached_decoder_layer_sequence_first(backend):
+    layer = _decoder(False, batch_first=False).layers[0]
+    tgt, memory = rand(4, 2, D_MODEL, requires_grad=False), rand(3, 2, D_MODEL, seed=1,
+                                                                 requires_grad=False)
+    whole = layer(tgt, memory, tgt_mask=nn.Transformer.generate_square_subsequent_mask(
+        4, dtype=mt.float64)).numpy()
+    cache = (nn.KVCache(), nn.KVCache(static=True))
+    steps = [layer(tgt[t:t + 1], memory, cache=cache).numpy() for t in range(4)]
+    np.testing.assert_allclose(np.concatenate(steps), whole, atol=1e-12, rtol=0)
+
+
+def test_decoder_cache_reorder_moves_hypotheses_between_rows(backend):
+    decoder = _decoder(True)
+    tgt, memory = rand(3, 3, D_MODEL, requires_grad=False), rand(3, 2, D_MODEL, seed=1,
+                                                                 requires_grad=False)
+    rows = [2, 2, 0]
+    cache = nn.TransformerDecoderCache(decoder.num_layers)
+    for t in range(2):
+        decoder(tgt[:, t:t + 1], memory, cache=cache)
+    cache.reorder(rows)  # a list, as beam search passes; an int64 Tensor works too
+    moved = decoder(tgt[rows, 2:3], memory, cache=cache).numpy()  # memory: cached, not read
+    reference = decoder(tgt[rows], memory[rows], tgt_is_causal=True, tgt_mask=nn.Transformer.
+                        generate_square_subsequent_mask(3, dtype=mt.float64)).numpy()
+    np.testing.assert_allclose(moved[:, 0], reference[:, 2], atol=1e-12, rtol=0)
+
+
+def test_decoder_cache_errors():
+    decoder = _decoder(False)
+    with pytest.raises(ValueError, match="cache has 3 layers, the decoder 2"):
+        decoder(mt.ones(1, 1, D_MODEL, dtype=mt.float64), mt.ones(1, 2, D_MODEL,
+                                                                   dtype=mt.float64),
+                cache=nn.TransformerDecoderCache(3))

@@ -4,8 +4,9 @@
   ModuleDict
 - layers: ``linear.py`` (Linear, Identity), ``activation.py``, ``dropout.py``,
   ``normalization.py`` (LayerNorm), ``sparse.py`` (Embedding)
-- ``attention.py`` (MultiheadAttention), ``transformer.py`` (encoder/decoder layers, stacks,
-  Transformer), ``positional.py`` (sinusoidal and learned positions)
+- ``attention.py`` (MultiheadAttention, KVCache), ``transformer.py`` (encoder/decoder layers,
+  stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
+  positions)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
 
@@ -13,7 +14,7 @@ May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``m
 """
 from . import functional, init
 from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
-from .attention import MultiheadAttention
+from .attention import KVCache, MultiheadAttention
 from .containers import ModuleDict, ModuleList, Sequential
 from .dropout import Dropout
 from .linear import Identity, Linear
@@ -22,8 +23,8 @@ from .normalization import LayerNorm
 from .parameter import Parameter
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .sparse import Embedding
-from .transformer import (Transformer, TransformerDecoder, TransformerDecoderLayer,
-                          TransformerEncoder, TransformerEncoderLayer)
+from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 
 try:  # nn.utils (clip_grad_norm_, ...) is written separately and may not exist yet
     from . import utils  # noqa: F401  (exported as nn.utils)
@@ -32,6 +33,7 @@ except ImportError:
 
 __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Linear",
            "Identity", "Embedding", "Dropout", "LayerNorm", "ReLU", "GELU", "Tanh", "Sigmoid",
-           "Softmax", "LogSoftmax", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder", "Transformer",
+           "Softmax", "LogSoftmax", "MultiheadAttention", "KVCache", "TransformerEncoderLayer",
+           "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder",
+           "TransformerDecoderCache", "Transformer",
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init"]

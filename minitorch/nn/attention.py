@@ -1,6 +1,8 @@
 """``MultiheadAttention``, as ``torch.nn.MultiheadAttention``: same arguments, parameter names
 (``in_proj_weight``/``in_proj_bias``, or ``q/k/v_proj_weight`` when kdim/vdim differ, and
-``out_proj``), initialisation, shapes and mask conventions, so a PyTorch state_dict loads as is.
+``out_proj``), initialisation, shapes and mask conventions, so a PyTorch state_dict loads as is;
+and ``KVCache``, the keys/values of past positions for incremental decoding (PyTorch's layer
+has none: ``forward(..., cache=...)`` is minitorch's own keyword).
 
 Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H), copied once to
 be contiguous; the scores of all heads are one batched matmul and one fused softmax (scale,
@@ -9,12 +11,51 @@ May import: ``.module``, ``.parameter``, ``.init``, ``.linear``, ``.functional``
 """
 import math
 
+import numpy as np
+
+from .. import ops
 from ..creation import empty
+from ..tensor import Tensor
 from . import functional as F
 from . import init
 from .linear import Linear
 from .module import Module
 from .parameter import Parameter
+
+
+class KVCache:
+    """One attention's projected keys and values, (N, num_heads, S, head_dim) each, kept between
+    calls so that decoding one position at a time never recomputes the past.
+
+    ``static=False`` (self-attention): each call appends the projections of its ``key``/``value``
+    (the new positions) to those of the earlier calls. ``static=True`` (cross-attention over a
+    fixed memory): the first call projects ``key``/``value``; later calls reuse them and do not
+    read their ``key``/``value``. ``weights`` holds the last call's attention weights
+    (N, num_heads, L, S), for drawing them (None after a reorder). ``reorder(index)`` keeps
+    batch rows ``index`` (beam search moves hypotheses between rows).
+    """
+
+    def __init__(self, static=False):
+        self.static = static
+        self.keys = self.values = self.weights = None
+
+    def __len__(self):
+        return 0 if self.keys is None else self.keys.shape[2]
+
+    def update(self, keys, values):
+        """Store (static, or empty cache) or append the new positions' keys/values."""
+        if self.keys is None or self.static:
+            self.keys, self.values = keys, values
+        else:
+            self.keys = ops.cat([self.keys, keys], dim=2)
+            self.values = ops.cat([self.values, values], dim=2)
+
+    def reorder(self, index):
+        """Keep batch rows ``index`` (int64 Tensor, repeats allowed), in that order."""
+        if self.keys is not None:
+            self.keys = self.keys.index_select(0, index)
+            self.values = self.values.index_select(0, index)
+        self.weights = None
 
 
 class MultiheadAttention(Module):
@@ -25,6 +66,13 @@ class MultiheadAttention(Module):
     and ``attn_mask`` (L, S) or (N·num_heads, L, S); bool True = NOT allowed to attend,
     float masks are added to the scores. Returns (attn_output, attn_weights or None), the
     weights averaged over heads (N, L, S) unless ``average_attn_weights=False`` (N, H, L, S).
+
+    Incremental decoding (minitorch's own): with ``cache=`` a :class:`KVCache`, the keys and
+    values are the cache's (see there: a growing one appends this call's, a static one is
+    projected once). The masks then cover all S keys, cached ones included. A cached
+    self-attention that feeds one position at a time needs no causal mask: the cache holds only
+    positions at or before it. ``is_causal=True`` with several new positions masks each one's
+    future among them (the new queries are the last L of the S positions).
 
     Differs from PyTorch: a query whose keys are all masked gets zero weights and a zero
     output (PyTorch gives NaN); ``is_causal=True`` without an ``attn_mask`` applies the causal
@@ -92,25 +140,28 @@ class MultiheadAttention(Module):
         key is value); then one copy into the heads layout, so that each attention matmul is a
         single batched GEMM (on the strided views, the backend loops over the batch instead).
         """
-        E = self.embed_dim
-        w, b = self.in_proj_weight, self.in_proj_bias
+        if self._qkv_same_embed_dim and query is key and key is value:
+            return self._split_heads(F.linear(query, self.in_proj_weight, self.in_proj_bias), 3)
+        return (self._project_query(query),) + self._project_key_value(key, value)
+
+    def _project_query(self, query):
+        E, b = self.embed_dim, self.in_proj_bias
+        w = self.in_proj_weight[:E] if self._qkv_same_embed_dim else self.q_proj_weight
+        return self._split_heads(F.linear(query, w, None if b is None else b[:E]), 1)[0]
+
+    def _project_key_value(self, key, value):
+        E, w, b = self.embed_dim, self.in_proj_weight, self.in_proj_bias
 
         def bias(start, stop):
             return None if b is None else b[start:stop]
         if not self._qkv_same_embed_dim:
-            projections = ((query, self.q_proj_weight, bias(0, E)),
-                           (key, self.k_proj_weight, bias(E, 2 * E)),
-                           (value, self.v_proj_weight, bias(2 * E, 3 * E)))
-            return tuple(self._split_heads(F.linear(x, w_x, b_x), 1)[0]
-                         for x, w_x, b_x in projections)
-        if query is key and key is value:
-            return self._split_heads(F.linear(query, w, b), 3)
-        q = self._split_heads(F.linear(query, w[:E], bias(0, E)), 1)[0]
+            return (self._split_heads(F.linear(key, self.k_proj_weight, bias(E, 2 * E)), 1)[0],
+                    self._split_heads(F.linear(value, self.v_proj_weight, bias(2 * E, 3 * E)),
+                                      1)[0])
         if key is value:
-            return (q,) + self._split_heads(F.linear(key, w[E:], bias(E, 3 * E)), 2)
-        k = self._split_heads(F.linear(key, w[E:2 * E], bias(E, 2 * E)), 1)[0]
-        v = self._split_heads(F.linear(value, w[2 * E:], bias(2 * E, 3 * E)), 1)[0]
-        return q, k, v
+            return self._split_heads(F.linear(key, w[E:], bias(E, 3 * E)), 2)
+        return (self._split_heads(F.linear(key, w[E:2 * E], bias(E, 2 * E)), 1)[0],
+                self._split_heads(F.linear(value, w[2 * E:], bias(2 * E, 3 * E)), 1)[0])
 
     def _split_heads(self, x, parts):
         """(N, L, parts·E) → ``parts`` contiguous tensors (N, H, L, E/H)."""
@@ -151,42 +202,56 @@ class MultiheadAttention(Module):
 
     # ------------------------------------------------------------------ forward
     def forward(self, query, key, value, key_padding_mask=None, need_weights=True,
-                attn_mask=None, average_attn_weights=True, is_causal=False):
+                attn_mask=None, average_attn_weights=True, is_causal=False, cache=None):
+        # A static cache projected its keys/values on the first call: key and value are not read.
+        reuse = cache is not None and cache.static and cache.keys is not None
+        inputs = (("query", query, self.embed_dim),) + (() if reuse else (
+            ("key", key, self.kdim), ("value", value, self.vdim)))
         batched = query.ndim == 3
-        if query.ndim not in (2, 3) or key.ndim != query.ndim or value.ndim != query.ndim:
+        if query.ndim not in (2, 3) or any(t.ndim != query.ndim for _, t, _ in inputs):
+            shapes = ", ".join(f"{name} {tuple(t.shape)}" for name, t, _ in inputs)
             raise ValueError(f"MultiheadAttention: query, key and value must all be 3-D "
-                             f"(batched) or 2-D (unbatched), got shapes {tuple(query.shape)}, "
-                             f"{tuple(key.shape)} and {tuple(value.shape)}")
-        for name, t, dim in (("query", query, self.embed_dim), ("key", key, self.kdim),
-                             ("value", value, self.vdim)):
+                             f"(batched) or 2-D (unbatched), got {shapes}")
+        for name, t, dim in inputs:
             if t.shape[-1] != dim:
                 raise ValueError(f"MultiheadAttention: {name}'s last dim must be {dim}, got "
                                  f"shape {tuple(t.shape)}")
+        if not batched and key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
         same = query is key, key is value
-        if not batched:
-            query, key, value = query.unsqueeze(0), key.unsqueeze(0), value.unsqueeze(0)
-            if key_padding_mask is not None:
-                key_padding_mask = key_padding_mask.unsqueeze(0)
-        elif not self.batch_first:
-            query, key, value = query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1)
-        if same[0]:
-            key = query  # keep identity, so self-attention takes the one-GEMM path
-        if same[1]:
-            value = key
-        n, tgt_len, src_len = query.shape[0], query.shape[1], key.shape[1]
-        if key.shape[0] != n or value.shape[0] != n or value.shape[1] != src_len:
-            raise ValueError(f"MultiheadAttention: key and value must have query's batch size "
-                             f"{n} and one length, got key {tuple(key.shape)} and value "
-                             f"{tuple(value.shape)} (batch-first view)")
-
-        q, k, v = self._project_heads(query, key, value)
-        mask = self._combined_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, q.dtype)
+        query = self._batch_first(query, batched)
+        n, tgt_len = query.shape[0], query.shape[1]
+        past = 0 if cache is None or cache.static else len(cache)
+        if cache is not None and cache.keys is not None and cache.keys.shape[0] != n:
+            raise ValueError(f"MultiheadAttention: the cache holds {cache.keys.shape[0]} batch "
+                             f"rows, but the query has {n}")
+        if reuse:
+            q, k, v = self._project_query(query), cache.keys, cache.values
+        else:
+            # Keep identity, so self-attention takes the one-GEMM path.
+            key = query if same[0] else self._batch_first(key, batched)
+            value = key if same[1] else self._batch_first(value, batched)
+            if key.shape[0] != n or value.shape[0] != n or value.shape[1] != key.shape[1]:
+                raise ValueError(f"MultiheadAttention: key and value must have query's batch "
+                                 f"size {n} and one length, got key {tuple(key.shape)} and "
+                                 f"value {tuple(value.shape)} (batch-first view)")
+            q, k, v = self._project_heads(query, key, value)
+            if cache is not None:
+                cache.update(k, v)
+                k, v = cache.keys, cache.values
+        src_len = k.shape[2]
         causal = bool(is_causal) and attn_mask is None
+        if causal and past:  # the kernel's causal mask is top-left; the new queries are the last
+            causal = False
+            if tgt_len > 1:
+                attn_mask = Tensor._make(np.triu(np.ones((tgt_len, src_len), bool), past + 1))
+        mask = self._combined_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, q.dtype)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = F._attention(q, k, v, mask, causal, 1.0 / math.sqrt(self.head_dim),
                                     dropout_p)
-        out = out.transpose(1, 2).reshape(n, tgt_len, self.embed_dim)
-        out = self.out_proj(out)
+        if cache is not None:
+            cache.weights = weights
+        out = self.out_proj(out.transpose(1, 2).reshape(n, tgt_len, self.embed_dim))
         if not batched:
             out = out.squeeze(0)
         elif not self.batch_first:
@@ -196,6 +261,12 @@ class MultiheadAttention(Module):
         if average_attn_weights:
             weights = weights.mean(dim=1)
         return out, (weights.squeeze(0) if not batched else weights)
+
+    def _batch_first(self, x, batched):
+        """(N, L, E) view of a (L, N, E), (N, L, E) or unbatched (L, E) input."""
+        if not batched:
+            return x.unsqueeze(0)
+        return x if self.batch_first else x.transpose(0, 1)
 
     def extra_repr(self):
         return ""

@@ -2,7 +2,8 @@
 decoder layers (post-norm, or pre-norm with ``norm_first=True``), their stacks, and the whole
 encoder-decoder, with PyTorch's arguments and attribute names (``self_attn``,
 ``multihead_attn``, ``linear1``, ``linear2``, ``norm1..3``, ``dropout1..3``), so state_dict
-keys match PyTorch's one-to-one.
+keys match PyTorch's one-to-one. ``TransformerDecoderCache`` (minitorch's own) holds the decoder
+stack's keys/values of past positions, so that decoding feeds one new position per call.
 May import: ``.module``, ``.containers``, ``.attention``, ``.linear``, ``.dropout``,
 ``.normalization``, ``.functional``, ``.init``, ``minitorch``.
 """
@@ -14,7 +15,7 @@ from ..dtype import as_dtype, float32
 from ..tensor import Tensor
 from . import functional as F
 from . import init
-from .attention import MultiheadAttention
+from .attention import KVCache, MultiheadAttention
 from .containers import ModuleList
 from .dropout import Dropout
 from .linear import Linear
@@ -82,7 +83,14 @@ class TransformerEncoderLayer(Module):
 
 
 class TransformerDecoderLayer(Module):
-    """Self-attention, cross-attention over ``memory``, then feed-forward (post- or pre-norm)."""
+    """Self-attention, cross-attention over ``memory``, then feed-forward (post- or pre-norm).
+
+    Incremental decoding (minitorch's own): ``cache`` is a (self-attention, cross-attention)
+    pair of :class:`KVCache` (growing, static), as ``TransformerDecoderCache.layers`` holds.
+    ``tgt`` is then the new positions only; they attend to the cached ones too, and ``memory``
+    is projected on the first call only. Fed one position at a time, no ``tgt_mask`` is needed
+    (the cache holds only earlier positions); ``tgt_key_padding_mask`` covers all positions.
+    """
 
     def __init__(self, d_model, nhead, dim_feedforward=2048, dropout=0.1, activation=F.relu,
                  layer_norm_eps=1e-5, batch_first=False, norm_first=False, bias=True,
@@ -107,29 +115,31 @@ class TransformerDecoderLayer(Module):
             self.to(dtype)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False):
+                memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False,
+                cache=None):
+        self_cache, cross_cache = (None, None) if cache is None else cache
+        sa = (tgt_mask, tgt_key_padding_mask, tgt_is_causal, self_cache)
+        mha = (memory, memory_mask, memory_key_padding_mask, memory_is_causal, cross_cache)
         x = tgt
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
-                                    memory_key_padding_mask, memory_is_causal)
+            x = x + self._sa_block(self.norm1(x), *sa)
+            x = x + self._mha_block(self.norm2(x), *mha)
             x = x + self._ff_block(self.norm3(x))
         else:
-            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask,
-                                               memory_is_causal))
+            x = self.norm1(x + self._sa_block(x, *sa))
+            x = self.norm2(x + self._mha_block(x, *mha))
             x = self.norm3(x + self._ff_block(x))
         return x
 
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
+    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal, cache=None):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           need_weights=False, is_causal=bool(is_causal))[0]
+                           need_weights=False, is_causal=bool(is_causal), cache=cache)[0]
         return self.dropout1(x)
 
-    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
+    def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal, cache=None):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
                                 key_padding_mask=key_padding_mask, need_weights=False,
-                                is_causal=bool(is_causal))[0]
+                                is_causal=bool(is_causal), cache=cache)[0]
         return self.dropout2(x)
 
     def _ff_block(self, x):
@@ -155,8 +165,42 @@ class TransformerEncoder(Module):
         return output if self.norm is None else self.norm(output)
 
 
+class TransformerDecoderCache:
+    """The keys/values of past positions of a ``TransformerDecoder`` with ``num_layers`` layers.
+
+    ``layers[i]`` is layer i's (self-attention, cross-attention) pair of :class:`KVCache`;
+    ``length`` counts the target positions fed so far (the next one's position index);
+    ``reorder(index)`` keeps batch rows ``index`` (a sequence of ints or an int64 Tensor,
+    repeats allowed) in every cache, as beam search needs. Use (batch first, eval mode)::
+
+        cache = nn.TransformerDecoderCache(decoder.num_layers)
+        for t in range(T):  # y[:, t] as decoder(x, memory, tgt_mask=causal)[:, t] gives it
+            y_t = decoder(x[:, t:t + 1], memory, memory_key_padding_mask=pad, cache=cache)
+    """
+
+    def __init__(self, num_layers):
+        self.layers = [(KVCache(), KVCache(static=True)) for _ in range(num_layers)]
+
+    @property
+    def length(self):
+        return len(self.layers[0][0]) if self.layers else 0
+
+    def reorder(self, index):
+        if not isinstance(index, Tensor):
+            index = Tensor._make(np.asarray(index, dtype=np.int64))
+        for pair in self.layers:
+            for cache in pair:
+                cache.reorder(index)
+
+
 class TransformerDecoder(Module):
-    """``num_layers`` deep copies of ``decoder_layer`` applied in turn, then ``norm`` if given."""
+    """``num_layers`` deep copies of ``decoder_layer`` applied in turn, then ``norm`` if given.
+
+    With ``cache`` (a :class:`TransformerDecoderCache`), ``tgt`` is the new positions only and
+    each layer reads and grows its own caches (see ``TransformerDecoderLayer``): feeding a
+    sequence one position at a time, without ``tgt_mask``, gives the outputs of the whole
+    sequence under the causal mask.
+    """
 
     def __init__(self, decoder_layer, num_layers, norm=None):
         super().__init__()
@@ -165,14 +209,19 @@ class TransformerDecoder(Module):
         self.norm = norm
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
-                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False):
+                memory_key_padding_mask=None, tgt_is_causal=None, memory_is_causal=False,
+                cache=None):
+        if cache is not None and len(cache.layers) != len(self.layers):
+            raise ValueError(f"TransformerDecoder: cache has {len(cache.layers)} layers, the "
+                             f"decoder {len(self.layers)}")
         output = tgt
-        for layer in self.layers:
+        for i, layer in enumerate(self.layers):
             output = layer(output, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
                            tgt_key_padding_mask=tgt_key_padding_mask,
                            memory_key_padding_mask=memory_key_padding_mask,
                            tgt_is_causal=bool(tgt_is_causal),
-                           memory_is_causal=bool(memory_is_causal))
+                           memory_is_causal=bool(memory_is_causal),
+                           cache=None if cache is None else cache.layers[i])
         return output if self.norm is None else self.norm(output)
 
 

@@ -1,9 +1,11 @@
-"""Decoding for encoder-decoder models: a KV cache, and greedy, sampling and beam search.
+"""Decoding for encoder-decoder models: greedy, sampling and beam search, and the cache the
+decoding protocol hands around.
 
-This file holds the incremental decoder (:class:`DecoderCache`, :func:`cached_decoder_step`,
-computed with the ``nn.TransformerDecoderLayer``'s own parameters) and the searches
-(:func:`greedy_decode`, :func:`sample_decode`, :func:`beam_search`), plus :func:`translate`, which
-goes from sentences to sentences with two tokenizers. It imports numpy and ``minitorch`` (never
+This file holds the searches (:func:`greedy_decode`, :func:`sample_decode`, :func:`beam_search`),
+:func:`translate`, which goes from sentences to sentences with two tokenizers, and
+:class:`DecoderCache`, the protocol's cache for a model whose decoder is an
+``nn.TransformerDecoder``. The layers themselves, and their keys/values cache, are
+``minitorch.nn``'s. It imports numpy, ``minitorch`` and ``minitorch.nn`` (never
 ``minitorch.text.model``: any model that follows the protocol below works).
 
 The decoding protocol
@@ -24,7 +26,7 @@ The KV cache
 Each decoder layer attends to (1) the target positions so far and (2) the encoder memory. For
 (1), the keys and values of past positions never change, so each step computes them for the new
 position only and appends them to the layer's cache: a step costs O(length), not O(length²).
-For (2), the keys and values of the memory are computed once, when decoding starts.
+For (2), the keys and values of the memory are computed once, at the first step.
 
 Token results are lists of ids *without* ``<bos>`` and cut before the first ``<eos>``. All
 searches run batched, under ``no_grad``, and as in eval mode (no dropout).
@@ -32,187 +34,58 @@ searches run batched, under ``no_grad``, and as in eval mode (no dropout).
 from __future__ import annotations
 
 import contextlib
-import math
-from dataclasses import dataclass, field
-from typing import List, Optional, Sequence, Tuple
+from typing import List, Optional, Sequence
 
 import numpy as np
 
 import minitorch
+from minitorch import nn
 from minitorch.tensor import Tensor
 
-# ============================================================================ the KV cache
+# ============================================================================ the cache
 
 
-@dataclass
-class LayerCache:
-    """One decoder layer's cached keys/values, each (N, heads, length, head_dim)."""
-
-    self_keys: Optional[Tensor]
-    self_values: Optional[Tensor]
-    cross_keys: Tensor
-    cross_values: Tensor
-
-
-@dataclass
 class DecoderCache:
-    """Everything a decoder step needs from earlier steps, for every layer.
+    """What a decoder step needs from the earlier ones: the ``nn.TransformerDecoderCache``
+    (``decoder``), the memory's padding mask, and the memory until the first step has projected
+    it into the cross-attention caches.
 
-    ``length`` counts the target positions fed so far (the next one's position index).
-    With ``record_attention``, ``cross_attention`` collects, per step, the last layer's
-    cross-attention weights (N, heads, S) — what ``examples/translate.py`` draws.
+    ``length`` counts the target positions fed so far (the next one's position index). With
+    ``record_attention``, ``cross_attention`` collects, per step, the last layer's
+    cross-attention weights (N, heads, new positions, S): what ``examples/translate.py`` draws.
     """
 
-    layers: List[LayerCache]
-    memory_key_padding_mask: Optional[Tensor]  # (N, S) bool, True = padding
-    length: int = 0
-    record_attention: bool = False
-    cross_attention: List[np.ndarray] = field(default_factory=list)
+    def __init__(self, num_layers: int, memory: Tensor,
+                 memory_key_padding_mask: Optional[Tensor] = None, record_attention: bool = False):
+        self.decoder = nn.TransformerDecoderCache(num_layers)
+        self.memory = memory
+        self.memory_key_padding_mask = memory_key_padding_mask  # (N, S) bool, True = padding
+        self.record_attention = record_attention
+        self.cross_attention: List[np.ndarray] = []
 
-    @classmethod
-    def start(cls, decoder_layers, memory: Tensor, memory_key_padding_mask: Optional[Tensor],
-              record_attention: bool = False) -> "DecoderCache":
-        """Cross-attention keys/values of ``memory`` for each layer; empty self-attention cache."""
-        with minitorch.no_grad():
-            layers = []
-            for layer in decoder_layers:
-                attn = layer.multihead_attn
-                _, w_k, w_v = _in_projection_weights(attn)
-                _, b_k, b_v = _in_projection_biases(attn)
-                heads = attn.num_heads
-                layers.append(LayerCache(
-                    self_keys=None, self_values=None,
-                    cross_keys=_split_heads(_linear(memory, w_k, b_k), heads),
-                    cross_values=_split_heads(_linear(memory, w_v, b_v), heads)))
-        return cls(layers, memory_key_padding_mask, 0, record_attention)
+    @property
+    def length(self) -> int:
+        return self.decoder.length
+
+    def run(self, decoder: nn.TransformerDecoder, x: Tensor) -> Tensor:
+        """``decoder`` on the new positions' inputs ``x`` (N, t, d), with and growing the cache."""
+        out = decoder(x, self.memory, memory_key_padding_mask=self.memory_key_padding_mask,
+                      cache=self.decoder)
+        self.memory = None  # in the cross-attention caches now, never read again
+        if self.record_attention and self.decoder.layers:
+            self.cross_attention.append(self.decoder.layers[-1][1].weights.numpy().copy())
+        return out
 
     def reorder(self, index) -> None:
         """Keep rows ``index`` (a list/array of row numbers, repeats allowed), in that order."""
-        index = minitorch.tensor(np.asarray(index, dtype=np.int64))
-        for layer in self.layers:
-            for name in ("self_keys", "self_values", "cross_keys", "cross_values"):
-                value = getattr(layer, name)
-                if value is not None:
-                    setattr(layer, name, value.index_select(0, index))
+        rows = np.asarray(index, dtype=np.int64)
+        index = minitorch.tensor(rows)
+        self.decoder.reorder(index)
+        if self.memory is not None:
+            self.memory = self.memory.index_select(0, index)
         if self.memory_key_padding_mask is not None:
             self.memory_key_padding_mask = self.memory_key_padding_mask.index_select(0, index)
-        rows = index.numpy()
         self.cross_attention = [weights[rows] for weights in self.cross_attention]
-
-
-def _in_projection_weights(attn) -> Tuple[Tensor, Tensor, Tensor]:
-    """(W_q, W_k, W_v) as slices of ``in_proj_weight`` (3d, d), PyTorch's packed layout."""
-    d = attn.in_proj_weight.shape[0] // 3
-    weight = attn.in_proj_weight
-    return weight[:d], weight[d:2 * d], weight[2 * d:]
-
-
-def _in_projection_biases(attn):
-    bias = getattr(attn, "in_proj_bias", None)
-    if bias is None:
-        return None, None, None
-    d = bias.shape[0] // 3
-    return bias[:d], bias[d:2 * d], bias[2 * d:]
-
-
-def _linear(x: Tensor, weight: Tensor, bias: Optional[Tensor]) -> Tensor:
-    y = x @ weight.transpose(0, 1)
-    return y if bias is None else y + bias
-
-
-def _split_heads(x: Tensor, heads: int) -> Tensor:
-    """(N, L, d) → (N, heads, L, d / heads)."""
-    n, length, d = x.shape
-    return x.reshape(n, length, heads, d // heads).transpose(1, 2)
-
-
-def _merge_heads(x: Tensor) -> Tensor:
-    """(N, heads, L, head_dim) → (N, L, heads · head_dim)."""
-    n, heads, length, head_dim = x.shape
-    return x.transpose(1, 2).reshape(n, length, heads * head_dim)
-
-
-def _attend(query: Tensor, keys: Tensor, values: Tensor, key_padding_mask: Optional[Tensor]):
-    """Scaled dot-product attention of one query position; returns (output, weights)."""
-    scale = 1.0 / math.sqrt(query.shape[-1])
-    mask = None
-    if key_padding_mask is not None:  # (N, S) → (N, 1, 1, S), broadcast over heads and query
-        mask = key_padding_mask.reshape(key_padding_mask.shape[0], 1, 1, -1)
-    weights = minitorch.softmax(query @ keys.transpose(-2, -1), -1, scale=scale, mask=mask)
-    return weights @ values, weights
-
-
-def _cached_self_attention(attn, x: Tensor, cache: LayerCache) -> Tensor:
-    """Self-attention of the new position (N, 1, d) over all positions so far."""
-    w_q, w_k, w_v = _in_projection_weights(attn)
-    b_q, b_k, b_v = _in_projection_biases(attn)
-    heads = attn.num_heads
-    query = _split_heads(_linear(x, w_q, b_q), heads)
-    new_keys = _split_heads(_linear(x, w_k, b_k), heads)
-    new_values = _split_heads(_linear(x, w_v, b_v), heads)
-    if cache.self_keys is None:
-        cache.self_keys, cache.self_values = new_keys, new_values
-    else:
-        cache.self_keys = minitorch.cat([cache.self_keys, new_keys], dim=2)
-        cache.self_values = minitorch.cat([cache.self_values, new_values], dim=2)
-    # No causal mask needed: the cache holds only positions at or before this one.
-    out, _ = _attend(query, cache.self_keys, cache.self_values, None)
-    return attn.out_proj(_merge_heads(out))
-
-
-def _cached_cross_attention(attn, x: Tensor, cache: LayerCache,
-                            memory_key_padding_mask: Optional[Tensor]):
-    w_q, _, _ = _in_projection_weights(attn)
-    b_q, _, _ = _in_projection_biases(attn)
-    query = _split_heads(_linear(x, w_q, b_q), attn.num_heads)
-    out, weights = _attend(query, cache.cross_keys, cache.cross_values, memory_key_padding_mask)
-    return attn.out_proj(_merge_heads(out)), weights
-
-
-def _activation(layer):
-    activation = layer.activation
-    if isinstance(activation, str):  # PyTorch stores a function; accept its name too
-        return {"relu": minitorch.relu, "gelu": minitorch.ops.gelu}[activation]
-    return activation
-
-
-def cached_decoder_layer_step(layer, x: Tensor, cache: LayerCache,
-                              memory_key_padding_mask: Optional[Tensor]):
-    """One ``nn.TransformerDecoderLayer`` on the newest position ``x`` (N, 1, d), with its cache.
-
-    The same arithmetic as the layer's forward in eval mode, in both orders of PyTorch's layer:
-    ``norm_first`` (pre-norm: x + f(norm(x))) or not (post-norm: norm(x + f(x))).
-    Returns (output (N, 1, d), cross-attention weights (N, heads, 1, S)).
-    """
-    def feed_forward(h):
-        return layer.linear2(_activation(layer)(layer.linear1(h)))
-
-    if layer.norm_first:
-        x = x + _cached_self_attention(layer.self_attn, layer.norm1(x), cache)
-        attended, weights = _cached_cross_attention(layer.multihead_attn, layer.norm2(x), cache,
-                                                    memory_key_padding_mask)
-        x = x + attended
-        x = x + feed_forward(layer.norm3(x))
-    else:
-        x = layer.norm1(x + _cached_self_attention(layer.self_attn, x, cache))
-        attended, weights = _cached_cross_attention(layer.multihead_attn, x, cache,
-                                                    memory_key_padding_mask)
-        x = layer.norm2(x + attended)
-        x = layer.norm3(x + feed_forward(x))
-    return x, weights
-
-
-def cached_decoder_step(decoder_layers, x: Tensor, cache: DecoderCache) -> Tensor:
-    """Run the decoder stack on the newest position's input ``x`` (N, 1, d); grows the cache."""
-    weights = None
-    with minitorch.no_grad():
-        for layer, layer_cache in zip(decoder_layers, cache.layers):
-            x, weights = cached_decoder_layer_step(layer, x, layer_cache,
-                                                   cache.memory_key_padding_mask)
-    cache.length += 1
-    if cache.record_attention and weights is not None:
-        cache.cross_attention.append(weights.numpy()[:, :, 0, :].copy())
-    return x
 
 
 # ============================================================================ searches
@@ -234,7 +107,7 @@ class _Stepper:
 
     def logits(self, prefix: np.ndarray) -> np.ndarray:
         """Float64 logits (N, V) of the token after ``prefix`` (N, t), which starts with <bos>."""
-        with minitorch.no_grad(), _eval_mode(self.model):
+        with minitorch.no_grad(), eval_mode(self.model):
             if self.use_cache:
                 out = self.model.decode_step(minitorch.tensor(prefix[:, -1]), self.cache)
             else:
@@ -263,13 +136,13 @@ def _prepare(model, src: Tensor, src_key_padding_mask: Optional[Tensor], max_len
     if max_len > model.max_len:
         raise ValueError(f"decoding: max_len={max_len} is longer than the model's maximum "
                          f"target length {model.max_len}")
-    with minitorch.no_grad(), _eval_mode(model):
+    with minitorch.no_grad(), eval_mode(model):
         memory = model.encode(src, src_key_padding_mask)
     return memory, max_len
 
 
 @contextlib.contextmanager
-def _eval_mode(model):
+def eval_mode(model):
     """Run a block with ``model`` in eval mode (no dropout), then restore its mode."""
     was_training = getattr(model, "training", False)
     if was_training:
@@ -323,7 +196,7 @@ def greedy_decode(model, src: Tensor, src_key_padding_mask: Optional[Tensor] = N
     if return_logits:
         result.append(np.stack(step_logits, axis=1))
     if record_attention:
-        result.append(np.stack(stepper.cache.cross_attention, axis=2))
+        result.append(np.concatenate(stepper.cache.cross_attention, axis=2))
     return result[0] if len(result) == 1 else tuple(result)
 
 
@@ -385,6 +258,21 @@ def sample_decode(model, src: Tensor, src_key_padding_mask: Optional[Tensor] = N
     return _finish(prefix[:, 1:], eos_id)
 
 
+def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Column indices of each row's ``k`` largest scores, best first, ties to the lower index:
+    ``np.argsort(-scores, kind="stable")[:, :k]`` without sorting whole rows (beam search's rows
+    are beams × vocabulary long, and k is the beam size)."""
+    work, rows = scores.copy(), np.arange(scores.shape[0])
+    columns = np.empty((scores.shape[0], k), dtype=np.int64)
+    for j in range(k):
+        columns[:, j] = work.argmax(axis=-1)  # the first maximum: ties go to the lower index
+        best = work[rows, columns[:, j]]
+        if np.isnan(best).any() or np.isneginf(best).any():  # (a -inf might be one taken)
+            return np.argsort(-scores, axis=-1, kind="stable")[:, :k]
+        work[rows, columns[:, j]] = -np.inf
+    return columns
+
+
 def beam_search(model, src: Tensor, src_key_padding_mask: Optional[Tensor] = None, *,
                 beam_size: int = 4, max_len: Optional[int] = None, length_penalty: float = 1.0,
                 bos_id: int = 2, eos_id: int = 3, pad_id: int = 0,
@@ -415,7 +303,7 @@ def beam_search(model, src: Tensor, src_key_padding_mask: Optional[Tensor] = Non
         log_probs[finished] = -np.inf
         log_probs[finished, pad_id] = 0.0
         candidates = (scores.reshape(-1, 1) + log_probs).reshape(n, beams * vocab)
-        best = np.argsort(-candidates, axis=-1, kind="stable")[:, :beams]
+        best = _top_k(candidates, beams)
         scores = np.take_along_axis(candidates, best, axis=-1)
         rows = (np.arange(n)[:, None] * beams + best // vocab).reshape(-1)
         next_tokens = (best % vocab).reshape(-1)

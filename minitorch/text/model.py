@@ -4,7 +4,8 @@ This file holds :class:`Seq2SeqTransformer`: token embeddings scaled by ``sqrt(d
 sinusoidal positions, ``nn.Transformer(batch_first=True)`` and a ``generator`` Linear to target
 vocabulary logits. Besides ``forward`` (teacher forcing) it implements the decoding protocol of
 :mod:`minitorch.text.decoding` (``encode``, ``decode``, ``start_decoding``, ``decode_step``), the
-last two on the KV cache that :mod:`~minitorch.text.decoding` provides.
+last two on ``nn.TransformerDecoder``'s KV cache, through :mod:`~minitorch.text.decoding`'s
+``DecoderCache``.
 May import: ``minitorch``, ``minitorch.nn``, ``minitorch.text.batching``,
 ``minitorch.text.decoding``.
 """
@@ -19,7 +20,7 @@ import minitorch
 from minitorch import nn
 from minitorch.tensor import Tensor
 from minitorch.text.batching import causal_mask
-from minitorch.text.decoding import DecoderCache, cached_decoder_step
+from minitorch.text.decoding import DecoderCache, eval_mode
 
 
 class Seq2SeqTransformer(nn.Module):
@@ -117,9 +118,9 @@ class Seq2SeqTransformer(nn.Module):
     def start_decoding(self, memory: Tensor,
                        memory_key_padding_mask: Optional[Tensor] = None,
                        record_attention: bool = False) -> DecoderCache:
-        """A KV cache for :meth:`decode_step`: cross-attention K/V of ``memory`` computed once."""
-        return DecoderCache.start(self.transformer.decoder.layers, memory,
-                                  memory_key_padding_mask, record_attention=record_attention)
+        """A KV cache for :meth:`decode_step` (the memory's K/V are computed at the first step)."""
+        return DecoderCache(self.transformer.decoder.num_layers, memory, memory_key_padding_mask,
+                            record_attention=record_attention)
 
     def decode_step(self, tokens: Tensor, cache: DecoderCache) -> Tensor:
         """Logits (N, tgt_vocab) for the next token after ``tokens`` (N,), the last ones fed.
@@ -132,22 +133,10 @@ class Seq2SeqTransformer(nn.Module):
                              f"{cache.length + 1} positions, more than max_len {self.max_len}")
         tokens = tokens.reshape(-1, 1)
         self._check_ids(tokens, self.tgt_vocab, "tokens")
-        with minitorch.no_grad():
-            x = self.tgt_embed(tokens) * math.sqrt(self.d_model)
-            x = self._positions_eval(x, cache.length)
-            hidden = cached_decoder_step(self.transformer.decoder.layers, x, cache)
-            if self.transformer.decoder.norm is not None:
-                hidden = self.transformer.decoder.norm(hidden)
+        with minitorch.no_grad(), eval_mode(self):
+            x = self._embed(tokens, self.tgt_embed, cache.length)
+            hidden = cache.run(self.transformer.decoder, x)
             return self.generator(hidden).reshape(tokens.shape[0], self.tgt_vocab)
-
-    def _positions_eval(self, x: Tensor, start: int) -> Tensor:
-        """``positions(x, start)`` without dropout, whatever mode the module is in."""
-        was_training = self.positions.training
-        self.positions.eval()
-        try:
-            return self.positions(x, start)
-        finally:
-            self.positions.train(was_training)
 
 
 def count_parameters(model: nn.Module) -> int:
