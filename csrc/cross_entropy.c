@@ -8,10 +8,9 @@
  * Rows whose target is ignore_index have loss 0 and gradient 0. lse is kept in double for both
  * dtypes: the backward needs exp(x - lse) exact for |x| ~ 1e4. The reference bodies below use
  * libm's exp and double sums; the tuned ones are in tuned/cross_entropy_tuned.c. This file is
- * its own body, included once per element type T.
+ * its own body, compiled once per element type T (each_dtype.h).
  */
 #ifndef T
-#include <math.h>
 #include "mt_internal.h"
 
 /* 0 if every target is in [0, cols) or ignore_index: the kernels index rows by them. */
@@ -22,17 +21,8 @@ static int mt_check_targets(const int64_t *target, int64_t rows, int64_t cols,
     return 0;
 }
 
-#define T float
-#define SFX f32
-#include "cross_entropy.c"
-#undef T
-#undef SFX
-
-#define T double
-#define SFX f64
-#include "cross_entropy.c"
-#undef T
-#undef SFX
+#define MT_BODY "cross_entropy.c"
+#include "each_dtype.h"
 
 #else
 #include "tuned/tuned.h"

@@ -7,22 +7,11 @@
  * elements apart. beta == 0 means C is not read; alpha == 0 (or k == 0) that A and B are not.
  * The reference body is the triple loop, summing in double. The tuned body
  * (tuned/gemm_tuned.c) blocks and packs the operands for the caches and SIMD micro-kernels.
- * This file is its own body, included once per element type T.
+ * This file is its own body, compiled once per element type T (each_dtype.h).
  */
 #ifndef T
-#include "mt_internal.h"
-
-#define T float
-#define SFX f32
-#include "gemm.c"
-#undef T
-#undef SFX
-
-#define T double
-#define SFX f64
-#include "gemm.c"
-#undef T
-#undef SFX
+#define MT_BODY "gemm.c"
+#include "each_dtype.h"
 
 #else
 #include "tuned/tuned.h"

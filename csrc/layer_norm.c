@@ -9,23 +9,11 @@
  * weight / bias may be NULL (w = 1, b = 0); dweight / dbias may be NULL (not computed). The
  * reference bodies below sum in double, the variance around the mean (two passes: never
  * E[x^2] - E[x]^2, which cancels); the tuned ones are in tuned/layer_norm_tuned.c. This file is
- * its own body, included once per element type T.
+ * its own body, compiled once per element type T (each_dtype.h).
  */
 #ifndef T
-#include <math.h>
-#include "mt_internal.h"
-
-#define T float
-#define SFX f32
-#include "layer_norm.c"
-#undef T
-#undef SFX
-
-#define T double
-#define SFX f64
-#include "layer_norm.c"
-#undef T
-#undef SFX
+#define MT_BODY "layer_norm.c"
+#include "each_dtype.h"
 
 #else
 #include "tuned/tuned.h"

@@ -6,24 +6,12 @@
  *   dw_j = sum_rows dy_j xhat_j
  *
  * weight may be NULL (w = 1); dweight may be NULL (not computed). Sums in double. Only the
- * reference body exists: every ISA level runs it. This file is its own body, included once
- * per element type T.
+ * reference body exists: every ISA level runs it. This file is its own body, compiled once
+ * per element type T (each_dtype.h).
  */
 #ifndef T
-#include <math.h>
-#include "mt_internal.h"
-
-#define T float
-#define SFX f32
-#include "rms_norm.c"
-#undef T
-#undef SFX
-
-#define T double
-#define SFX f64
-#include "rms_norm.c"
-#undef T
-#undef SFX
+#define MT_BODY "rms_norm.c"
+#include "each_dtype.h"
 
 #else
 

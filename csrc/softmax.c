@@ -10,23 +10,12 @@
  * Excluded: where the bool mask is set, and with causal_lq > 0 every column j > row % causal_lq.
  * A row with nothing left (or all -inf) is all zeros, never 0/0. The reference bodies below go
  * over a row a few times with libm's exp and double sums; the tuned ones are in
- * tuned/softmax_tuned.c. This file is its own body, included once per element type T.
+ * tuned/softmax_tuned.c.
+ * This file is its own body, compiled once per element type T (each_dtype.h).
  */
 #ifndef T
-#include <math.h>
-#include "mt_internal.h"
-
-#define T float
-#define SFX f32
-#include "softmax.c"
-#undef T
-#undef SFX
-
-#define T double
-#define SFX f64
-#include "softmax.c"
-#undef T
-#undef SFX
+#define MT_BODY "softmax.c"
+#include "each_dtype.h"
 
 #else
 #include "tuned/tuned.h"
