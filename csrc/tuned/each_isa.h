@@ -1,4 +1,5 @@
-/* tuned/each_isa.h — compiles a tuned body once per ISA level and element type.
+/* tuned/each_isa.h — compiles a tuned body once per ISA level, and for each once per element
+ * type (each_dtype.h).
  *
  * The including file defines MT_BODY (its own name: the body is the part of it that runs when
  * ISA is defined). The body names its functions V(name), i.e. name_<isa>_<f32|f64>, and calls
@@ -10,48 +11,21 @@
 #define V(name) MT_CAT(MT_CAT(name, ISA), SFX)
 
 #define ISA portable
-#define T float
-#define SFX f32
-#include MT_BODY
-#undef T
-#undef SFX
-#define T double
-#define SFX f64
-#include MT_BODY
-#undef T
-#undef SFX
+#include "each_dtype.h"
 #undef ISA
 
 #ifdef MT_X86
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
 #define ISA avx2
-#define T float
-#define SFX f32
-#include MT_BODY
-#undef T
-#undef SFX
-#define T double
-#define SFX f64
-#include MT_BODY
-#undef T
-#undef SFX
+#include "each_dtype.h"
 #undef ISA
 #pragma GCC pop_options
 
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
 #define ISA avx512
-#define T float
-#define SFX f32
-#include MT_BODY
-#undef T
-#undef SFX
-#define T double
-#define SFX f64
-#include MT_BODY
-#undef T
-#undef SFX
+#include "each_dtype.h"
 #undef ISA
 #pragma GCC pop_options
 #endif
