@@ -14,23 +14,12 @@
  * micro-kernel never touches memory outside C.
  * Products small enough for L1 (e.g. 32x32x32 attention heads) skip the blocking and most of
  * the packing: gemm_small runs the strided micro-kernel on the operands where they lie.
- * This file is its own body, included once per element type.
+ * This file is its own body, compiled once per element type (each_dtype.h).
  */
 #ifndef T
-#include "mt_internal.h"
 #include "gemm_microkernels.h"
-
-#define T float
-#define SFX f32
-#include "gemm_tuned.c"
-#undef T
-#undef SFX
-
-#define T double
-#define SFX f64
-#include "gemm_tuned.c"
-#undef T
-#undef SFX
+#define MT_BODY "gemm_tuned.c"
+#include "each_dtype.h"
 
 #else
 #define PLAN F(mt_gemm_plan)

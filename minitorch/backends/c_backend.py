@@ -533,15 +533,29 @@ def _ptr_or_null(arr):
     return ffi.NULL if arr is None else _ptr(arr)
 
 
-def layer_norm_forward(x, weight, bias, eps=1e-5):
-    """(y, mean, rstd): y = (x - mean) * rstd * weight + bias over the last dim."""
+def _check_rows_input(x, eps=None):
+    """x: a float array of at least 1 dim, normalized over its last dim; eps >= 0."""
     check_float("x", x)
     if x.ndim < 1:
         raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    if eps is not None and not float(eps) >= 0.0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+
+
+def _check_row_statistics(x, dy, **statistics):
+    """dy of x's shape and dtype; each statistic one value per row of x."""
+    check_float("dy", dy, x.dtype)
+    check_same_shape("dy", dy, x.shape)
+    for name, s in statistics.items():
+        check_float(name, s, x.dtype)
+        check_same_shape(name, s, x.shape[:-1])
+
+
+def layer_norm_forward(x, weight, bias, eps=1e-5):
+    """(y, mean, rstd): y = (x - mean) * rstd * weight + bias over the last dim."""
+    _check_rows_input(x, eps)
     weight = _layer_norm_param("weight", weight, x)
     bias = _layer_norm_param("bias", bias, x)
-    if not float(eps) >= 0.0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
     x = _contiguous(x)
     y = empty_like(x)
     mean = np.zeros(x.shape[:-1], dtype=x.dtype)
@@ -559,15 +573,9 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
 
 def layer_norm_backward(dy, x, weight, mean, rstd):
     """(dx, dweight, dbias); dweight and dbias are None when weight is None."""
-    check_float("x", x)
-    if x.ndim < 1:
-        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
-    check_float("dy", dy, x.dtype)
-    check_same_shape("dy", dy, x.shape)
+    _check_rows_input(x)
+    _check_row_statistics(x, dy, mean=mean, rstd=rstd)
     weight = _layer_norm_param("weight", weight, x)
-    for name, s in (("mean", mean), ("rstd", rstd)):
-        check_float(name, s, x.dtype)
-        check_same_shape(name, s, x.shape[:-1])
     x, dy, mean, rstd = _contiguous(x), _contiguous(dy), _contiguous(mean), _contiguous(rstd)
     dx = empty_like(x)  # the kernel writes every element (zeros_like was a second pass)
     cols = x.shape[-1]
@@ -589,12 +597,8 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
 # ---------------------------------------------------------------------------------------------
 def rms_norm_forward(x, weight, eps):
     """(y, rstd): y = x * rstd * weight over the last dim."""
-    check_float("x", x)
-    if x.ndim < 1:
-        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    _check_rows_input(x, eps)
     weight = _layer_norm_param("weight", weight, x)
-    if not float(eps) >= 0.0:
-        raise ValueError(f"eps must be >= 0, got {eps}")
     x = _contiguous(x)
     y = empty_like(x)
     rstd = np.zeros(x.shape[:-1], dtype=x.dtype)
@@ -609,14 +613,9 @@ def rms_norm_forward(x, weight, eps):
 
 def rms_norm_backward(dy, x, weight, rstd):
     """(dx, dweight); dweight is None when weight is None."""
-    check_float("x", x)
-    if x.ndim < 1:
-        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
-    check_float("dy", dy, x.dtype)
-    check_same_shape("dy", dy, x.shape)
+    _check_rows_input(x)
+    _check_row_statistics(x, dy, rstd=rstd)
     weight = _layer_norm_param("weight", weight, x)
-    check_float("rstd", rstd, x.dtype)
-    check_same_shape("rstd", rstd, x.shape[:-1])
     x, dy, rstd = _contiguous(x), _contiguous(dy), _contiguous(rstd)
     dx = empty_like(x)
     dweight = None if weight is None else np.zeros(x.shape[-1], dtype=x.dtype)
