@@ -42,11 +42,8 @@ int F(mt_cross_entropy_forward)(const T *logits, const int64_t *target, int64_t 
                                 T *loss, double *lse) {
     if (rows < 0 || cols < 0 || mt_check_targets(target, rows, cols, ignore_index))
         return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE)
-        return MT_TUNED(isa, tuned_cross_entropy_forward)(logits, target, rows, cols,
-                                                          ignore_index, label_smoothing, loss,
-                                                          lse);
+    MT_RUN_TUNED(tuned_cross_entropy_forward, logits, target, rows, cols, ignore_index,
+                 label_smoothing, loss, lse);
     const double eps = label_smoothing;
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -73,12 +70,8 @@ int F(mt_cross_entropy_backward)(const T *logits, const int64_t *target, const d
     if (rows < 0 || cols < 0 || grad_stride < 0 ||
         mt_check_targets(target, rows, cols, ignore_index))
         return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE)
-        return MT_TUNED(isa, tuned_cross_entropy_backward)(logits, target, lse, grad,
-                                                           grad_stride, grad_scale, rows, cols,
-                                                           ignore_index, label_smoothing,
-                                                           dlogits);
+    MT_RUN_TUNED(tuned_cross_entropy_backward, logits, target, lse, grad, grad_stride, grad_scale,
+                 rows, cols, ignore_index, label_smoothing, dlogits);
     const double eps = label_smoothing;
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)

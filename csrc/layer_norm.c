@@ -21,10 +21,7 @@
 int F(mt_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
                              T *rstd, int64_t rows, int64_t cols, double eps) {
     if (rows < 0 || cols < 0 || (rows > 0 && cols == 0)) return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE)
-        return MT_TUNED(isa, tuned_layer_norm_forward)(x, weight, bias, y, mean, rstd, rows,
-                                                       cols, eps);
+    MT_RUN_TUNED(tuned_layer_norm_forward, x, weight, bias, y, mean, rstd, rows, cols, eps);
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -51,10 +48,8 @@ int F(mt_layer_norm_backward)(const T *dy, const T *x, const T *weight, const T 
                               const T *rstd, T *dx, T *dweight, T *dbias, int64_t rows,
                               int64_t cols) {
     if (rows < 0 || cols < 0) return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE)
-        return MT_TUNED(isa, tuned_layer_norm_backward)(dy, x, weight, mean, rstd, dx, dweight,
-                                                        dbias, rows, cols);
+    MT_RUN_TUNED(tuned_layer_norm_backward, dy, x, weight, mean, rstd, dx, dweight, dbias, rows,
+                 cols);
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {

@@ -53,11 +53,8 @@ int F(mt_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
     if (mask_add && mask_bool) return MT_ERR_ARGS;
     if (mask_col_stride != 0 && mask_col_stride != 1) return MT_ERR_ARGS;
     if (has_mask && mask_ndim > 0 && (!row_shape || !mask_row_strides)) return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE)
-        return MT_TUNED(isa, tuned_softmax_forward)(x, y, rows, cols, scale, mask_add, mask_bool,
-                                                    mask_ndim, row_shape, mask_row_strides,
-                                                    mask_col_stride, causal_lq);
+    MT_RUN_TUNED(tuned_softmax_forward, x, y, rows, cols, scale, mask_add, mask_bool, mask_ndim,
+                 row_shape, mask_row_strides, mask_col_stride, causal_lq);
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -73,9 +70,7 @@ int F(mt_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
 int F(mt_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
                            T scale) {
     if (rows < 0 || cols < 0) return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE)
-        return MT_TUNED(isa, tuned_softmax_backward)(y, dy, dx, rows, cols, scale);
+    MT_RUN_TUNED(tuned_softmax_backward, y, dy, dx, rows, cols, scale);
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -90,8 +85,7 @@ int F(mt_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t
 
 int F(mt_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
     if (rows < 0 || cols < 0) return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE) return MT_TUNED(isa, tuned_log_softmax_forward)(x, y, rows, cols);
+    MT_RUN_TUNED(tuned_log_softmax_forward, x, y, rows, cols);
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -113,9 +107,7 @@ int F(mt_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
 
 int F(mt_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols) {
     if (rows < 0 || cols < 0) return MT_ERR_ARGS;
-    int isa = mt_get_isa();
-    if (isa > MT_ISA_REFERENCE)
-        return MT_TUNED(isa, tuned_log_softmax_backward)(y, dy, dx, rows, cols);
+    MT_RUN_TUNED(tuned_log_softmax_backward, y, dy, dx, rows, cols);
     int nt = mt_threads_for(rows * cols);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {

@@ -18,6 +18,14 @@
 #define MT_DECLARE_TUNED(op, params) int F(op##_portable) params;
 #endif
 
+/* In a public entry point: return the tuned body's result for the level in force, unless that
+ * level is the reference (then the entry point goes on to its plain body). */
+#define MT_RUN_TUNED(op, ...)                                                 \
+    do {                                                                      \
+        int level_ = mt_get_isa();                                            \
+        if (level_ > MT_ISA_REFERENCE) return MT_TUNED(level_, op)(__VA_ARGS__); \
+    } while (0)
+
 int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                   const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
                   int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch);

@@ -44,24 +44,16 @@ def to(self, dtype=None, *args, **kwargs):
     return Tensor._make(self._data.astype(dtype.numpy))
 
 
-@tensor_method("float")
-def float(self):
-    return to(self, float32)
+def _cast_method(name, dtype):
+    def cast(self):
+        return to(self, dtype)
+    cast.__name__ = cast.__qualname__ = name
+    cast.__doc__ = f"``self.to({dtype})``."
+    return cast
 
 
-@tensor_method("double")
-def double(self):
-    return to(self, float64)
-
-
-@tensor_method("long")
-def long(self):
-    return to(self, int64)
-
-
-@tensor_method("bool")
-def bool(self):
-    return to(self, bool_)
+for _name, _dtype in (("float", float32), ("double", float64), ("long", int64), ("bool", bool_)):
+    tensor_method(_name)(_cast_method(_name, _dtype))
 
 
 @tensor_method("type_as")
