@@ -16,6 +16,10 @@ minitorch from CHECKOUT (which must have the same public decoding API, its C ext
 and prints the before/after ratios.
 
     python benchmarks/bench_decoding.py [--rounds 3] [--threads 1] [--compare /tmp/baseline]
+        [--no-report]
+
+The table also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report or
+--compare (two checkouts of minitorch, not minitorch against a reference) is given.
 """
 import argparse
 import json
@@ -29,6 +33,8 @@ import warnings
 
 import numpy as np
 
+import report
+
 CONFIG = dict(d_model=128, nhead=4, layers=2, ff=512, vocab=1000, batch=32, src_len=(16, 20),
               steps=32, beam=4)
 QUICK = dict(CONFIG, batch=4, src_len=(5, 8), steps=6, vocab=50)
@@ -36,6 +42,13 @@ BOS, EOS, PAD = 2, 3, 0
 MINITORCH_CASES = ["greedy", "greedy, no cache", "beam 4", "beam 4, no cache"]
 TORCH_CASES = ["torch greedy, prefix", "torch greedy, kv cache", "torch beam 4, prefix",
                "torch beam 4, kv cache"]
+# The PyTorch case each minitorch case is held to: cached against cached, whole prefix against
+# whole prefix.
+REFERENCE = {"greedy": "torch greedy, kv cache", "greedy, no cache": "torch greedy, prefix",
+             "beam 4": "torch beam 4, kv cache", "beam 4, no cache": "torch beam 4, prefix"}
+COLUMNS = ["case", "ms", "tokens/s", "speed vs torch", "cache speed-up"]
+LEGEND = ("speed vs torch = ms of the matching PyTorch case (kv cache for cached, prefix for no "
+          "cache) ÷ minitorch ms; cache speed-up = no-cache ms ÷ cached ms (> 1: faster)")
 
 
 def build(cfg):
@@ -235,6 +248,7 @@ def main():
     p.add_argument("--no-uncached", action="store_true", help="skip the no-cache cases")
     p.add_argument("--quick", action="store_true", help="a tiny configuration (a smoke test)")
     p.add_argument("--worker", help=argparse.SUPPRESS)
+    report.add_no_report_flag(p)
     args = p.parse_args()
     if args.worker:
         return worker(json.loads(args.worker), args.threads, args.quick)
@@ -263,9 +277,11 @@ def main():
         process.wait()
 
     cfg = QUICK if args.quick else CONFIG
-    print(f"decoding {cfg['steps']} tokens for {cfg['batch']} sources: d_model {cfg['d_model']}, "
-          f"{cfg['nhead']} heads, {cfg['layers']}+{cfg['layers']} layers, ff {cfg['ff']}, vocab "
-          f"{cfg['vocab']}; {args.threads} thread(s), best of {args.rounds} rounds")
+    config = (f"decoding {cfg['steps']} tokens for {cfg['batch']} sources: d_model "
+              f"{cfg['d_model']}, {cfg['nhead']} heads, {cfg['layers']}+{cfg['layers']} layers, "
+              f"ff {cfg['ff']}, vocab {cfg['vocab']}, beam {cfg['beam']}; best of {args.rounds} "
+              f"rounds")
+    print(config + f"; {args.threads} thread(s)")
     for label, (_, location) in workers.items():
         print(f"  {label}: minitorch from {location}")
     header = f"{'case':24s} {'this ms':>9s} {'tokens/s':>9s}"
@@ -287,11 +303,27 @@ def main():
             notes.append(f"KV cache speed-up {this[f'{kind}, no cache'] / this[kind]:.2f}x")
         for ref in ("kv cache", "prefix"):
             if f"torch {kind}, {ref}" in this:
-                ratio = this[kind] / this[f"torch {kind}, {ref}"]
-                notes.append(f"time / PyTorch {ref} {ratio:.2f}")
+                speed = this[f"torch {kind}, {ref}"] / this[kind]
+                notes.append(f"speed vs PyTorch {ref} {speed:.2f}x")
         if args.compare:
             notes.append(f"compare / this {best['compare'][kind] / this[kind]:.2f}x")
         print(f"{kind} (cached): " + "; ".join(notes))
+    if not args.compare and not args.no_report:
+        path = report.write_table("bench_decoding.py", COLUMNS, table_rows(this, tokens),
+                                  threads=[args.threads], notes=[config, LEGEND])
+        print(f"table written to {path}")
+
+
+def table_rows(best, tokens):
+    """The report's rows (COLUMNS) from {case: best seconds}; ratios left empty when a case is
+    missing."""
+    rows = []
+    for name, seconds in best.items():
+        reference, uncached = best.get(REFERENCE.get(name)), best.get(f"{name}, no cache")
+        rows.append([name, f"{seconds * 1e3:.1f}", f"{tokens / seconds:.0f}",
+                     f"{reference / seconds:.2f}x" if reference else None,
+                     f"{uncached / seconds:.2f}x" if uncached else None])
+    return rows
 
 
 if __name__ == "__main__":

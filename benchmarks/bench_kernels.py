@@ -6,15 +6,14 @@ Prints, for 1 and 2 threads:
     with ratio columns and % of the FMA peak measured in the same rounds,
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
     and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, and % of the copy
-    bandwidth timed in the same rounds,
-  - in a last column, whether the cell meets the C-core issue's targets ("ok", "-" where none is
-    set, or what it misses), and a count of the cells that do under each table.
-PyTorch columns appear only if ``import torch`` works.
+    bandwidth timed in the same rounds.
+PyTorch's columns are empty ("-") where ``import torch`` fails. Both tables also go to
+docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
 
 Run from the repository root (after ``python setup.py build_ext --inplace``):
     unset OPENBLAS_CORETYPE OPENBLAS_L2_SIZE   # if set: they mis-tune OpenBLAS on this machine
     PYTHONPATH=. python benchmarks/bench_kernels.py            # ~8 minutes
-    PYTHONPATH=. python benchmarks/bench_kernels.py --quick    # smaller sizes, ~2 minutes
+    PYTHONPATH=. python benchmarks/bench_kernels.py --quick    # smaller, shorter: ~4 minutes
 Bytes for GB/s count what each kernel must move at least once (e.g. softmax forward: read x,
 write y). Timings are the best of several calls per library, measured in rounds (each library,
 and the yardstick of the row, timed in a block of its own per round: see best_times) so that
@@ -34,6 +33,7 @@ import time
 
 import numpy as np
 
+import report
 from minitorch.backends import c_backend as mt
 
 try:
@@ -153,45 +153,6 @@ def ratio(a, b):
 
 
 # ---------------------------------------------------------------------------------------------
-# The targets of the C-core issue, checked cell by cell
-# ---------------------------------------------------------------------------------------------
-TRANSFORMER_SHAPES = ("4096x128 . 128x512", "4096x512 . 512x128", "batched 32*4 heads 32x32.32x32")
-
-
-def gemm_targets(dtype, threads, name, r_np, r_th, pct_peak):
-    """[(what, value, minimum)] this GEMM cell must reach; [] where the issue sets none."""
-    if np.dtype(dtype) == np.float64:
-        return [("vs numpy", r_np, 0.9)]
-    if name in TRANSFORMER_SHAPES:
-        return [("vs numpy", r_np, 0.8), ("vs torch", r_th, 0.8)]
-    n = int(name.split("=")[1])
-    if n < 256:
-        return []
-    targets = [("vs numpy", r_np, 1.0), ("vs torch", r_th, 0.9)]
-    if n == 1024 and threads == 1:
-        targets.append(("% of peak", pct_peak, 75))
-    return targets
-
-
-def row_targets(r_np, r_th, pct_copy):
-    return [("vs numpy", r_np, 4.0), ("vs torch", r_th, 1.5), ("% of copy", pct_copy, 60)]
-
-
-def verdict(targets, tally):
-    """'ok', '-' (no target) or the targets missed; counts the cell in tally [met, of]."""
-    if not targets:
-        return "-"
-    missed = [f"{what} {value:.{2 if what.startswith('vs') else 1}f}<{minimum:g}"
-              for what, value, minimum in targets if value is not None and value < minimum]
-    unknown = any(value is None for _, value, _ in targets)
-    tally[1] += 1
-    if not missed and not unknown:
-        tally[0] += 1
-        return "ok"
-    return ", ".join(missed + (["torch absent"] if unknown else []))
-
-
-# ---------------------------------------------------------------------------------------------
 # GEMM
 # ---------------------------------------------------------------------------------------------
 def gemm_cases(quick):
@@ -248,15 +209,28 @@ def fma_peak_probe(dtype, threads, samples):
     return probe
 
 
+GEMM_COLUMNS = ["dtype", "threads", "shape", "minitorch GFLOP/s", "numpy GFLOP/s",
+                "torch GFLOP/s", "mt/np", "mt/torch", "peak GFLOP/s", "%peak"]
+GEMM_NOTE = ("mt/np, mt/torch = minitorch GFLOP/s ÷ numpy's, PyTorch's (> 1: minitorch is faster); "
+             "%peak = minitorch ÷ peak, the FMA peak (benchmarks/fma_peak.c) timed in the same "
+             "rounds")
+
+
+def show(row, name_width):
+    """Print one table row (dtype, threads, name, then figures) in aligned columns."""
+    dtype, threads, name, *figures = row
+    print(f"{dtype:7} {threads:>3} {name:{name_width}} " + " ".join(figures), flush=True)
+
+
 def bench_gemm(threads_list, quick):
-    print("\n## GEMM  (GFLOP/s; ratio = minitorch / reference; peak = measured FMA peak, timed in "
-          "the same rounds; %peak = minitorch / peak)")
+    """Print the GEMM table; return its rows (strings, in GEMM_COLUMNS' order)."""
+    print("\n## GEMM  (GFLOP/s; " + GEMM_NOTE + ")")
     header = (f"{'dtype':7} {'thr':>3} {'shape':32} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
-              f"{'mt/np':>6} {'mt/torch':>8} {'peak':>6} {'%peak':>6}  target")
+              f"{'mt/np':>6} {'mt/torch':>8} {'peak':>6} {'%peak':>6}")
     print(header)
     print("-" * len(header))
     rng = np.random.default_rng(0)
-    tally = [0, 0]
+    rows = []
     for dtype in (np.float32, np.float64):
         for threads in threads_list:
             set_threads(threads)
@@ -264,7 +238,7 @@ def bench_gemm(threads_list, quick):
                 a = rng.standard_normal(sa).astype(dtype)
                 b = rng.standard_normal(sb).astype(dtype)
                 flops = 2.0 * np.prod(sa[:-1]) * sa[-1] * sb[-1]
-                budget = 0.9 if flops > 1e9 else 0.45
+                budget = (0.9 if flops > 1e9 else 0.45) * (0.5 if quick else 1)
                 f_th = None
                 if torch is not None:
                     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
@@ -272,16 +246,16 @@ def bench_gemm(threads_list, quick):
                 peaks = []
                 t_mt, t_np, t_th, _ = best_times(
                     [lambda: mt.matmul(a, b), lambda: np.matmul(a, b), f_th,
-                     fma_peak_probe(dtype, threads, peaks)], budget)
+                     fma_peak_probe(dtype, threads, peaks)], budget, rounds=2 if quick else 3)
                 g_mt, g_np = flops / t_mt / 1e9, flops / t_np / 1e9
                 g_th = flops / t_th / 1e9 if t_th else None
                 peak = max(peaks, default=None)  # a busy moment only ever lowers a sample
-                r_np, r_th, pct = ratio(g_mt, g_np), ratio(g_mt, g_th), ratio(100 * g_mt, peak)
-                target = verdict(gemm_targets(dtype, threads, name, r_np, r_th, pct), tally)
-                print(f"{np.dtype(dtype).name:7} {threads:3d} {name:32} {fmt(g_mt, 9)} {fmt(g_np)} "
-                      f"{fmt(g_th)} {fmt(r_np, 6, 2)} {fmt(r_th, 8, 2)} {fmt(peak, 6)} "
-                      f"{fmt(pct, 6, 0)}  {target}", flush=True)
-    print(f"GEMM targets met in {tally[0]} of {tally[1]} cells")
+                row = [np.dtype(dtype).name, str(threads), name, fmt(g_mt, 9), fmt(g_np),
+                       fmt(g_th), fmt(ratio(g_mt, g_np), 6, 2), fmt(ratio(g_mt, g_th), 8, 2),
+                       fmt(peak, 6), fmt(ratio(100 * g_mt, peak), 6, 0)]
+                show(row, 32)
+                rows.append(row)
+    return rows
 
 
 # ---------------------------------------------------------------------------------------------
@@ -439,36 +413,47 @@ def row_cases(quick):
     return cases
 
 
+ROW_COLUMNS = ["dtype", "threads", "kernel", "minitorch GB/s", "numpy GB/s", "torch GB/s",
+               "mt/np", "mt/torch", "copy GB/s", "%copy"]
+ROW_NOTE = ("GB/s of compulsory traffic; mt/np, mt/torch = minitorch GB/s ÷ the numpy composite's, "
+            "PyTorch's (> 1: minitorch is faster); %copy = minitorch ÷ copy, a copy through the "
+            "cache on as many threads timed in the same rounds")
+
+
 def bench_rows(threads_list, quick):
-    print("\n## Row kernels  (GB/s of compulsory traffic; copy = GB/s of copy_through_cache on as "
-          "many threads, timed in the same rounds; %copy = minitorch / copy)")
+    """Print the row-kernel table; return its rows (strings, in ROW_COLUMNS' order)."""
+    print("\n## Row kernels  (" + ROW_NOTE + ")")
     header = (f"{'dtype':7} {'thr':>3} {'kernel':40} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
-              f"{'mt/np':>6} {'mt/torch':>8} {'copy':>6} {'%copy':>6}  target")
+              f"{'mt/np':>6} {'mt/torch':>8} {'copy':>6} {'%copy':>6}")
     print(header)
     print("-" * len(header))
     cases = row_cases(quick)
-    tally = [0, 0]
+    rows = []
     for threads in threads_list:
         set_threads(threads)
         f_copy = copy_through_cache(*copy_arrays(), threads)
         for name, dtype, nbytes, f_mt, f_np, f_th in cases:
-            t_mt, t_np, t_th, t_copy = best_times([f_mt, f_np, f_th, f_copy], budget=0.6)
+            t_mt, t_np, t_th, t_copy = best_times([f_mt, f_np, f_th, f_copy],
+                                                  budget=0.3 if quick else 0.6,
+                                                  rounds=2 if quick else 3)
             g_mt, g_np = nbytes / t_mt / 1e9, nbytes / t_np / 1e9
             g_th = nbytes / t_th / 1e9 if t_th else None
             g_copy = 2 * COPY_BYTES / t_copy / 1e9
-            r_np, r_th, pct = ratio(g_mt, g_np), ratio(g_mt, g_th), 100 * g_mt / g_copy
-            target = verdict(row_targets(r_np, r_th, pct), tally)
-            print(f"{np.dtype(dtype).name:7} {threads:3d} {name:40} {fmt(g_mt, 9)} {fmt(g_np)} "
-                  f"{fmt(g_th)} {fmt(r_np, 6, 2)} {fmt(r_th, 8, 2)} {fmt(g_copy, 6)} "
-                  f"{fmt(pct, 6, 0)}  {target}", flush=True)
-    print(f"row-kernel targets met in {tally[0]} of {tally[1]} cells")
+            row = [np.dtype(dtype).name, str(threads), name, fmt(g_mt, 9), fmt(g_np), fmt(g_th),
+                   fmt(ratio(g_mt, g_np), 6, 2), fmt(ratio(g_mt, g_th), 8, 2), fmt(g_copy, 6),
+                   fmt(100 * g_mt / g_copy, 6, 0)]
+            show(row, 40)
+            rows.append(row)
+    return rows
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="smaller sizes (about a minute)")
+    parser.add_argument("--quick", action="store_true",
+                        help="smaller sizes, 2 rounds, half the timing budget (~4 minutes)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--only", choices=["gemm", "rows"], help="run one of the two tables")
+    report.add_no_report_flag(parser)
     args = parser.parse_args()
     start = time.perf_counter()
     print("# minitorch kernel benchmark")
@@ -500,10 +485,19 @@ def main():
     print(f"copy bandwidth, 1 thread: {memcpy_bandwidth():.1f} GB/s memcpy (np.copyto, 512 MiB, "
           f"non-temporal stores), {cached_gbs:.1f} GB/s through the cache (copy_through_cache, "
           f"as in the row table)")
+    torch_note = [] if torch is not None else [f"PyTorch columns empty: {TORCH_ERROR}"]
+    tables = []
     if args.only != "rows":
-        bench_gemm(args.threads, args.quick)
+        tables.append(("bench_kernels.py: GEMM", GEMM_COLUMNS, bench_gemm(args.threads, args.quick),
+                       GEMM_NOTE))
     if args.only != "gemm":
-        bench_rows(args.threads, args.quick)
+        tables.append(("bench_kernels.py: row kernels", ROW_COLUMNS,
+                       bench_rows(args.threads, args.quick), ROW_NOTE))
+    if not args.no_report:
+        for section, columns, rows, note in tables:
+            path = report.write_table(section, columns, rows, threads=args.threads,
+                                      notes=[note] + torch_note)
+        print(f"tables written to {path}")
     print(f"\n(total {time.perf_counter() - start:.0f} s)")
 
 

@@ -78,21 +78,6 @@ def test_the_fma_peak_probe_records_a_sample_per_call(dtype):
     assert len(samples) == 2 and all(g > 0 for g in samples)
 
 
-def test_target_verdicts_name_what_a_cell_misses():
-    tally = [0, 0]
-    assert bench_kernels.verdict(bench_kernels.row_targets(5.0, 2.0, 70), tally) == "ok"
-    missed = bench_kernels.verdict(bench_kernels.row_targets(5.0, 1.2, 40), tally)
-    assert missed == "vs torch 1.20<1.5, % of copy 40.0<60"
-    assert bench_kernels.verdict(bench_kernels.row_targets(5.0, None, 70), tally) == "torch absent"
-    assert tally == [1, 3]
-    # float32 squares below 256 have no target; n = 1024 on one thread also needs 75% of peak
-    assert bench_kernels.gemm_targets(np.float32, 1, "square n=128", 0.5, 0.5, 30) == []
-    assert ("% of peak", 70, 75) in bench_kernels.gemm_targets(np.float32, 1, "square n=1024",
-                                                                1.0, 1.0, 70)
-    assert bench_kernels.gemm_targets(np.float64, 2, "square n=64", 0.95, 0.5, 30) == [
-        ("vs numpy", 0.95, 0.9)]
-
-
 def test_the_large_output_cases_are_those_on_reused_blocks(row_cases, monkeypatch):
     from minitorch.backends import large_buffers
     monkeypatch.setattr(large_buffers, "MIN_BYTES", 3 << 20)  # some of the quick cases' outputs
