@@ -89,7 +89,10 @@ def worker(framework, threads, steps, warmup):
 
 
 def _run(framework, threads, steps, warmup):
-    env = dict(os.environ, OMP_NUM_THREADS=str(threads))
+    # The worker imports this checkout's minitorch unless PYTHONPATH already names another.
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(p for p in (os.environ.get("PYTHONPATH"), root) if p)
+    env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=path)
     out = subprocess.run([sys.executable, __file__, "--worker", framework, str(threads),
                           "--steps", str(steps), "--warmup", str(warmup)],
                          capture_output=True, text=True, env=env)
@@ -156,7 +159,9 @@ def main():
     if not have_torch:
         notes.append("PyTorch not installed: its rows are omitted (pip install torch==2.13.0)")
     print("\n".join(notes[1:]))
-    if not args.no_report:
+    if any("error" in row[2] for row in rows):
+        print("a run failed: docs/benchmarks.md is left as it was")
+    elif not args.no_report:
         path = report.write_table("bench_transformer.py", COLUMNS, rows, threads=[1, 2],
                                   notes=notes)
         print(f"table written to {path}")
