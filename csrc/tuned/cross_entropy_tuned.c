@@ -12,7 +12,7 @@
 #include <math.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
-#define MT_BODY "cross_entropy_tuned.c"
+#define MT_BODY "tuned/cross_entropy_tuned.c"
 #include "each_isa.h"
 #else
 #include "row_ops.h"

@@ -18,7 +18,7 @@
  */
 #ifndef T
 #include "gemm_microkernels.h"
-#define MT_BODY "gemm_tuned.c"
+#define MT_BODY "tuned/gemm_tuned.c"
 #include "each_dtype.h"
 
 #else

@@ -16,7 +16,7 @@
 #include <string.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
-#define MT_BODY "layer_norm_tuned.c"
+#define MT_BODY "tuned/layer_norm_tuned.c"
 #include "each_isa.h"
 #else
 #include "row_ops.h"

@@ -15,7 +15,7 @@
 #include "fast_exp.h"
 typedef uint32_t bits_f32; /* the unsigned integer of T's width: F(bits) */
 typedef uint64_t bits_f64;
-#define MT_BODY "softmax_tuned.c"
+#define MT_BODY "tuned/softmax_tuned.c"
 #include "each_isa.h"
 #else
 #include "row_ops.h"
