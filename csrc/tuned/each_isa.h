@@ -2,8 +2,8 @@
  * type (each_dtype.h).
  *
  * The including file defines MT_BODY, its own path from csrc/ (the body is the part of it that
- * runs when ISA is defined). The body names its functions V(name), i.e. name_<isa>_<f32|f64>, and calls
- * the vector exp of its own level, V(exp_shifted). Each level's copy is compiled for the whole
+ * runs when ISA is defined). The body names its functions V(name), i.e. name_<isa>_<f32|f64>,
+ * and calls the vector exp of its own level, V(exp_shifted). Each level's copy is compiled for the whole
  * of its x86-64 psABI level (#pragma GCC target), so that GCC vectorizes the plain loops with
  * that level's registers and FMAs: unlike target_clones, which picks once at load time, the
  * caller picks a copy at every call, so that a test can force each level (mt_set_isa).
