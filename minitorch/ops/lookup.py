@@ -16,7 +16,7 @@ class Embedding(Function):
     @staticmethod
     def forward(ctx, weight, indices, padding_idx):
         ctx.weight_shape, ctx.padding_idx = tuple(weight.shape), padding_idx
-        ctx.save_for_backward(indices)  # so that changing the ids after forward makes backward raise
+        ctx.save_for_backward(indices)  # so that ids changed after forward make backward raise
         return Tensor._make(weight._data[indices._data])
 
     @staticmethod
