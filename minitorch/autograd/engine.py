@@ -132,11 +132,33 @@ class GradientBuffer:
 
 
 def _run_hooks(hooks, grad):
-    """Pass ``grad`` through each hook; a hook that returns a tensor replaces the gradient."""
+    """Pass ``grad`` through each hook; a hook that returns a tensor replaces the gradient,
+    which must then be a Tensor of the same shape and dtype (as PyTorch: nothing downstream
+    would reshape or cast it back)."""
     for hook in hooks:
         new = hook(grad)
-        grad = grad if new is None else new
+        if new is not None:
+            _check_hook_result(hook, new, grad)
+            grad = new
     return grad
+
+
+def _check_hook_result(hook, new, grad):
+    name = getattr(hook, "__name__", repr(hook))
+    if not isinstance(new, _tensor_class()):
+        raise TypeError(f"hook '{name}' must return a Tensor or None, got {_type_name(new)}")
+    if new._data.shape != grad._data.shape:
+        raise RuntimeError(f"hook '{name}' returned a gradient of shape {tuple(new.shape)} for a "
+                           f"tensor of shape {tuple(grad.shape)}")
+    if new._data.dtype != grad._data.dtype:
+        raise RuntimeError(f"hook '{name}' changed the gradient's dtype: expected dtype "
+                           f"{grad.dtype}, got {new.dtype}")
+
+
+def _type_name(value):
+    kind = type(value)
+    return kind.__qualname__ if kind.__module__ == "builtins" else \
+        f"{kind.__module__}.{kind.__qualname__}"
 
 
 def _run_output_hooks(node, grads):
@@ -146,17 +168,28 @@ def _run_output_hooks(node, grads):
 
 
 def _call_backward(node, grads):
-    """``node.fn.backward`` on the output gradients: one gradient per input, of its shape."""
+    """``node.fn.backward`` on the output gradients: one gradient per input, of its shape.
+
+    A gradient of another dtype than its input is cast to it, as PyTorch does, so that a
+    float32 leaf never gets a float64 ``.grad``; one that is no Tensor is a TypeError."""
     input_grads = node.fn.backward(node, *grads)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
     if len(input_grads) != len(node.inputs):
         raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
                            f"{len(node.inputs)} inputs")
-    for tensor, grad in zip(node.inputs, input_grads):
-        if tensor is not None and grad is not None and grad._data.shape != tensor._data.shape:
+    tensor_class = _tensor_class()
+    for i, (tensor, grad) in enumerate(zip(node.inputs, input_grads)):
+        if tensor is None or grad is None:
+            continue
+        if not isinstance(grad, tensor_class):
+            raise TypeError(f"{node.name()} returned a {_type_name(grad)} as the gradient of "
+                            f"input {i}; expected a Tensor or None")
+        if grad._data.shape != tensor._data.shape:
             raise RuntimeError(f"{node.name()} returned a gradient of shape {tuple(grad.shape)} "
                                f"for an input of shape {tuple(tensor.shape)}")
+        if grad._data.dtype != tensor._data.dtype:
+            input_grads = input_grads[:i] + (grad.to(tensor.dtype),) + input_grads[i + 1:]
     return input_grads
 
 

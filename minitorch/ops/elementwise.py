@@ -324,15 +324,16 @@ class Where(Function):
     @staticmethod
     def forward(ctx, condition, a, b):
         ctx.shapes = a.shape, b.shape
-        ctx.condition = condition
+        ctx.save_for_backward(condition)  # a mask changed in place later makes backward raise
         return _make(np.where(condition._data, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
+        (condition,) = ctx.saved_tensors
         zero = zeros_scalar(grad)
-        ga = unbroadcast(Where.apply(ctx.condition, grad, zero), ctx.shapes[0]) \
+        ga = unbroadcast(Where.apply(condition, grad, zero), ctx.shapes[0]) \
             if ctx.needs_input_grad[1] else None
-        gb = unbroadcast(Where.apply(ctx.condition, zero, grad), ctx.shapes[1]) \
+        gb = unbroadcast(Where.apply(condition, zero, grad), ctx.shapes[1]) \
             if ctx.needs_input_grad[2] else None
         return None, ga, gb
 

@@ -133,30 +133,30 @@ class CrossEntropy(Function):
     def forward(ctx, logits, target, ignore_index, label_smoothing, reduction):
         loss, lse = backends.current().cross_entropy_forward(
             logits._data, target._data, ignore_index, label_smoothing, reduction)
-        ctx.options = (target, ignore_index, label_smoothing, reduction)
+        ctx.options = (ignore_index, label_smoothing, reduction)
         ctx.lse = lse
-        ctx.save_for_backward(logits)
+        ctx.save_for_backward(logits, target)  # target too: changed in place, backward raises
         return _make(np.asarray(loss))
 
     @staticmethod
     def backward(ctx, grad):
-        (logits,) = ctx.saved_tensors
-        return (CrossEntropyBackward.apply(logits, grad, ctx.lse, *ctx.options),
+        logits, target = ctx.saved_tensors
+        return (CrossEntropyBackward.apply(logits, grad, ctx.lse, target, *ctx.options),
                 None, None, None, None)
 
 
 class CrossEntropyBackward(Function):
     @staticmethod
     def forward(ctx, logits, grad, lse, target, ignore_index, label_smoothing, reduction):
-        ctx.options = (target, ignore_index, label_smoothing, reduction)
-        ctx.save_for_backward(logits, grad)
+        ctx.options = (ignore_index, label_smoothing, reduction)
+        ctx.save_for_backward(logits, grad, target)
         return _make(backends.current().cross_entropy_backward(
             logits._data, target._data, lse, grad._data, ignore_index, label_smoothing, reduction))
 
     @staticmethod
     def backward(ctx, g):
-        target, ignore_index, smoothing, reduction = ctx.options
-        logits = ctx.saved_tensors[0]
+        ignore_index, smoothing, reduction = ctx.options
+        logits, grad, target = ctx.saved_tensors
         classes = logits.shape[-1]
         valid = target._data != ignore_index
         # dlogits = w · (softmax(logits) − q), q the smoothed one-hot target.
@@ -173,7 +173,7 @@ class CrossEntropyBackward(Function):
             w = grad_in * row_weight  # (N,) per-row weight of the loss
             probs = Softmax.apply(x, 1.0, None, False)
             return w.unsqueeze(-1) * (probs - q)
-        return _differentiate_composite(composite, ctx.saved_tensors, ctx.needs_input_grad[:2],
+        return _differentiate_composite(composite, (logits, grad), ctx.needs_input_grad[:2],
                                         (g,)) + (None,) * 5
 
 

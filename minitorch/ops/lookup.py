@@ -15,17 +15,20 @@ class Embedding(Function):
 
     @staticmethod
     def forward(ctx, weight, indices, padding_idx):
-        ctx.weight_shape, ctx.indices, ctx.padding_idx = tuple(weight.shape), indices, padding_idx
+        ctx.weight_shape, ctx.padding_idx = tuple(weight.shape), padding_idx
+        ctx.save_for_backward(indices)  # so that ids changed after forward make backward raise
         return Tensor._make(weight._data[indices._data])
 
     @staticmethod
     def backward(ctx, grad):
+        (indices,) = ctx.saved_tensors
         if ctx.padding_idx is not None:
-            pad = Tensor._make((ctx.indices._data == ctx.padding_idx)[..., None])
+            pad = Tensor._make((indices._data == ctx.padding_idx)[..., None])
             grad = masked_fill(grad, pad, 0.0)
         # Scatter-add (repeated indices accumulate); its backward gathers, so this is
         # differentiable again.
-        return IndexAdd.apply(grad, ctx.weight_shape, ctx.indices._data), None, None
+        return (IndexAdd.apply(grad, ctx.weight_shape, indices._data, index_tensors=(indices,)),
+                None, None)
 
 
 def _check_indices(input, num_embeddings, name):

@@ -4,7 +4,8 @@ Wherever numpy can, the result is a view that shares memory with the input (``re
 contiguous tensor, ``transpose``, ``expand``, basic slicing), exactly as in PyTorch; views share
 the version counter of their base, so an in-place change through either is seen by autograd.
 Indexing with integer arrays or masks copies, and its backward scatter-adds, so an index that
-repeats accumulates its gradient.
+repeats accumulates its gradient. Index tensors are saved for backward like any input (their
+arrays are their memory): changing one in place after forward makes backward raise.
 """
 import math
 
@@ -108,9 +109,12 @@ class Cat(Function):
 
 
 class GetItem(Function):
+    """``a[index]``, ``index`` in numpy's terms; ``index_tensors``: the Tensors it was made of."""
+
     @staticmethod
-    def forward(ctx, a, index):
+    def forward(ctx, a, index, index_tensors=()):
         ctx.shape, ctx.index = a.shape, index
+        _save_index(ctx, index_tensors)
         if _is_basic(index):
             # A trailing Ellipsis makes numpy return a 0-d view instead of a scalar copy.
             items = index if isinstance(index, tuple) else (index,)
@@ -121,15 +125,16 @@ class GetItem(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return IndexAdd.apply(grad, ctx.shape, ctx.index), None
+        return IndexAdd.apply(grad, ctx.shape, ctx.index, index_tensors=_saved_index(ctx)), None
 
 
 class IndexAdd(Function):
     """zeros(shape) with ``grad`` added at ``index`` (repeats accumulate): GetItem's adjoint."""
 
     @staticmethod
-    def forward(ctx, grad, shape, index):
+    def forward(ctx, grad, shape, index, index_tensors=()):
         ctx.index = index
+        _save_index(ctx, index_tensors)
         out = np.zeros(shape, dtype=grad._data.dtype)
         if _is_basic(index):
             out[index] = grad._data
@@ -141,18 +146,34 @@ class IndexAdd(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return GetItem.apply(grad, ctx.index), None, None
+        return GetItem.apply(grad, ctx.index, index_tensors=_saved_index(ctx)), None, None
+
+
+def _save_index(ctx, index_tensors):
+    """Save the index's Tensors: their numpy arrays in ``ctx.index`` share their memory, so
+    ``saved_tensors`` must check that no in-place change moved the index since forward (a
+    basic index, ints and slices, saves nothing and may be back-propagated twice)."""
+    ctx.has_index_tensors = bool(index_tensors)
+    if index_tensors:
+        ctx.save_for_backward(*index_tensors)
+
+
+def _saved_index(ctx):
+    """The index Tensors saved by ``_save_index``, checked against in-place changes."""
+    return ctx.saved_tensors if ctx.has_index_tensors else ()
 
 
 class Gather(Function):
     @staticmethod
     def forward(ctx, a, dim, index):
-        ctx.shape, ctx.dim, ctx.index = a.shape, dim, index
+        ctx.shape, ctx.dim = a.shape, dim
+        ctx.save_for_backward(index)
         return _make(np.take_along_axis(a._data, index._data, axis=dim))
 
     @staticmethod
     def backward(ctx, grad):
-        return ScatterAdd.apply(grad, ctx.shape, ctx.dim, ctx.index), None, None
+        (index,) = ctx.saved_tensors
+        return ScatterAdd.apply(grad, ctx.shape, ctx.dim, index), None, None
 
 
 class ScatterAdd(Function):
@@ -160,14 +181,16 @@ class ScatterAdd(Function):
 
     @staticmethod
     def forward(ctx, src, shape, dim, index):
-        ctx.dim, ctx.index = dim, index
+        ctx.dim = dim
+        ctx.save_for_backward(index)
         out = np.zeros(shape, dtype=src._data.dtype)
         np.add.at(out, _along_axis(index._data, dim), src._data)
         return _make(out)
 
     @staticmethod
     def backward(ctx, grad):
-        return Gather.apply(grad, ctx.dim, ctx.index), None, None, None
+        (index,) = ctx.saved_tensors
+        return Gather.apply(grad, ctx.dim, index), None, None, None
 
 
 def _is_row_index(index, shape):
@@ -435,15 +458,22 @@ def unbind(a, dim=0):
 
 
 def _convert_index(index):
-    """A numpy index from a user's index: Tensors become arrays; ranges are checked."""
+    """A user's index in numpy's terms, and the Tensors it holds (for ``_save_index``).
+
+    A 0-d int64 Tensor counts as an int, as in PyTorch (``x[t]`` is a view, nothing saved);
+    other Tensors become their arrays. Ranges are checked by the caller."""
     items = index if isinstance(index, tuple) else (index,)
-    converted = []
+    converted, tensors = [], []
     for item in items:
         if isinstance(item, Tensor):
             if item.dtype.name not in ("int64", "bool"):
                 raise IndexError(f"index: tensors used as indices must be int64 or bool, got "
                                  f"{item.dtype}")
-            item = item._data
+            if item.ndim == 0 and item.dtype.name == "int64":
+                item = int(item._data)
+            else:
+                tensors.append(item)
+                item = item._data
         elif isinstance(item, (list,)):
             item = np.asarray(item)
             if item.size == 0:
@@ -451,12 +481,14 @@ def _convert_index(index):
         elif isinstance(item, bool):
             item = np.asarray(item)
         converted.append(item)
-    return tuple(converted) if isinstance(index, tuple) or len(converted) != 1 else converted[0]
+    converted = tuple(converted) if isinstance(index, tuple) or len(converted) != 1 \
+        else converted[0]
+    return converted, tuple(tensors)
 
 
 @op(function=False, method=False, methods="__getitem__")
 def getitem(a, index):
-    index = _convert_index(index)
+    index, index_tensors = _convert_index(index)
     # Index a zero-strided stand-in of the same shape first: numpy checks every index for
     # range and shape there, at no memory cost, and we can name the tensor's shape in the error.
     stand_in = np.lib.stride_tricks.as_strided(np.zeros((), np.int8), a.shape, (0,) * a.ndim)
@@ -465,7 +497,7 @@ def getitem(a, index):
     except IndexError as error:
         raise IndexError(f"index {index!r} is out of range for a tensor of shape "
                          f"{tuple(a.shape)}: {error}") from None
-    return GetItem.apply(a, index)
+    return GetItem.apply(a, index, index_tensors=index_tensors)
 
 
 @op()
@@ -499,7 +531,7 @@ def index_select(a, dim, index):
     if idx.size and (idx.min() < -a.shape[d] or idx.max() >= a.shape[d]):
         raise IndexError(f"index_select: index out of range for dim {d} of size {a.shape[d]} "
                          f"(min {idx.min()}, max {idx.max()})")
-    return GetItem.apply(a, (slice(None),) * d + (idx,))
+    return GetItem.apply(a, (slice(None),) * d + (idx,), index_tensors=(index,))
 
 
 @op()
