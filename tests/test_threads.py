@@ -6,7 +6,6 @@ threads against each other: the kernels release the GIL, so their ops interleave
 switch interval makes the interleaving frequent.
 """
 import os
-import random
 import subprocess
 import sys
 import textwrap
@@ -39,7 +38,7 @@ def run_child(body, preexec_fn=None):
     env["PYTHONPATH"] = ROOT + os.pathsep + env.get("PYTHONPATH", "")
     env["MINITORCH_BACKEND"] = "c"
     return subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=300, preexec_fn=preexec_fn)
+                          text=True, timeout=300, preexec_fn=preexec_fn, check=False)
 
 
 def assert_survived(result):
@@ -98,7 +97,8 @@ def _stack_8_mib():
     # glibc sizes thread stacks from this limit at start-up: 8 MiB makes the arithmetic below
     # hold whatever the parent's limit is.
     import resource
-    resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+    hard = resource.getrlimit(resource.RLIMIT_STACK)[1]
+    resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, hard))
 
 
 @needs_c
@@ -139,7 +139,7 @@ def run_threads(*targets):
     def guarded(target):
         try:
             target()
-        except BaseException as e:  # noqa: B902 - handed to the main thread
+        except Exception as e:  # noqa: BLE001 - re-raised in the main thread
             errors.append(e)
 
     threads = [threading.Thread(target=guarded, args=(t,)) for t in targets]
@@ -242,7 +242,8 @@ def test_set_num_threads_sets_the_blas_threads():
     threadpoolctl = pytest.importorskip("threadpoolctl")
 
     def blas_threads():
-        return [p["num_threads"] for p in threadpoolctl.threadpool_info() if p["user_api"] == "blas"]
+        return [p["num_threads"] for p in threadpoolctl.threadpool_info()
+                if p["user_api"] == "blas"]
 
     if not blas_threads():
         pytest.skip("numpy has no BLAS with a thread pool threadpoolctl knows")
