@@ -12,7 +12,8 @@
  * must stay plain prototypes (no macros, no includes).
  *
  * Return codes: 0 = success, MT_ERR_NOMEM (-1) = a scratch allocation failed,
- * MT_ERR_ARGS (-2) = an argument the Python layer should have rejected (defence in depth).
+ * MT_ERR_ARGS (-2) = an argument the Python layer should have rejected (defence in depth),
+ * MT_ERR_THREADS (-3) = the threads asked for could not be started (mt_set_num_threads).
  */
 #ifndef MINITORCH_H
 #define MINITORCH_H
@@ -21,6 +22,7 @@
 
 #define MT_ERR_NOMEM (-1)
 #define MT_ERR_ARGS (-2)
+#define MT_ERR_THREADS (-3)
 
 /* ISA levels: which body every kernel runs (mt_set_isa). */
 #define MT_ISA_REFERENCE 0 /* the plain loops of csrc/<kernel>.c */
@@ -34,8 +36,11 @@ extern "C" {
 
 /* BEGIN CDEF */
 /* ---- threads and ISA level (runtime.c) ---- */
-void mt_set_num_threads(int n);
+/* mt_set_num_threads returns 0, MT_ERR_ARGS for n outside [1, mt_max_threads()], or
+ * MT_ERR_THREADS if n threads could not be started (the count then stays as it was). */
+int mt_set_num_threads(int n);
 int mt_get_num_threads(void);
+int mt_max_threads(void);
 int mt_has_openmp(void);
 /* mt_set_isa caps the level (above what the CPU has means the best it has; default: best);
  * mt_get_isa is the level in force, mt_best_isa the best the CPU supports. */

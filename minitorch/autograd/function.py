@@ -20,7 +20,7 @@ makes the ``Context`` the node of the graph: the output tensors point at it (``g
 and it points at the input tensors. The engine (engine.py) later walks these nodes backwards,
 calling ``fn.backward(ctx, *output_grads)`` on each.
 """
-from . import grad_mode
+from .grad_mode import _state as _grad_state
 
 
 class Context:
@@ -121,13 +121,18 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run ``forward``; when recording, make its outputs the node's outputs in the graph."""
         ctx = Context(cls, args)
-        # 1. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op)
-        recording = grad_mode._enabled
-        grad_mode._enabled = False
-        try:
+        # 1. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op;
+        # the mode is thread-local, and with it already off there is nothing to switch)
+        state = _grad_state
+        recording = state.enabled
+        if recording:
+            state.enabled = False
+            try:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            finally:
+                state.enabled = True
+        else:
             outputs = cls.forward(ctx, *args, **kwargs)
-        finally:
-            grad_mode._enabled = recording
         # 2. if grad mode is on and an input requires grad: each float output points at ctx
         if recording and True in ctx.needs_input_grad:
             outs = outputs if type(outputs) is tuple else (outputs,)

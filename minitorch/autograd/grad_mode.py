@@ -1,15 +1,24 @@
 """Whether operations record the graph: ``no_grad``, ``enable_grad``, ``set_grad_enabled``.
 
-Each works as a context manager and as a decorator, like PyTorch's. The switch is one
-module-level flag: minitorch runs ops on one thread of Python, so no thread-local is needed.
+Each works as a context manager and as a decorator, like PyTorch's. The mode is per thread,
+as PyTorch's is: the C kernels release the GIL, so two Python threads run ops at the same time,
+and one thread's ``no_grad`` must not switch off recording in the other. Every thread starts
+with grad mode on, whatever the thread that started it had.
 """
 import functools
+import threading
 
-_enabled = True
+
+class _State(threading.local):
+    # A class attribute: a thread that has not set the mode reads this default.
+    enabled = True
+
+
+_state = _State()
 
 
 def is_grad_enabled():
-    return _enabled
+    return _state.enabled
 
 
 class _GradMode:
@@ -26,13 +35,11 @@ class _GradMode:
         pass
 
     def __enter__(self):
-        global _enabled
-        self._previous = _enabled
-        _enabled = self.mode
+        self._previous = _state.enabled
+        _state.enabled = self.mode
 
     def __exit__(self, *exc):
-        global _enabled
-        _enabled = self._previous
+        _state.enabled = self._previous
         return False
 
     def __call__(self, fn):
@@ -56,29 +63,27 @@ class enable_grad(_GradMode):
 
 
 class set_grad_enabled(_GradMode):
-    """``set_grad_enabled(False)`` is ``no_grad()``; as a plain call it sets the mode for good."""
+    """``set_grad_enabled(False)`` is ``no_grad()``; as a plain call it sets this thread's mode
+    for good."""
 
     def __new__(cls, mode):
         return object.__new__(cls)
 
     def __init__(self, mode):
-        global _enabled
         self.mode = bool(mode)
-        self._previous = _enabled
-        _enabled = self.mode  # effective immediately, as torch.set_grad_enabled(False) is
+        self._previous = _state.enabled
+        _state.enabled = self.mode  # effective immediately, as torch.set_grad_enabled(False) is
 
     def __enter__(self):
         pass
 
     def __exit__(self, *exc):
-        global _enabled
-        _enabled = self._previous
+        _state.enabled = self._previous
         return False
 
     def __call__(self, fn):
         mode = self.mode
-        global _enabled
-        _enabled = self._previous  # used as a decorator: don't leave the mode changed
+        _state.enabled = self._previous  # used as a decorator: don't leave the mode changed
 
         @functools.wraps(fn)
         def wrapper(*args, **kwargs):

@@ -8,7 +8,9 @@ Two backends expose the same functions on numpy arrays:
 
 The choice is made once at import: ``MINITORCH_BACKEND=c|numpy`` if set, else C when it is
 built, else numpy with one warning. ``use(name)`` switches afterwards (tests run every case on
-every built backend); ``using(name)`` does it for a ``with`` block.
+every built backend); ``using(name)`` does it for a ``with`` block. The choice is process-wide,
+not per thread (as PyTorch's default device is): a ``using`` block in one thread switches the
+backend for every thread.
 """
 import contextlib
 import os
@@ -44,10 +46,7 @@ def use(name):
     if name not in available:
         raise ValueError(f"backend: 'c' requested but the C extension is not built "
                          f"({_c_import_error}); reinstall minitorch with a C compiler present")
-    threads = _active.get_num_threads() if _active is not None else None
     _active = available[name]
-    if threads is not None:
-        _active.set_num_threads(threads)
 
 
 @contextlib.contextmanager
@@ -62,14 +61,23 @@ def using(name):
 
 
 def set_num_threads(n):
-    """Threads the C kernels use (OpenMP); the numpy backend ignores it."""
+    """Threads the C kernels use (OpenMP) and numpy's BLAS uses (the numpy backend's matmul),
+    for the whole process, as ``torch.set_num_threads``.
+
+    ``n`` is 1 to a bound of max(256, 4 per CPU), at most ``OMP_THREAD_LIMIT``: ValueError
+    above it (PyTorch accepts any count, and its process dies in OpenMP when the threads
+    cannot be created). RuntimeError, with the count unchanged, if the system cannot start
+    ``n`` threads now (memory or process limits): the C backend starts them once to check.
+    """
     if not isinstance(n, int) or isinstance(n, bool) or n < 1:
         raise ValueError(f"set_num_threads: n must be a positive int, got {n!r}")
-    for module in available.values():
-        module.set_num_threads(n)
+    # C first: if it refuses n, nothing has changed.
+    for name in [name for name in ("c", "numpy") if name in available]:
+        available[name].set_num_threads(n)
 
 
 def get_num_threads():
+    """The active backend's thread count (C: its kernels'; numpy: its BLAS's)."""
     return _active.get_num_threads()
 
 

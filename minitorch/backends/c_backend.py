@@ -62,15 +62,29 @@ def _check_status(status, what):
 # Threads
 # ---------------------------------------------------------------------------------------------
 def set_num_threads(n):
+    """Threads the kernels use: 1 to ``max_threads()``. The team is started once here, so that
+    a count the system cannot give (memory, process limits) is a RuntimeError now rather than
+    the end of the process in a kernel (libgomp exits when it cannot create a thread)."""
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)):
         raise TypeError(f"set_num_threads: n must be an int, got {type(n).__name__}")
     if n < 1:
         raise ValueError(f"set_num_threads: n must be >= 1, got {n}")
-    lib.mt_set_num_threads(int(min(n, 1 << 16)))
+    bound = max_threads()
+    if n > bound:
+        raise ValueError(f"set_num_threads: n must be <= {bound} (this machine's bound: "
+                         f"max(256, 4 per CPU), at most OMP_THREAD_LIMIT), got {n}")
+    if lib.mt_set_num_threads(int(n)) != 0:  # MT_ERR_THREADS: the probe team did not start
+        raise RuntimeError(f"set_num_threads: could not start {n} threads (a memory or process "
+                           f"limit); the kernels keep {get_num_threads()}")
 
 
 def get_num_threads():
     return int(lib.mt_get_num_threads())
+
+
+def max_threads():
+    """The most threads ``set_num_threads`` accepts on this machine."""
+    return int(lib.mt_max_threads())
 
 
 def has_openmp():

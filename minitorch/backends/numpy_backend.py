@@ -2,7 +2,7 @@
 
 This is the oracle the C (and any other) backend is tested against, so clarity beats speed:
 short functions, the formula in a comment, float64 where the formula needs headroom.
-Imports: numpy only (never the rest of minitorch).
+Imports: numpy (and threadpoolctl for the BLAS thread count), never the rest of minitorch.
 
 API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
@@ -21,11 +21,12 @@ from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_gemm_operands,
                      check_label_smoothing, check_matmul_operands, check_reduction,
                      check_same_shape, check_target)
 
-_num_threads = 1
+_num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
 
 # ---------------------------------------------------------------------------------------------
-# Threads: numpy's own BLAS decides; the number is only remembered so the API matches.
+# Threads: the count numpy's BLAS (OpenBLAS, MKL, ...) uses, through threadpoolctl; until
+# set_num_threads is called, BLAS keeps what it chose at load (it follows OMP_NUM_THREADS).
 # ---------------------------------------------------------------------------------------------
 def set_num_threads(n):
     global _num_threads
@@ -34,10 +35,22 @@ def set_num_threads(n):
     if n < 1:
         raise ValueError(f"set_num_threads: n must be >= 1, got {n}")
     _num_threads = int(n)
+    try:
+        import threadpoolctl
+    except ImportError:  # a dependency, but a source checkout may lack it: BLAS keeps its count
+        return
+    threadpoolctl.threadpool_limits(limits=_num_threads, user_api="blas")
 
 
 def get_num_threads():
-    return _num_threads
+    if _num_threads is not None:
+        return _num_threads
+    try:
+        import threadpoolctl
+    except ImportError:
+        return 1
+    pools = threadpoolctl.threadpool_info()
+    return max([p["num_threads"] for p in pools if p["user_api"] == "blas"], default=1)
 
 
 # ---------------------------------------------------------------------------------------------
