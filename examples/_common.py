@@ -77,7 +77,8 @@ def check_run_folder(parser, out, run_files, *, overwrite=False, resume=False,
 
     ``run_files`` are the names this program writes in ``out``. A folder that already holds
     any of them belongs to another run: it is refused unless ``resume`` (continue that run:
-    ``checkpoint`` must be there) or ``overwrite`` (see :func:`make_run_folder`).
+    ``checkpoint`` must be there; None for a program that cannot resume) or ``overwrite``
+    (see :func:`make_run_folder`).
     """
     if overwrite and resume:
         parser.error("--overwrite and --resume exclude each other: --resume continues the run "
@@ -93,8 +94,9 @@ def check_run_folder(parser, out, run_files, *, overwrite=False, resume=False,
             parser.error(f"--resume: no {checkpoint} in {out} to continue from (train first, "
                          f"without --resume)")
     elif existing and not overwrite:
-        parser.error(f"--out {out} holds another run ({', '.join(existing)}): pass --resume to "
-                     f"continue it, --overwrite to replace it, or another --out")
+        resume_hint = "--resume to continue it, " if checkpoint else ""
+        parser.error(f"--out {out} holds another run ({', '.join(existing)}): pass "
+                     f"{resume_hint}--overwrite to replace it, or another --out")
     parent = os.path.abspath(out)
     while not os.path.exists(parent):  # the nearest folder that exists must let us write
         parent = os.path.dirname(parent)
