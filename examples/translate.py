@@ -117,7 +117,7 @@ def build_parser():
                    help="translate SENTENCE with the saved model and exit; it is first written "
                         "the way the corpus is: embedded: lower case (but 'I'), single spaces, "
                         "no final '.' or '!'; trans-de-en: single spaces, a capital first "
-                        "letter, a final '.' if none")
+                        "letter, a final '.' if none (default: train)")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
     p.add_argument("--quiet", action="store_true", help="no progress bar or examples")
     p.add_argument("--no-plots", action="store_true", help="skip loss.png and attention.png")
