@@ -178,3 +178,10 @@ def test_output_to_a_file_has_no_carriage_returns(tmp_path):
     assert process.returncode == 0
     assert "\r" not in process.stdout + process.stderr
     assert "epoch 1" in process.stdout  # plain progress lines instead of a bar
+
+
+def test_a_folder_where_the_checkpoint_goes_is_refused(tmp_path):
+    (tmp_path / "run" / "checkpoint.safetensors").mkdir(parents=True)
+    for args in (["--out", "run"], ["--out", "run", "--resume"]):
+        assert_one_line_error(run("translate.py", args, tmp_path), "checkpoint.safetensors")
+    assert os.listdir(tmp_path / "run") == ["checkpoint.safetensors"]
