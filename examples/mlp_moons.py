@@ -1,19 +1,27 @@
 """Train a small MLP on the two-moons dataset, generated here, and watch the loss fall.
 
 The shortest tour of the engine: tensors, ``nn.Sequential``, ``cross_entropy``, ``backward``
-and ``optim.Adam``. Writes ``moons.png`` (the decision boundary) when matplotlib is installed.
+and ``optim.Adam``. Writes ``moons.png`` (the decision boundary) in ``runs/moons`` when
+matplotlib is installed; a second run refuses to replace it without ``--overwrite``, and every
+argument is checked before anything is trained or written.
 
     python examples/mlp_moons.py --epochs 200
 """
-import argparse
 import math
 import os
+import sys
 
 import numpy as np
 
 import minitorch
 import minitorch.nn as nn
 import minitorch.nn.functional as F
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
+from _common import (Parser, check_run_folder, make_run_folder,  # noqa: E402
+                     non_negative_int, positive_float, positive_int, run_main)
+
+PICTURE = "moons.png"
 
 
 def make_moons(n, noise=0.1, seed=0):
@@ -28,17 +36,31 @@ def make_moons(n, noise=0.1, seed=0):
     return points.astype(np.float32), labels
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--epochs", type=int, default=200)
-    parser.add_argument("--hidden", type=int, default=32)
-    parser.add_argument("--lr", type=float, default=0.01)
-    parser.add_argument("--out", default="runs/moons")
-    parser.add_argument("--seed", type=int, default=0)
+def parse_args(argv=None):
+    """The arguments, every one checked; nothing is created or written yet."""
+    parser = Parser(description=__doc__.splitlines()[0])
+    parser.add_argument("--epochs", type=positive_int, default=200,
+                        help="full-batch training steps")
+    parser.add_argument("--hidden", type=positive_int, default=32, help="hidden layer width")
+    parser.add_argument("--lr", type=positive_float, default=0.01, help="Adam learning rate")
+    parser.add_argument("--points", type=positive_int, default=512, help="data set size (>= 2)")
+    parser.add_argument("--out", default=os.path.join("runs", "moons"),
+                        help="folder of moons.png")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the moons.png already in --out")
+    parser.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
     args = parser.parse_args(argv)
+    if args.points < 2:
+        parser.error(f"--points must be >= 2 (one per moon), got {args.points}")
+    check_run_folder(parser, args.out, (PICTURE,), overwrite=args.overwrite)
+    return args
+
+
+def main(argv=None):
+    args = parse_args(argv)
 
     minitorch.manual_seed(args.seed)
-    points, labels = make_moons(512, seed=args.seed)
+    points, labels = make_moons(args.points, seed=args.seed)
     x, y = minitorch.tensor(points), minitorch.tensor(labels)
     model = nn.Sequential(nn.Linear(2, args.hidden), nn.ReLU(),
                           nn.Linear(args.hidden, args.hidden), nn.ReLU(),
@@ -56,11 +78,11 @@ def main(argv=None):
         if epoch == 1 or epoch % max(args.epochs // 10, 1) == 0:
             accuracy = (model(x).argmax(-1) == y).float().mean().item()
             print(f"epoch {epoch:4d}  loss {loss.item():.4f}  accuracy {accuracy:.3f}")
-    _plot(model, points, labels, args.out)
+    _plot(model, points, labels, args.out, args.overwrite)
     return losses
 
 
-def _plot(model, points, labels, out):
+def _plot(model, points, labels, out, overwrite):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -68,7 +90,7 @@ def _plot(model, points, labels, out):
     except ImportError:
         print("matplotlib not installed: no picture (pip install 'minitorch[examples]')")
         return
-    os.makedirs(out, exist_ok=True)
+    make_run_folder(out, (PICTURE,), overwrite=overwrite)
     xs, ys = np.meshgrid(np.linspace(-1.5, 2.5, 200), np.linspace(-1.0, 1.5, 200))
     grid = minitorch.tensor(np.stack([xs.ravel(), ys.ravel()], 1).astype(np.float32))
     with minitorch.no_grad():
@@ -77,10 +99,10 @@ def _plot(model, points, labels, out):
     plt.contourf(xs, ys, p, levels=20, cmap="RdBu", alpha=0.6)
     plt.scatter(points[:, 0], points[:, 1], c=labels, cmap="RdBu", edgecolors="k", s=12)
     plt.title("minitorch MLP on two moons")
-    path = os.path.join(out, "moons.png")
+    path = os.path.join(out, PICTURE)
     plt.savefig(path, dpi=100, bbox_inches="tight")
     print(f"wrote {path}")
 
 
 if __name__ == "__main__":
-    main()
+    run_main(main)

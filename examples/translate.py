@@ -1,8 +1,8 @@
 """Train a Transformer to translate English → Spanish (or German → English), then use it.
 
-    python examples/translate.py                       # train on the embedded corpus (~10 min)
-    python examples/translate.py --translate "we are eating bread"
-    python examples/translate.py --resume              # continue from runs/translate/
+    python examples/translate.py                       # train on the embedded corpus
+    python examples/translate.py --translate "We are eating bread."
+    python examples/translate.py --resume --epochs 2   # 2 more epochs of runs/translate/en-es
 
 What it does: generates the embedded English→Spanish corpus (``minitorch.text.corpus``; held-out
 sentences never occur in training) or reads the trans-de-en dictionary's sentences
@@ -13,7 +13,10 @@ every epoch decodes the held-out split (batched, KV cache) and prints its BLEU a
 source / reference / hypothesis triples. It saves ``checkpoint.safetensors`` atomically after
 every epoch (model, optimizer, scheduler, epoch, step, RNG state, config, loss history) and
 draws ``loss.png`` and ``attention.png`` (the last decoder layer's cross-attention, one panel
-per head) when matplotlib is installed. ``main(argv)`` runs it in-process (the tests do).
+per head) when matplotlib is installed. Each corpus has its own run folder
+(``runs/translate/en-es``, ``runs/translate/trans-de-en``); a new run never replaces another's
+files unless ``--overwrite`` is given, and every argument is checked before anything is trained
+or written. ``main(argv)`` runs it in-process (the tests do).
 """
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ import json
 import math
 import os
 import random
+import re
 import sys
 import time
 
@@ -35,8 +39,14 @@ from minitorch.text.decoding import greedy_decode, translate
 from minitorch.text.model import Seq2SeqTransformer, count_parameters
 from minitorch.text.training import Progress, train_step
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
+from _common import (Parser, check_run_folder, fraction, make_run_folder,  # noqa: E402
+                     non_negative_int, positive_float, positive_int, run_main)
+
 CHECKPOINT = "checkpoint.safetensors"
 SRC_TOKENIZER, TGT_TOKENIZER = "src_bpe.json", "tgt_bpe.json"
+RUN_FILES = (CHECKPOINT, SRC_TOKENIZER, TGT_TOKENIZER, "loss.png", "attention.png")
+RUN_NAMES = {"embedded": "en-es", "trans-de-en": "trans-de-en"}  # runs/translate/<name>
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3  # BPETokenizer's fixed special ids
 DEFAULT_EPOCHS = 3
 
@@ -47,55 +57,115 @@ CONFIG_KEYS = ("corpus", "n_train", "n_valid", "vocab_size", "d_model", "heads",
                "lr_factor", "label_smoothing", "epochs")
 
 
-def parse_args(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("--corpus", choices=("embedded", "trans-de-en"), default="embedded")
-    p.add_argument("--n-train", type=int, default=20000, help="training pairs")
-    p.add_argument("--n-valid", type=int, default=500, help="held-out pairs (BLEU)")
-    p.add_argument("--vocab-size", type=int, default=1000, help="BPE vocabulary per language")
-    p.add_argument("--epochs", type=int, default=None,
-                   help=f"training epochs (default {DEFAULT_EPOCHS}; with --resume: the "
-                        f"checkpoint's)")
-    p.add_argument("--d-model", type=int, default=128)
-    p.add_argument("--layers", type=int, default=2, help="encoder and decoder layers each")
-    p.add_argument("--heads", type=int, default=4)
-    p.add_argument("--ff", type=int, default=512, help="feed-forward width")
-    p.add_argument("--dropout", type=float, default=0.1)
-    p.add_argument("--max-len", type=int, default=64, help="longest sentence in tokens")
-    p.add_argument("--batch-size", type=int, default=64, help="sentence pairs per batch at most")
-    p.add_argument("--max-tokens", type=int, default=None,
+def build_parser():
+    p = Parser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--corpus", choices=("embedded", "trans-de-en"), default="embedded",
+                   help="embedded: generated English→Spanish; trans-de-en: German→English "
+                        "sentences of Debian's dictionary")
+    p.add_argument("--n-train", type=positive_int, default=20000, help="training pairs")
+    p.add_argument("--n-valid", type=positive_int, default=500, help="held-out pairs (BLEU)")
+    p.add_argument("--vocab-size", type=positive_int, default=1000,
+                   help="BPE vocabulary per language")
+    p.add_argument("--epochs", type=positive_int, default=None,
+                   help=f"epochs to train (default {DEFAULT_EPOCHS}); with --resume: that many "
+                        f"MORE epochs, a partly trained epoch being finished as the first "
+                        f"(default: finish the epochs the run planned)")
+    p.add_argument("--max-steps", type=positive_int, default=None,
+                   help="stop after this many steps (default: no limit); with --resume: this "
+                        "many MORE steps (alone, it may go past the planned epochs)")
+    p.add_argument("--d-model", type=positive_int, default=128, help="model width")
+    p.add_argument("--layers", type=positive_int, default=2,
+                   help="encoder and decoder layers each")
+    p.add_argument("--heads", type=positive_int, default=4,
+                   help="attention heads (must divide --d-model)")
+    p.add_argument("--ff", type=positive_int, default=512, help="feed-forward width")
+    p.add_argument("--dropout", type=fraction, default=0.1, help="dropout probability")
+    p.add_argument("--max-len", type=positive_int, default=64,
+                   help="longest sentence in tokens: longer training and held-out pairs are "
+                        "left out")
+    p.add_argument("--batch-size", type=positive_int, default=64,
+                   help="sentence pairs per batch at most")
+    p.add_argument("--max-tokens", type=positive_int, default=None,
                    help="padded tokens per batch at most (default: no limit)")
-    p.add_argument("--warmup", type=int, default=300, help="warmup steps of the lr schedule")
-    p.add_argument("--lr-factor", type=float, default=1.0, help="scale of the lr schedule")
-    p.add_argument("--label-smoothing", type=float, default=0.1)
+    p.add_argument("--warmup", type=positive_int, default=300,
+                   help="warmup steps of the lr schedule")
+    p.add_argument("--lr-factor", type=positive_float, default=1.0,
+                   help="scale of the lr schedule")
+    p.add_argument("--label-smoothing", type=fraction, default=0.1,
+                   help="label smoothing of the loss")
     p.add_argument("--decode", choices=("greedy", "beam", "sample"), default="greedy",
                    help="decoding for BLEU and --translate")
-    p.add_argument("--beam-size", type=int, default=4)
-    p.add_argument("--temperature", type=float, default=1.0, help="for --decode sample")
-    p.add_argument("--top-p", type=float, default=0.9,
-                   help="for --decode sample: nucleus size (label smoothing leaves every token "
-                        "a little probability; the nucleus cuts that tail)")
+    p.add_argument("--beam-size", type=positive_int, default=4, help="for --decode beam")
+    p.add_argument("--temperature", type=positive_float, default=1.0,
+                   help="for --decode sample")
+    p.add_argument("--top-p", type=fraction_or_one, default=0.9,
+                   help="for --decode sample: nucleus size in (0, 1] (label smoothing leaves "
+                        "every token a little probability; the nucleus cuts that tail)")
     # One thread by default: this model's matrices are small, and a 2-thread GEMM team loses
     # far more to synchronisation than it gains (6x slower when other processes share the CPUs).
-    p.add_argument("--threads", type=int, default=1, help="C kernel threads")
-    p.add_argument("--backend", choices=("c", "numpy"), default=None)
-    p.add_argument("--out", default=os.path.join("runs", "translate"), help="output folder")
-    p.add_argument("--max-steps", type=int, default=None, help="stop after this many steps")
-    p.add_argument("--resume", action="store_true", help="continue from OUT/checkpoint")
+    p.add_argument("--threads", type=positive_int, default=1, help="C kernel threads")
+    p.add_argument("--backend", choices=("c", "numpy"), default=None,
+                   help="kernel backend (default: C when built, else numpy)")
+    p.add_argument("--out", default=None,
+                   help="run folder (default: runs/translate/en-es, or "
+                        "runs/translate/trans-de-en with --corpus trans-de-en)")
+    p.add_argument("--overwrite", action="store_true",
+                   help="replace the run already in --out (its files are deleted)")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the run in --out from its checkpoint")
     p.add_argument("--translate", metavar="SENTENCE", default=None,
-                   help="translate SENTENCE with the saved model and exit")
-    p.add_argument("--seed", type=int, default=0)
+                   help="translate SENTENCE with the saved model and exit; it is first written "
+                        "the way the corpus is: embedded: lower case (but 'I'), single spaces, "
+                        "no final '.' or '!'; trans-de-en: single spaces, a capital first "
+                        "letter, a final '.' if none (default: train)")
+    p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
     p.add_argument("--quiet", action="store_true", help="no progress bar or examples")
     p.add_argument("--no-plots", action="store_true", help="skip loss.png and attention.png")
+    return p
+
+
+def fraction_or_one(text):
+    """A number in (0, 1]: --top-p."""
+    value = positive_float(text)
+    if value > 1.0:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 1], got {text!r}")
+    return value
+
+
+def parse_args(argv=None):
+    """(parser, args), every argument checked; nothing is created or written yet."""
+    p = build_parser()
     args = p.parse_args(argv)
-    if args.epochs is not None and args.epochs < 1:
-        p.error(f"--epochs must be >= 1, got {args.epochs}")
-    for name in ("n_train", "n_valid", "vocab_size", "d_model", "layers", "heads",
-                 "ff", "max_len", "batch_size", "warmup"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
-    return args
+    if args.out is None:
+        args.out = os.path.join("runs", "translate", RUN_NAMES[args.corpus])
+    if args.d_model % args.heads:
+        p.error(f"--heads must divide --d-model, got --d-model {args.d_model} and "
+                f"--heads {args.heads}")
+    if args.translate is not None:
+        if not normalize_input(args.translate, args.corpus):
+            p.error("--translate: the sentence is empty")
+        if not os.path.isfile(os.path.join(args.out, CHECKPOINT)):
+            p.error(f"--translate: no checkpoint in {args.out} (no checkpoint at "
+                    f"{os.path.join(args.out, CHECKPOINT)}): train first")
+        return p, args
+    if args.corpus == "trans-de-en" and not args.resume:
+        from minitorch.text.trans_de_en import DEFAULT_PATH
+        if not os.path.isfile(DEFAULT_PATH):
+            p.error(f"--corpus trans-de-en reads {DEFAULT_PATH}: apt-get install trans-de-en")
+    check_run_folder(p, args.out, RUN_FILES, overwrite=args.overwrite, resume=args.resume,
+                     checkpoint=CHECKPOINT)
+    return p, args
+
+
+def normalize_input(text, corpus):
+    """``text`` written the way ``corpus`` writes its sentences (see --translate's help)."""
+    text = re.sub(r"\s+([?!.,])", r"\1", " ".join(text.split()))
+    if corpus == "embedded":
+        words = ["I" if w.lower() == "i" else w.lower() for w in text.split()]
+        return " ".join(words).rstrip(".! ")
+    if text and text[-1] not in ".!?":
+        text += "."
+    return text[:1].upper() + text[1:] if text.strip(".!?") else ""
 
 
 # ----------------------------------------------------------------------------- data
@@ -121,23 +191,40 @@ def load_pairs(config):
     return unique[config["n_valid"]:need], valid
 
 
-def encode_pairs(pairs, src_tok, tgt_tok, max_len):
-    """Token ids of each pair (source + <eos>; target bare), dropping pairs over max_len."""
-    encoded = []
+def fit_pairs(pairs, src_tok, tgt_tok, max_len):
+    """(pairs, token ids) of the pairs that fit ``max_len`` (source + <eos>; target + <bos> or
+    <eos>), and how many did not: training and held-out pairs are filtered alike."""
+    kept, ids = [], []
     for src, tgt in pairs:
         src_ids, tgt_ids = src_tok.encode(src, add_eos=True), tgt_tok.encode(tgt)
         if len(src_ids) <= max_len and len(tgt_ids) + 1 <= max_len:
-            encoded.append((src_ids, tgt_ids))
-    return encoded
+            kept.append((src, tgt))
+            ids.append((src_ids, tgt_ids))
+    return kept, ids, len(pairs) - len(kept)
 
 
-def fresh_tokenizers(config, train, out):
-    """Train one BPE tokenizer per language on ``train`` and save them in ``out``."""
-    src_tok = BPETokenizer.train([s for s, _ in train], config["vocab_size"])
-    tgt_tok = BPETokenizer.train([t for _, t in train], config["vocab_size"])
+def source_words(sentence):
+    return re.findall(r"\w+", sentence.lower())
+
+
+def unknown_words(sentence, known, src_tok):
+    """The words of ``sentence`` the model never saw in training: not among ``known`` (the
+    training sources' words; None for a checkpoint without them), or with a character the
+    tokenizer maps to <unk>."""
+    return [w for w in source_words(sentence)
+            if (known is not None and w not in known)
+            or src_tok.unk_id in src_tok.encode(w)]
+
+
+def fresh_tokenizers(config, train):
+    """One BPE tokenizer per language, trained on ``train``."""
+    return (BPETokenizer.train([s for s, _ in train], config["vocab_size"]),
+            BPETokenizer.train([t for _, t in train], config["vocab_size"]))
+
+
+def save_tokenizers(out, src_tok, tgt_tok):
     src_tok.save(os.path.join(out, SRC_TOKENIZER))
     tgt_tok.save(os.path.join(out, TGT_TOKENIZER))
-    return src_tok, tgt_tok
 
 
 def load_tokenizers(out):
@@ -180,6 +267,7 @@ def save_checkpoint(path, model, optimizer, scheduler, state, config):
         "history": {"loss": state["losses"], "bleu": state["bleus"]},
         "rng": json.dumps(minitorch.get_rng_state()),
         "config": json.dumps(config),
+        "src_words": json.dumps(sorted(state["src_words"])),  # for --translate's unknown words
     }, path)
 
 
@@ -295,38 +383,80 @@ def decoding_options(args):
 
 
 def run_translate(args):
-    model, src_tok, tgt_tok, _ = restore_model(args.out)
-    output = translate(model, [args.translate], src_tok, tgt_tok, **decoding_options(args))[0]
+    model, src_tok, tgt_tok, checkpoint = restore_model(args.out)
+    config = checkpoint["config"]
+    sentence = normalize_input(args.translate, config["corpus"])
+    n_tokens = len(src_tok.encode(sentence, add_eos=True))
+    if n_tokens > model.max_len:
+        build_parser().error(f"--translate: the sentence has {n_tokens} tokens, more than the "
+                             f"model's max_len {model.max_len}")
+    known = set(json.loads(checkpoint["src_words"])) if "src_words" in checkpoint else None
+    unknown = unknown_words(sentence, known, src_tok)
+    output = translate(model, [sentence], src_tok, tgt_tok, **decoding_options(args))[0]
     print(output)
-    return {"translation": output}
+    if sentence != args.translate:
+        print(f"(read as {sentence!r}, the way the {RUN_NAMES[config['corpus']]} corpus is "
+              f"written)", file=sys.stderr)
+    words = len(source_words(sentence))
+    print(f"({len(unknown)} of {words} source words unknown to the model"
+          + (f": {', '.join(unknown)})" if unknown else ")"), file=sys.stderr)
+    return {"translation": output, "input": sentence, "unknown": unknown}
 
 
 def setup_backend(args):
     if args.backend is not None:
         minitorch.backends.use(args.backend)
-    if args.threads is not None:
-        minitorch.set_num_threads(args.threads)
+    minitorch.set_num_threads(args.threads)
+
+
+def resume_config(parser, args, checkpoint):
+    """The resumed run's config; a flag given now that contradicts it is an error."""
+    config = checkpoint["config"]
+    for key in CONFIG_KEYS:
+        value = getattr(args, key, None)
+        if key != "epochs" and value != parser.get_default(key) and value != config.get(key):
+            flag = "--" + key.replace("_", "-")
+            parser.error(f"--resume: the run in {args.out} has {flag} {config.get(key)}, not "
+                         f"{value}: leave {flag} out, or start a new run (--overwrite or "
+                         f"another --out)")
+    return config
+
+
+def training_budget(parser, args, checkpoint, config):
+    """(last epoch, last step) to train to: both None-or-int; see --epochs and --max-steps."""
+    if checkpoint is None:
+        epochs = DEFAULT_EPOCHS if args.epochs is None else args.epochs
+        return epochs, args.max_steps
+    done_epochs, done_steps = checkpoint["epoch"], checkpoint["step"]
+    max_steps = None if args.max_steps is None else done_steps + args.max_steps
+    if args.epochs is not None:
+        return done_epochs + args.epochs, max_steps
+    if args.max_steps is not None:
+        return None, max_steps  # N more steps, across the planned epochs' end if need be
+    if done_epochs >= config["epochs"]:
+        parser.error(f"--resume: the run in {args.out} has trained all its {config['epochs']} "
+                     f"planned epochs: pass --epochs N or --max-steps N to train N more")
+    return config["epochs"], None
 
 
 def main(argv=None):
     """Train (or with --translate, translate); returns a dict of results for tests."""
-    args = parse_args(argv)
+    parser, args = parse_args(argv)
     setup_backend(args)
     if args.translate is not None:
         return run_translate(args)
-    os.makedirs(args.out, exist_ok=True)
     checkpoint_path = os.path.join(args.out, CHECKPOINT)
     say = (lambda *a: None) if args.quiet else print
 
     if args.resume:
         checkpoint = load_checkpoint(checkpoint_path)
-        config = checkpoint["config"]
-        if args.epochs is not None:  # train a resumed run for longer than first planned
-            config["epochs"] = args.epochs
+        config = resume_config(parser, args, checkpoint)
     else:
         checkpoint = None
         config = {k: getattr(args, k) for k in CONFIG_KEYS}
-        config["epochs"] = DEFAULT_EPOCHS if args.epochs is None else args.epochs
+    last_epoch, last_step = training_budget(parser, args, checkpoint, config)
+    if checkpoint is None:
+        config["epochs"] = last_epoch
 
     minitorch.manual_seed(config["seed"])
     started = time.perf_counter()
@@ -334,11 +464,18 @@ def main(argv=None):
     if checkpoint is not None:
         src_tok, tgt_tok = load_tokenizers(args.out)
     else:
-        src_tok, tgt_tok = fresh_tokenizers(config, train_text, args.out)
-    train_ids = encode_pairs(train_text, src_tok, tgt_tok, config["max_len"])
+        try:
+            src_tok, tgt_tok = fresh_tokenizers(config, train_text)
+        except ValueError as error:  # too small for the corpus's characters
+            parser.error(f"--vocab-size: {error}")
+    train_text, train_ids, long_train = fit_pairs(train_text, src_tok, tgt_tok, config["max_len"])
+    valid_text, _, long_valid = fit_pairs(valid_text, src_tok, tgt_tok, config["max_len"])
+    if not train_ids:
+        parser.error(f"--max-len {config['max_len']}: no training pair is that short")
     model = build_model(config, src_tok.vocab_size, tgt_tok.vocab_size)
     optimizer, scheduler = build_optimizer(config, model)
-    state = {"epoch": 0, "batch_in_epoch": 0, "step": 0, "losses": [], "bleus": []}
+    state = {"epoch": 0, "batch_in_epoch": 0, "step": 0, "losses": [], "bleus": [],
+             "src_words": {w for s, _ in train_text for w in source_words(s)}}
     if checkpoint is not None:
         load_weights(model, checkpoint, args.out)
         optimizer.load_state_dict(checkpoint["optimizer"])
@@ -348,6 +485,12 @@ def main(argv=None):
                      step=checkpoint["step"], losses=list(checkpoint["history"]["loss"]),
                      bleus=list(checkpoint["history"]["bleu"]))
         say(f"resumed from {checkpoint_path}: epoch {state['epoch'] + 1}, step {state['step']}")
+    else:
+        make_run_folder(args.out, RUN_FILES, overwrite=args.overwrite)
+        save_tokenizers(args.out, src_tok, tgt_tok)
+    if long_train or long_valid:
+        say(f"left out for --max-len {config['max_len']}: {long_train} training and "
+            f"{long_valid} held-out pairs")
     say(f"{config['corpus']} corpus: {len(train_ids)} training pairs, {len(valid_text)} held out;"
         f" vocab {src_tok.vocab_size} / {tgt_tok.vocab_size}; model "
         f"{count_parameters(model) / 1e6:.2f}M parameters; backend {minitorch.backend()}, "
@@ -355,14 +498,17 @@ def main(argv=None):
 
     batches_per_epoch = count_batches(train_ids, config["batch_size"],
                                       max_tokens=config["max_tokens"])
-    max_steps = args.max_steps
-    new_losses = []
-    stopped = False
-    while state["epoch"] < config["epochs"] and not stopped:
-        if max_steps is not None and state["step"] >= max_steps:
-            break
+    first_step, new_losses, final_bleu = state["step"], [], float("nan")
+    label = f"{args.decode}, {len(valid_text)} sentences"
+
+    def more_to_do():
+        return ((last_epoch is None or state["epoch"] < last_epoch)
+                and (last_step is None or state["step"] < last_step))
+
+    while more_to_do():
         model.train()
-        progress = Progress(batches_per_epoch, f"epoch {state['epoch'] + 1}/{config['epochs']}",
+        of = "" if last_epoch is None else f"/{last_epoch}"
+        progress = Progress(batches_per_epoch, f"epoch {state['epoch'] + 1}{of}",
                             enabled=not args.quiet, initial=state["batch_in_epoch"])
         batches = iterate_batches(train_ids, config["batch_size"], PAD_ID, BOS_ID, EOS_ID,
                                   max_tokens=config["max_tokens"], seed=config["seed"],
@@ -370,8 +516,7 @@ def main(argv=None):
         for index, batch in enumerate(batches):
             if index < state["batch_in_epoch"]:
                 continue  # already trained on before the checkpoint we resumed from
-            if max_steps is not None and state["step"] >= max_steps:
-                stopped = True
+            if not more_to_do():
                 break
             loss = train_step(model, batch, optimizer, scheduler, pad_id=PAD_ID,
                               label_smoothing=config["label_smoothing"])
@@ -384,33 +529,36 @@ def main(argv=None):
             new_losses.append(loss)
             progress.update(loss, batch.n_tokens, scheduler.get_last_lr()[0])
         progress.close()
-        if not stopped:
+        if state["batch_in_epoch"] == batches_per_epoch:
             state["epoch"] += 1
             state["batch_in_epoch"] = 0
-        score, hyps = evaluate_bleu(model, valid_text, src_tok, tgt_tok, args)
-        state["bleus"].append(score)
-        say(f"epoch {state['epoch'] + (0 if not stopped else 1)}: step {state['step']}, "
-            f"held-out BLEU {score:.2f} ({args.decode}, {len(valid_text)} sentences), "
-            f"{time.perf_counter() - started:.0f}s elapsed")
-        for (src, ref), hyp in list(zip(valid_text, hyps))[:3]:
-            say(f"  src: {src}\n  ref: {ref}\n  hyp: {hyp}")
+        where = (f"epoch {state['epoch']}" if state["batch_in_epoch"] == 0 else
+                 f"epoch {state['epoch'] + 1}, batch {state['batch_in_epoch']}")
+        if valid_text:
+            final_bleu, hyps = evaluate_bleu(model, valid_text, src_tok, tgt_tok, args)
+            state["bleus"].append(final_bleu)
+            say(f"{where}: step {state['step']}, held-out BLEU {final_bleu:.2f} ({label}), "
+                f"{time.perf_counter() - started:.0f}s elapsed")
+            for (src, ref), hyp in list(zip(valid_text, hyps))[:3]:
+                say(f"  src: {src}\n  ref: {ref}\n  hyp: {hyp}")
+        config["epochs"] = max(config["epochs"], state["epoch"] if last_epoch is None
+                               else last_epoch)
         save_checkpoint(checkpoint_path, model, optimizer, scheduler, state, config)
 
-    final_bleu = state["bleus"][-1] if state["bleus"] else float("nan")
     if not args.no_plots:
         plot_loss(state["losses"], os.path.join(args.out, "loss.png"))
     if valid_text and not args.no_plots:
         plot_attention(model, valid_text[0][0], src_tok, tgt_tok,
                        os.path.join(args.out, "attention.png"))
     elapsed = time.perf_counter() - started
-    print(f"Final held-out BLEU: {final_bleu:.2f} after {state['step']} steps, {elapsed:.0f}s "
-          f"(checkpoint: {checkpoint_path})")
+    score = (f"Final held-out BLEU {final_bleu:.2f} ({label})" if valid_text else
+             f"No held-out pair fits --max-len {config['max_len']}: no BLEU")
+    print(f"{score} after {state['step'] - first_step} steps ({state['step']} in all), "
+          f"{elapsed:.0f}s (checkpoint: {checkpoint_path})")
     return {"bleu": final_bleu, "losses": new_losses, "all_losses": state["losses"],
-            "step": state["step"], "seconds": elapsed, "out": args.out}
+            "step": state["step"], "seconds": elapsed, "out": args.out,
+            "dropped": (long_train, long_valid)}
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except (ValueError, FileNotFoundError) as error:
-        sys.exit(f"error: {error}")
+    run_main(main)

@@ -32,15 +32,15 @@ SMALL = ["--symbols", "4", "--min-len", "2", "--max-len", "4", "--d-model", "16"
          "--eval-every", "40", "--quiet"]
 
 
-def test_copy_smoke_learns_to_copy_short_sequences():
-    result = copy_task.main(SMALL + ["--max-steps", "200"])
+def test_copy_smoke_learns_to_copy_short_sequences(tmp_path):
+    result = copy_task.main(SMALL + ["--max-steps", "200", "--out", str(tmp_path)])
     losses = result["losses"]
     assert losses[-1] < losses[0] / 3
     assert result["accuracy"] >= 0.9  # exact match of whole held-out sequences
 
 
-def test_reverse_variant_runs_and_learns():
-    result = copy_task.main(SMALL + ["--reverse", "--max-steps", "40"])
+def test_reverse_variant_runs_and_learns(tmp_path):
+    result = copy_task.main(SMALL + ["--reverse", "--max-steps", "40", "--out", str(tmp_path)])
     assert result["steps"] <= 40
     assert sum(result["losses"][-5:]) < sum(result["losses"][:5])
 

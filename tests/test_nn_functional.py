@@ -222,3 +222,19 @@ def test_nll_loss_gradcheck(backend, reduction):
 def test_mse_loss_gradcheck_with_broadcasting(backend, reduction):
     assert gradcheck(lambda a, b: F.mse_loss(a, b, reduction=reduction),
                      (rand(2, 3), rand(1, 3, seed=1)))
+
+
+def test_linear_with_zero_in_features_returns_the_bias(backend):
+    # As PyTorch: an empty sum is zero, so x Wᵀ + b is b broadcast over the rows.
+    torch = pytest.importorskip("torch")
+    x, w, b = mt.randn(2, 4, 0, dtype=mt.float64), mt.randn(3, 0, dtype=mt.float64), rand(3)
+    out = F.linear(x, w, b)
+    expected = torch.nn.functional.linear(torch.zeros(2, 4, 0, dtype=torch.float64),
+                                          torch.zeros(3, 0, dtype=torch.float64),
+                                          torch.from_numpy(b.detach().numpy()))
+    assert out.shape == tuple(expected.shape) == (2, 4, 3)
+    assert np.array_equal(out.detach().numpy(), expected.numpy())
+    assert gradcheck(lambda b_: F.linear(x, w, b_), (b,))
+    layer = mt.nn.Linear(0, 3)
+    assert np.array_equal(layer(mt.ones(5, 0)).detach().numpy(),
+                          np.broadcast_to(layer.bias.detach().numpy(), (5, 3)))

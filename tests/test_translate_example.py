@@ -60,7 +60,8 @@ def test_resume_continues_with_exactly_the_same_losses(tmp_path):
                                               "--out", str(tmp_path / "a")])
     first = translate_example.main(TINY + ["--max-steps", "4", "--epochs", "1", "--no-plots",
                                            "--out", str(tmp_path / "b")])
-    resumed = translate_example.main(["--resume", "--max-steps", "8", "--quiet", "--no-plots",
+    # --max-steps on resume counts the steps to train on top of the checkpoint's 4.
+    resumed = translate_example.main(["--resume", "--max-steps", "4", "--quiet", "--no-plots",
                                       "--out", str(tmp_path / "b")])
     assert first["losses"] == pytest.approx(straight["losses"][:4], abs=1e-6)
     # Dropout is on (0.1): equal losses need the RNG state, optimizer and schedule restored.
@@ -70,16 +71,18 @@ def test_resume_continues_with_exactly_the_same_losses(tmp_path):
 
 def test_translate_flag_uses_the_saved_checkpoint(trained, capsys):
     out, _ = trained
-    result = translate_example.main(["--translate", "we are eating bread", "--out", out])
-    assert isinstance(result["translation"], str)
+    result = translate_example.main(["--translate", "We are eating bread.", "--out", out])
+    assert isinstance(result["translation"], str) and result["input"] == "we are eating bread"
     assert result["translation"] in capsys.readouterr().out
-    # Bad input never crashes: an empty sentence and unseen characters translate too.
-    assert isinstance(translate_example.main(["--translate", "", "--out", out])["translation"],
-                      str)
-    assert isinstance(translate_example.main(["--translate", "§§ ñandú", "--out", out])[
-        "translation"], str)
-    with pytest.raises(ValueError, match="max_len 40"):
-        translate_example.main(["--translate", " ".join(["bread"] * 50), "--out", out])
+    # Bad input never crashes: unseen characters translate too, and are reported as unknown;
+    # an empty or too long sentence is refused with a message (exit status 2).
+    unseen = translate_example.main(["--translate", "§§ ñandú", "--out", out])
+    assert isinstance(unseen["translation"], str) and unseen["unknown"] == ["ñandú"]
+    assert "(1 of 1 source words unknown to the model: ñandú)" in capsys.readouterr().err
+    for sentence in ("", " ".join(["bread"] * 50)):
+        with pytest.raises(SystemExit) as exit_:
+            translate_example.main(["--translate", sentence, "--out", out])
+        assert exit_.value.code == 2
 
 
 def test_corrupted_checkpoint_gives_a_clear_error(trained, tmp_path):
@@ -95,7 +98,7 @@ def test_corrupted_checkpoint_gives_a_clear_error(trained, tmp_path):
     (broken / "checkpoint.safetensors").write_bytes(b"\x00garbage" * 10)
     with pytest.raises(ValueError, match="corrupted"):
         translate_example.main(["--resume", "--out", str(broken), "--quiet"])
-    with pytest.raises(FileNotFoundError, match="no checkpoint"):
+    with pytest.raises(SystemExit):  # a one-line error naming the missing checkpoint
         translate_example.main(["--translate", "we eat", "--out", str(tmp_path / "none")])
 
 
@@ -104,7 +107,8 @@ def test_command_line_reports_errors_without_a_traceback(tmp_path):
         [sys.executable, os.path.join(ROOT, "examples", "translate.py"), "--translate", "hi",
          "--out", str(tmp_path)], capture_output=True, text=True, timeout=120)
     assert process.returncode != 0
-    assert "error: no checkpoint" in process.stderr and "Traceback" not in process.stderr
+    assert process.returncode == 2 and "Traceback" not in process.stderr
+    assert "no checkpoint" in process.stderr and len(process.stderr.splitlines()) == 1
 
 
 def test_loss_ignores_padding_positions():

@@ -44,8 +44,12 @@ class Linear(Function):
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
                               weight if ctx.needs_input_grad[0] else None)
         ctx.x_shape = x.shape
-        rows = x._data.reshape(-1, x._data.shape[-1])
-        out = backends.current().matmul(rows, weight._data.T)
+        # Row count spelled out, not -1: with zero in_features a reshape cannot infer it.
+        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        if rows.shape[1] == 0:  # an empty sum: x Wᵀ is zeros and the result is the bias
+            out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
+        else:
+            out = backends.current().matmul(rows, weight._data.T)
         if bias is not None:
             out += bias._data
         return Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
@@ -54,9 +58,10 @@ class Linear(Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         need_x, need_weight, need_bias = ctx.needs_input_grad
-        rows = grad.reshape(-1, grad.shape[-1])
+        n_rows = int(np.prod(ctx.x_shape[:-1]))
+        rows = grad.reshape(n_rows, grad.shape[-1])
         grad_x = (rows @ weight).reshape(ctx.x_shape) if need_x else None
-        grad_weight = rows.mT @ x.reshape(-1, x.shape[-1]) if need_weight else None
+        grad_weight = rows.mT @ x.reshape(n_rows, x.shape[-1]) if need_weight else None
         grad_bias = rows.sum(0) if need_bias else None
         return grad_x, grad_weight, grad_bias
 

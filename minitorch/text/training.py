@@ -2,7 +2,8 @@
 
 This file holds :func:`seq2seq_loss` (label-smoothed cross-entropy that ignores padding),
 :func:`train_step` (forward, backward, clip, optimizer and schedule step), :func:`evaluate_loss`
-and :class:`Progress` (a tqdm bar when tqdm is installed, plain periodic prints otherwise).
+and :class:`Progress` (a tqdm bar on a terminal when tqdm is installed, plain periodic lines
+otherwise).
 May import: ``minitorch``, ``minitorch.nn``, ``minitorch.text.batching``.
 """
 from __future__ import annotations
@@ -60,8 +61,9 @@ def evaluate_loss(model: nn.Module, batches: Iterable[Batch], pad_id: int) -> fl
 class Progress:
     """A progress bar over ``total`` steps showing loss, tokens/s and lr.
 
-    Uses tqdm when it is installed; otherwise prints one line every ``print_every`` steps (and
-    at the end), so logs stay readable when stdout is not a terminal.
+    Uses tqdm when it is installed and stdout is a terminal; otherwise prints one line every
+    ``print_every`` steps (and at the end): a bar's carriage-return refreshes would fill a log
+    file with hundreds of partial lines.
     """
 
     def __init__(self, total: int, description: str = "", *, enabled: bool = True,
@@ -71,7 +73,7 @@ class Progress:
         self.tokens, self.started = 0, time.perf_counter()
         self.last = {}
         self._bar = None
-        if enabled:
+        if enabled and sys.stdout.isatty():
             try:
                 from tqdm import tqdm
                 self._bar = tqdm(total=total, initial=initial, desc=description, leave=True,
