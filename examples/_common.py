@@ -71,6 +71,20 @@ def fraction(text):
     return value
 
 
+def add_run_arguments(parser, out_help):
+    """The options every training example shares: kernel threads and backend, and its run
+    folder (--out, --overwrite, --resume)."""
+    parser.add_argument("--threads", type=positive_int, default=1,
+                        help="C kernel threads (small matrices: one thread is fastest)")
+    parser.add_argument("--backend", choices=("c", "numpy"), default=None,
+                        help="kernel backend (default: C when built, else numpy)")
+    parser.add_argument("--out", default=None, help=out_help)
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace the run already in --out (its files are deleted)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue the run in --out from its checkpoint")
+
+
 def check_run_folder(parser, out, run_files, *, overwrite=False, resume=False,
                      checkpoint=None):
     """Check that ``out`` can hold this run (``parser.error`` otherwise); create nothing.

@@ -31,8 +31,9 @@ from minitorch.text.model import Seq2SeqTransformer
 from minitorch.text.training import train_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
-from _common import (Parser, check_run_folder, fraction, make_run_folder,  # noqa: E402
-                     non_negative_int, positive_float, positive_int, run_main)
+from _common import (Parser, add_run_arguments, check_run_folder, fraction,  # noqa: E402
+                     make_run_folder, non_negative_int, positive_float, positive_int,
+                     run_main)
 
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 FIRST_SYMBOL = 4  # ids 0-3 are the specials, as in BPETokenizer
@@ -68,17 +69,8 @@ def parse_args(argv=None):
                    help="steps between held-out evaluations (and checkpoints)")
     p.add_argument("--n-eval", type=positive_int, default=200, help="held-out sequences")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
-    p.add_argument("--threads", type=positive_int, default=1,
-                   help="C kernel threads (tiny matrices: one thread is fastest)")
-    p.add_argument("--backend", choices=("c", "numpy"), default=None,
-                   help="kernel backend (default: C when built, else numpy)")
-    p.add_argument("--out", default=None,
-                   help="run folder (default: runs/copy_task/copy, or "
-                        "runs/copy_task/reverse with --reverse)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the run already in --out (its files are deleted)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out from its checkpoint")
+    add_run_arguments(p, "run folder (default: runs/copy_task/copy, or runs/copy_task/reverse "
+                         "with --reverse)")
     p.add_argument("--quiet", action="store_true", help="only the final line")
     args = p.parse_args(argv)
     if not args.min_len <= args.max_len:

@@ -40,8 +40,9 @@ from minitorch.text.model import Seq2SeqTransformer, count_parameters
 from minitorch.text.training import Progress, train_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
-from _common import (Parser, check_run_folder, fraction, make_run_folder,  # noqa: E402
-                     non_negative_int, positive_float, positive_int, run_main)
+from _common import (Parser, add_run_arguments, check_run_folder, fraction,  # noqa: E402
+                     make_run_folder, non_negative_int, positive_float, positive_int,
+                     run_main)
 
 CHECKPOINT = "checkpoint.safetensors"
 SRC_TOKENIZER, TGT_TOKENIZER = "src_bpe.json", "tgt_bpe.json"
@@ -103,16 +104,8 @@ def build_parser():
                         "every token a little probability; the nucleus cuts that tail)")
     # One thread by default: this model's matrices are small, and a 2-thread GEMM team loses
     # far more to synchronisation than it gains (6x slower when other processes share the CPUs).
-    p.add_argument("--threads", type=positive_int, default=1, help="C kernel threads")
-    p.add_argument("--backend", choices=("c", "numpy"), default=None,
-                   help="kernel backend (default: C when built, else numpy)")
-    p.add_argument("--out", default=None,
-                   help="run folder (default: runs/translate/en-es, or "
-                        "runs/translate/trans-de-en with --corpus trans-de-en)")
-    p.add_argument("--overwrite", action="store_true",
-                   help="replace the run already in --out (its files are deleted)")
-    p.add_argument("--resume", action="store_true",
-                   help="continue the run in --out from its checkpoint")
+    add_run_arguments(p, "run folder (default: runs/translate/en-es, or runs/translate/"
+                         "trans-de-en with --corpus trans-de-en)")
     p.add_argument("--translate", metavar="SENTENCE", default=None,
                    help="translate SENTENCE with the saved model and exit; it is first written "
                         "the way the corpus is: embedded: lower case (but 'I'), single spaces, "
