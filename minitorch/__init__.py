@@ -11,6 +11,8 @@ The public API follows PyTorch's names and semantics::
 Layers, top to bottom: ``text`` (tokenizer, batching, decoding) → ``nn``/``optim`` →
 ``ops`` (differentiable ops) → ``autograd`` → ``tensor`` → ``backends`` (numpy | C kernels).
 """
+from typing import TYPE_CHECKING
+
 from . import autograd, backends, ops
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import backend, get_num_threads, set_num_threads
@@ -24,6 +26,8 @@ from .tensor import Size, Tensor
 
 # The ops PyTorch has as torch.<name> (add, matmul, softmax, ...), as declared in minitorch/ops.
 globals().update(ops.registry.functions())
+if TYPE_CHECKING:  # the same names, for type checkers (stub written by scripts/make_stubs.py)
+    from ._functions import *  # noqa: F403
 
 float = float32  # noqa: A001
 double = float64
