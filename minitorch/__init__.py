@@ -21,6 +21,7 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        randn_like, randperm, tensor, zeros, zeros_like)
 from .dtype import bool_ as bool  # noqa: A001  (minitorch.bool, as torch.bool)
 from .dtype import dtype, float32, float64, int64
+from .interop import from_dlpack
 from .random import get_rng_state, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
 

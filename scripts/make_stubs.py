@@ -231,14 +231,18 @@ def _finish(header, lines):
 
 
 def stubs():
-    """{path relative to the repository: text} of every stub."""
-    sys.path.insert(0, ROOT)
+    """{path: text} of every stub, beside the minitorch imported (this checkout's by default,
+    so that a test of an installed copy checks the stubs it ships)."""
+    if ROOT not in sys.path:
+        sys.path.insert(0, ROOT)
+    import minitorch
     from minitorch.ops import registry
+    package = os.path.dirname(os.path.abspath(minitorch.__file__))
     return {
-        "minitorch/tensor.pyi": tensor_stub(),
-        "minitorch/_functions.pyi": _functions_stub(
+        os.path.join(package, "tensor.pyi"): tensor_stub(),
+        os.path.join(package, "_functions.pyi"): _functions_stub(
             registry.functions(), "the ops minitorch/__init__.py takes from the registry"),
-        "minitorch/nn/_functional_ops.pyi": _functions_stub(
+        os.path.join(package, "nn", "_functional_ops.pyi"): _functions_stub(
             registry.functional(), "the ops minitorch/nn/functional.py takes from the registry"),
     }
 
@@ -249,18 +253,17 @@ def main(argv=None):
                         help="write nothing; exit 1 if a committed stub differs")
     args = parser.parse_args(argv)
     stale = []
-    for rel, text in stubs().items():
-        path = os.path.join(ROOT, rel)
+    for path, text in stubs().items():
         old = open(path, encoding="utf-8").read() if os.path.exists(path) else None
         if old == text:
             continue
-        stale.append(rel)
+        stale.append(os.path.relpath(path))
         if not args.check:
             with open(path, "w", encoding="utf-8") as f:
                 f.write(text)
     verb = "out of date (run python scripts/make_stubs.py)" if args.check else "written"
-    for rel in stale:
-        print(f"{rel}: {verb}")
+    for path in stale:
+        print(f"{path}: {verb}")
     return 1 if stale and args.check else 0
 
 
