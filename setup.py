@@ -4,6 +4,9 @@ The FFI builder lives in ``csrc/build.py``. When no working C compiler is presen
 the extension is skipped with a warning and the package installs anyway: ``import minitorch``
 then runs on the numpy reference backend. Set ``MINITORCH_REQUIRE_C=1`` to make a failed
 build an error instead (CI does).
+
+cffi compiles the extension against the stable ABI (``_C.abi3.so``), so the wheel is tagged
+``cp39-abi3``: one wheel for CPython 3.9 and every later version.
 """
 import os
 import sys
@@ -35,4 +38,5 @@ class OptionalBuildExt(build_ext):
               file=sys.stderr)
 
 
-setup(cffi_modules=["csrc/build.py:ffibuilder"], cmdclass={"build_ext": OptionalBuildExt})
+setup(cffi_modules=["csrc/build.py:ffibuilder"], cmdclass={"build_ext": OptionalBuildExt},
+      options={"bdist_wheel": {"py_limited_api": "cp39"}})

@@ -11,6 +11,8 @@ The public API follows PyTorch's names and semantics::
 Layers, top to bottom: ``text`` (tokenizer, batching, decoding) → ``nn``/``optim`` →
 ``ops`` (differentiable ops) → ``autograd`` → ``tensor`` → ``backends`` (numpy | C kernels).
 """
+from typing import TYPE_CHECKING
+
 from . import autograd, backends, ops
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
 from .backends import backend, get_num_threads, set_num_threads
@@ -19,11 +21,14 @@ from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, fu
                        randn_like, randperm, tensor, zeros, zeros_like)
 from .dtype import bool_ as bool  # noqa: A001  (minitorch.bool, as torch.bool)
 from .dtype import dtype, float32, float64, int64
+from .interop import from_dlpack
 from .random import get_rng_state, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
 
 # The ops PyTorch has as torch.<name> (add, matmul, softmax, ...), as declared in minitorch/ops.
 globals().update(ops.registry.functions())
+if TYPE_CHECKING:  # the same names, for type checkers (stub written by scripts/make_stubs.py)
+    from ._functions import *  # noqa: F403
 
 float = float32  # noqa: A001
 double = float64

@@ -157,7 +157,32 @@ class Tensor:
         return int(self.item())
 
     def __array__(self, dtype=None, copy=None):
-        return self._data if dtype is None else self._data.astype(dtype)
+        """``np.asarray(t)``: the data itself where no conversion is asked for (numpy's
+        protocol, with numpy 2's ``copy``: True copies, False forbids a copy)."""
+        if self.requires_grad:  # the array would silently leave the graph: PyTorch refuses too
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
+                               "Use tensor.detach().numpy() instead.")
+        if dtype is None or np.dtype(dtype) == self._data.dtype:
+            return self._data.copy() if copy else self._data
+        if copy is False:
+            raise ValueError(f"__array__: converting {self.dtype} to {np.dtype(dtype)} needs a "
+                             "copy, and copy=False was given")
+        return self._data.astype(dtype)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export (``torch.from_dlpack(t)``, ``np.from_dlpack(t)``): numpy's capsule of
+        the same memory; the consumer shares it."""
+        if self.requires_grad:
+            raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        if stream is not None:
+            raise BufferError(f"__dlpack__: stream must be None for a CPU tensor, got {stream!r}")
+        # Only the arguments given: numpy before 2.1 takes none of them.
+        given = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                   ("copy", copy)) if v is not None}
+        return self._data.__dlpack__(**given)
+
+    def __dlpack_device__(self):
+        return self._data.__dlpack_device__()
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
@@ -260,6 +285,13 @@ class Tensor:
 
     def __hash__(self):
         return id(self)
+
+    def __copy__(self):
+        """``copy.copy(t)``: as PyTorch's, a new leaf over the same memory, of the same class and
+        ``requires_grad``, without ``grad`` or history."""
+        t = type(self).__new__(type(self))
+        t._init(self._data, self.requires_grad, self._base if self._base is not None else self)
+        return t
 
     def __deepcopy__(self, memo):
         """A new leaf with copied data (and grad), of the same class (so Parameters stay so)."""

@@ -14,6 +14,7 @@ of NaN) the docstring says so.
 May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.random``.
 """
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -28,6 +29,8 @@ from ..tensor import Tensor
 # The ops declared with ``functional=True`` (gelu, tanh, sigmoid, layer_norm, embedding, ...):
 # PyTorch's F takes the same arguments as the op, so the op itself is F's function.
 globals().update(_registry.functional())
+if TYPE_CHECKING:  # the same names, for type checkers (stub written by scripts/make_stubs.py)
+    from ._functional_ops import *  # noqa: F403
 
 _make = Tensor._make
 

@@ -1,0 +1,26 @@
+"""``from_dlpack``: a tensor over the memory of another library's array, through DLPack.
+
+``minitorch.from_dlpack(torch_tensor)`` (or a numpy, JAX, CuPy-on-CPU array) gives a tensor that
+shares that memory, as ``torch.from_dlpack`` does; the other way, ``torch.from_dlpack(t)`` and
+``np.from_dlpack(t)`` use ``Tensor.__dlpack__``. numpy does the DLPack work on both sides.
+May import: ``minitorch.tensor``, numpy.
+"""
+import numpy as np
+
+from .tensor import _NUMPY_OK, Tensor
+
+
+def from_dlpack(ext_tensor):
+    """A tensor sharing memory with ``ext_tensor``, any CPU array with ``__dlpack__``."""
+    if not hasattr(ext_tensor, "__dlpack__"):
+        raise TypeError(f"from_dlpack: ext_tensor must have a __dlpack__ method (a DLPack array "
+                        f"such as a torch tensor), got {type(ext_tensor).__name__}")
+    device = ext_tensor.__dlpack_device__()
+    if device[0] != 1:  # kDLCPU: minitorch's arrays are numpy arrays
+        raise ValueError(f"from_dlpack: ext_tensor must be on the CPU (DLPack device type 1), "
+                         f"got device {tuple(device)}")
+    array = np.from_dlpack(ext_tensor)
+    if array.dtype not in _NUMPY_OK:  # converting would copy: the memory would not be shared
+        raise TypeError(f"from_dlpack: ext_tensor's dtype must be float32, float64, int64 or "
+                        f"bool, got {array.dtype}; convert it first")
+    return Tensor._make(array)
