@@ -336,12 +336,14 @@ def _is_count(value):
 def _rebuild(node, tensors, source, depth):
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
-    if depth >= MAX_NESTING:
+    if isinstance(node, dict) and "tensor" in node:
+        return _rebuild_tensor(node, tensors, source)
+    if isinstance(node, dict) and node.get("float") in ("nan", "inf", "-inf"):
+        return float(node["float"])
+    if depth >= MAX_NESTING:  # counts containers, as save does
         raise ValueError(f"load: {source}: the structure is nested more than {MAX_NESTING} "
                          "containers deep (serialization.MAX_NESTING)")
     if isinstance(node, dict) and len(node) >= 1:
-        if "tensor" in node:
-            return _rebuild_tensor(node, tensors, source)
         if "dict" in node and isinstance(node["dict"], list):
             result = {}
             for item in node["dict"]:
@@ -358,8 +360,6 @@ def _rebuild(node, tensors, source, depth):
             return [_rebuild(value, tensors, source, depth + 1) for value in node["list"]]
         if "tuple" in node and isinstance(node["tuple"], list):
             return tuple(_rebuild(value, tensors, source, depth + 1) for value in node["tuple"])
-        if node.get("float") in ("nan", "inf", "-inf"):
-            return float(node["float"])
     raise ValueError(f"load: {source}: malformed node {_short(repr(node))} in the structure")
 
 

@@ -380,17 +380,17 @@ def stack(tensors, dim=0):
 
 @op()
 def narrow(a, dim, start, length):
-    """Elements ``start .. start + length - 1`` of dim ``dim``, as a view. PyTorch's checks:
-    ``start`` in [-size, size] (negative counts from the end), ``length >= 0`` and
+    """Elements ``start .. start + length - 1`` of dim ``dim``, as a view. PyTorch's checks, in
+    its order: ``length >= 0``, ``start`` in [-size, size] (negative counts from the end) and
     ``start + length <= size``, where a slice would quietly return fewer elements."""
     d = normalize_dim(dim, a.ndim)
     size = a.shape[d]
     start, length = _index_argument(start, "start"), _index_argument(length, "length")
+    if length < 0:
+        raise RuntimeError(f"narrow: length must be non-negative, got {length}")
     if not -size <= start <= size:
         raise IndexError(f"narrow: start out of range (expected to be in range of [{-size}, "
                          f"{size}], but got {start})")
-    if length < 0:
-        raise RuntimeError(f"narrow: length must be non-negative, got {length}")
     start += size if start < 0 else 0
     if start + length > size:
         raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
