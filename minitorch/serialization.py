@@ -216,7 +216,7 @@ def _load_stream(stream, source, size):
         data = read_up_to(stream, data_length) if available == data_length else b""
     else:
         data = read_up_to(stream, data_length)
-        available = len(data) + len(stream.read(1))  # one byte more tells trailing bytes
+        available = len(data) + len(stream.read(1) or b"")  # one more byte: trailing bytes?
     _check_layout(entries, available, source)
     if len(data) != data_length:  # the file changed between its stat and this read
         raise ValueError(f"load: {source}: the data section has {len(data)} bytes, expected "

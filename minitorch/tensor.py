@@ -377,11 +377,11 @@ def _check_fits_int64(data, array, to_int64, caller="tensor"):
         if array.size and array.max() > _INT64.max:
             _overflow(array.max(), caller)
         return
+    if isinstance(data, (np.ndarray, np.generic)):
+        return  # numpy data of any other kind cannot hold a Python int
     if array is not None and array.dtype.kind == "f" and not (
             array.size and np.abs(array).max() >= 2.0 ** 63):
         return  # no value this large (or a NaN, so a float): no int out of range among the data
-    if isinstance(data, (np.ndarray, np.generic)):
-        return
     stack, too_large = [data], None
     while stack:
         item = stack.pop()
