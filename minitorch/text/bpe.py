@@ -321,8 +321,9 @@ class BPETokenizer:
             raise ValueError(f"{path}: expected a JSON object, got {type(payload).__name__}")
         if payload.get("format") != FILE_FORMAT:
             raise ValueError(f"{path}: format must be {FILE_FORMAT!r}, got {payload.get('format')!r}")
-        if payload.get("version") != FILE_VERSION or isinstance(payload.get("version"), bool):
-            raise ValueError(f"{path}: unsupported version {payload.get('version')!r} "
+        version = payload.get("version")
+        if version != FILE_VERSION or isinstance(version, bool):  # True == 1
+            raise ValueError(f"{path}: unsupported version {version!r} "
                              f"(expected {FILE_VERSION})")
         if payload.get("end_of_word") != END_OF_WORD:
             raise ValueError(f"{path}: end_of_word must be {END_OF_WORD!r}, "

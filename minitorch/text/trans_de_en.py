@@ -1,8 +1,9 @@
 """Loader of German→English sentence pairs from Debian's ``trans-de-en`` dictionary.
 
 This file holds :func:`load_trans_de_en` and the line-cleaning helpers it is built from. It imports
-only the standard library and ``minitorch.files`` (to refuse a FIFO or a device as the file). The data is the Ding dictionary of TU Chemnitz (GPL v2+), installed by
-``apt-get install trans-de-en`` as ``/usr/share/trans/de-en``.
+only the standard library and ``minitorch.files`` (to refuse a FIFO or a device as the file).
+The data is the Ding dictionary of TU Chemnitz (GPL v2+), installed by ``apt-get install
+trans-de-en`` as ``/usr/share/trans/de-en``.
 
 The file format
 ---------------
