@@ -1,11 +1,13 @@
 """Functions that make tensors: ``tensor``, ``zeros``, ``ones``, ``full``, ``arange``, ``randn``,
 ``rand``, ``randint``, ``eye``, ``linspace`` and the ``*_like`` variants, with PyTorch's
 signatures (``dtype=``, ``requires_grad=``). Float tensors default to float32."""
+import numbers
+
 import numpy as np
 
 from .dtype import as_dtype, float32, int64
 from .random import generator
-from .tensor import Tensor
+from .tensor import Tensor, _check_fits_int64
 
 
 def _shape(size):
@@ -39,7 +41,12 @@ def as_tensor(data, dtype=None):
 
 
 def from_numpy(array):
-    """A tensor sharing memory with ``array`` (float16/int32 etc. are converted, so copied)."""
+    """A tensor sharing memory with ``array`` (float16/int32 etc. are converted, so copied).
+
+    Differs from PyTorch: no uint64 dtype, so a uint64 array becomes int64, and one holding a
+    value above int64's maximum raises ValueError (rather than wrapping around)."""
+    if isinstance(array, (np.ndarray, np.generic)) and array.dtype.kind == "u":
+        _check_fits_int64(array, np.asarray(array), True, "from_numpy")
     return Tensor._make(array)
 
 
@@ -61,9 +68,16 @@ def empty(*size, dtype=None, requires_grad=False, device=None):
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
+    if isinstance(fill_value, Tensor) and fill_value.numel() == 1:
+        fill_value = fill_value.item()
+    if not isinstance(fill_value, (numbers.Real, np.bool_)):
+        raise TypeError(f"full: fill_value must be a number (int, float or bool), got "
+                        f"{type(fill_value).__name__}")
     if dtype is None:
         dtype = int64 if isinstance(fill_value, (int, np.integer)) and not isinstance(
             fill_value, bool) else ("bool" if isinstance(fill_value, bool) else float32)
+    if as_dtype(dtype) is int64:
+        _check_fits_int64(fill_value, None, True, "full")
     return _filled(fill_value, (tuple(size),), dtype, requires_grad)
 
 

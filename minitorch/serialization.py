@@ -15,20 +15,27 @@ tensors become the file's tensors, named by their dotted path (``model.fc.weight
 ``__metadata__["minitorch.structure"]``. A file without that entry (written by another
 program) loads as a flat ``{name: tensor}`` dict.
 
-Writes are atomic: the bytes go to a temporary file in the same folder, which is flushed,
-fsynced and then renamed over the target, so a crash never leaves half a checkpoint under the
-real name. Loading checks every field of the header before touching the data, and raises
-ValueError naming what is wrong, so a truncated or corrupted file never loads.
+Writes are atomic (``minitorch.files.atomic_write``: a temporary file in the same folder,
+flushed, fsynced and renamed over the target, so a crash never leaves half a checkpoint under
+the real name; the mode follows the umask, a symlink is written through, a killed save's
+leftover is cleaned by a later one). A structure nested more than ``MAX_NESTING`` levels deep,
+or one that contains itself, raises ValueError.
 
-May import: json, math, os, tempfile, numpy, ``minitorch.tensor``.
+Loading refuses anything but a regular file (a FIFO, ``/dev/zero``, a directory), reads the
+8-byte header length, checks it against the file's size and ``MAX_HEADER_BYTES``, then reads
+the header and checks every field of it (duplicate JSON keys included) before reading exactly
+the data it announces; it raises ValueError naming what is wrong, so a truncated, corrupted or
+hostile file never loads and never makes ``load`` allocate more than the file holds.
+
+May import: json, math, os, numpy, ``minitorch.files``, ``minitorch.tensor``.
 """
 import json
 import math
 import os
-import tempfile
 
 import numpy as np
 
+from .files import atomic_write, json_loads_strict, open_regular_file, read_up_to
 from .tensor import Tensor
 
 STRUCTURE_KEY = "minitorch.structure"
@@ -44,6 +51,10 @@ _NAME_OF_DTYPE = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64",
 # limit as the safetensors library).
 MAX_HEADER_BYTES = 100_000_000
 
+# Deepest nesting of containers that save writes and load rebuilds: far beyond any checkpoint
+# (a model's state_dict is 2 levels deep), far below Python's recursion limit.
+MAX_NESTING = 100
+
 
 # ---------------------------------------------------------------------------------------- save
 def save(obj, f):
@@ -55,7 +66,7 @@ def save(obj, f):
     once and come back as one tensor. ``requires_grad`` is kept; the graph is not.
     """
     tensors = []          # (name, numpy array), in file order
-    structure = _describe(obj, "obj", [], tensors, {}, set())
+    structure = _describe(obj, "obj", [], tensors, {}, set(), set())
     metadata = {STRUCTURE_KEY: json.dumps({"version": FORMAT_VERSION, "root": structure},
                                           allow_nan=False, separators=(",", ":"))}
     header, offset = {}, 0
@@ -78,7 +89,7 @@ def save(obj, f):
     if hasattr(f, "write"):
         write_to(f)
         return
-    _atomic_write(os.fspath(_check_path(f, "save")), write_to)
+    atomic_write(os.fspath(_check_path(f, "save")), write_to, "save")
 
 
 def _check_path(f, caller):
@@ -88,50 +99,18 @@ def _check_path(f, caller):
     return f
 
 
-def _atomic_write(path, write_to):
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temp_path = tempfile.mkstemp(dir=folder, prefix="." + os.path.basename(path) + ".",
-                                     suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as stream:
-            write_to(stream)
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temp_path, path)
-    except BaseException:
-        try:
-            os.unlink(temp_path)
-        except OSError:
-            pass
-        raise
-    _fsync_folder(folder)
-
-
-def _fsync_folder(folder):
-    """Make the rename itself durable (best effort: not every platform can open a folder)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def _array_bytes(array):
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
 
 
-def _describe(obj, where, path, tensors, name_of_tensor, taken_names):
+def _describe(obj, where, path, tensors, name_of_tensor, taken_names, open_containers):
     """The JSON description of ``obj``; its tensors are appended to ``tensors``.
 
     Encoding: None, bools, ints, finite floats and strings are themselves; everything else is a
     one-key object: ``{"tensor": name}`` (``"requires_grad": true`` added when set),
     ``{"dict": [[key, value], ...]}`` (keys str or int, order kept), ``{"list": [...]}``,
-    ``{"tuple": [...]}``, ``{"float": "nan" | "inf" | "-inf"}``.
+    ``{"tuple": [...]}``, ``{"float": "nan" | "inf" | "-inf"}``. ``open_containers`` holds the
+    ids of the containers ``obj`` is inside of, to tell a cycle from a shared container.
     """
     if obj is None or isinstance(obj, (bool, str)):
         return obj
@@ -152,23 +131,39 @@ def _describe(obj, where, path, tensors, name_of_tensor, taken_names):
         if obj.requires_grad:
             node["requires_grad"] = True
         return node
-    if isinstance(obj, dict):
-        items = []
-        for key, value in obj.items():
-            if isinstance(key, bool) or not isinstance(key, (str, int)):
-                raise TypeError(f"save: dict keys must be str or int, but {where} has a key "
-                                f"{key!r} of type {type(key).__name__}")
-            items.append([key, _describe(value, f"{where}[{key!r}]", path + [str(key)], tensors,
-                                         name_of_tensor, taken_names)])
-        return {"dict": items}
-    if isinstance(obj, (list, tuple)):
+    if not isinstance(obj, (dict, list, tuple)):
+        raise TypeError(f"save: cannot save {where} of type {type(obj).__name__}: only tensors, "
+                        "dicts, lists, tuples, int, float, str, bool and None can be saved "
+                        "(wrap arrays with minitorch.tensor)")
+    if id(obj) in open_containers:
+        raise ValueError(f"save: {_short(where)} is a {type(obj).__name__} that contains "
+                         "itself (a cycle): a saved structure must be a tree")
+    if len(path) >= MAX_NESTING:
+        raise ValueError(f"save: {_short(where)} is nested more than {MAX_NESTING} containers "
+                         f"deep (the limit is serialization.MAX_NESTING)")
+    open_containers.add(id(obj))
+    try:
+        if isinstance(obj, dict):
+            items = []
+            for key, value in obj.items():
+                if isinstance(key, bool) or not isinstance(key, (str, int)):
+                    raise TypeError(f"save: dict keys must be str or int, but {where} has a "
+                                    f"key {key!r} of type {type(key).__name__}")
+                items.append([key, _describe(value, f"{where}[{key!r}]", path + [str(key)],
+                                             tensors, name_of_tensor, taken_names,
+                                             open_containers)])
+            return {"dict": items}
         kind = "list" if isinstance(obj, list) else "tuple"
         return {kind: [_describe(value, f"{where}[{index}]", path + [str(index)], tensors,
-                                 name_of_tensor, taken_names)
+                                 name_of_tensor, taken_names, open_containers)
                        for index, value in enumerate(obj)]}
-    raise TypeError(f"save: cannot save {where} of type {type(obj).__name__}: only tensors, "
-                    "dicts, lists, tuples, int, float, str, bool and None can be saved "
-                    "(wrap arrays with minitorch.tensor)")
+    finally:
+        open_containers.discard(id(obj))
+
+
+def _short(where):
+    # a path 100 containers deep is unreadable: its two ends say where it is
+    return where if len(where) <= 120 else where[:60] + "..." + where[-50:]
 
 
 def _unique_name(name, taken):
@@ -188,20 +183,50 @@ def load(f):
 
     Returns the saved structure with fresh tensors (copied out of the file). A safetensors
     file from elsewhere loads as ``{name: tensor}``. Raises ValueError if the file is truncated
-    or its header is inconsistent, naming the tensor and the problem.
+    or its header is inconsistent, naming the tensor and the problem, and if ``f`` names a
+    FIFO, a device or a directory rather than a regular file.
     """
     if hasattr(f, "read"):
-        buffer = f.read()
-        source = getattr(f, "name", "the file object")
+        return _load_stream(f, getattr(f, "name", "the file object"), None)
+    source = os.fspath(_check_path(f, "load"))
+    with open_regular_file(source, "load") as stream:
+        return _load_stream(stream, source, os.fstat(stream.fileno()).st_size)
+
+
+def _load_stream(stream, source, size):
+    """Load from ``stream``, of ``size`` bytes when known (a file) or None (a file object)."""
+    prefix = read_up_to(stream, 8)
+    if len(prefix) < 8:
+        raise ValueError(f"load: {source} is {len(prefix)} bytes long, too short for a "
+                         "safetensors file (at least 8 bytes for the header length): truncated?")
+    header_length = int.from_bytes(prefix, "little")
+    if header_length > MAX_HEADER_BYTES:
+        raise ValueError(f"load: {source}: header length {header_length} exceeds the limit of "
+                         f"{MAX_HEADER_BYTES} bytes: not a safetensors file, or corrupted")
+    header_bytes = read_up_to(stream, header_length) if size is None or \
+        8 + header_length <= size else b""
+    if len(header_bytes) < header_length:
+        file_size = size if size is not None else 8 + len(header_bytes)
+        raise ValueError(f"load: {source}: header length {header_length} goes past the end of "
+                         f"the file ({file_size} bytes): truncated?")
+    entries, metadata, data_length = _parse_header(header_bytes, source)
+
+    if size is not None:
+        available = size - 8 - header_length
+        data = read_up_to(stream, data_length) if available == data_length else b""
     else:
-        source = os.fspath(_check_path(f, "load"))
-        with open(source, "rb") as stream:
-            buffer = stream.read()
-    tensors, metadata = _parse(memoryview(buffer), source)
+        data = read_up_to(stream, data_length)
+        available = len(data) + len(stream.read(1) or b"")  # one more byte: trailing bytes?
+    _check_layout(entries, available, source)
+    if len(data) != data_length:  # the file changed between its stat and this read
+        raise ValueError(f"load: {source}: the data section has {len(data)} bytes, expected "
+                         f"{data_length}: the file changed while being read")
+    tensors = _make_tensors(entries, data, source)
+
     if metadata is None or STRUCTURE_KEY not in metadata:
         return tensors
     try:
-        structure = json.loads(metadata[STRUCTURE_KEY])
+        structure = json_loads_strict(metadata[STRUCTURE_KEY])
     except (ValueError, RecursionError) as error:
         raise ValueError(f"load: {source}: __metadata__[{STRUCTURE_KEY!r}] is not valid JSON "
                          f"({error})") from None
@@ -210,27 +235,14 @@ def load(f):
     if structure.get("version") != FORMAT_VERSION:
         raise ValueError(f"load: {source}: structure version {structure.get('version')!r} is "
                          f"not supported (expected {FORMAT_VERSION})")
-    try:
-        return _rebuild(structure["root"], tensors, source)
-    except RecursionError:
-        raise ValueError(f"load: {source}: the structure is nested too deeply") from None
+    return _rebuild(structure["root"], tensors, source, 0)
 
 
-def _parse(buffer, source):
-    """Validate the layout of ``buffer``; returns ({name: Tensor}, metadata or None)."""
-    size = len(buffer)
-    if size < 8:
-        raise ValueError(f"load: {source} is {size} bytes long, too short for a safetensors "
-                         "file (at least 8 bytes for the header length): truncated?")
-    header_length = int.from_bytes(buffer[:8], "little")
-    if header_length > MAX_HEADER_BYTES:
-        raise ValueError(f"load: {source}: header length {header_length} exceeds the limit of "
-                         f"{MAX_HEADER_BYTES} bytes: not a safetensors file, or corrupted")
-    if 8 + header_length > size:
-        raise ValueError(f"load: {source}: header length {header_length} goes past the end of "
-                         f"the file ({size} bytes): truncated?")
+def _parse_header(header_bytes, source):
+    """(entries [(name, (dtype, shape, begin, end))], metadata or None, data length) of the
+    header: every field checked, the tensors back to back from byte 0 of the data section."""
     try:
-        header = json.loads(bytes(buffer[8:8 + header_length]).decode("utf-8"))
+        header = json_loads_strict(bytes(header_bytes).decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as error:
         raise ValueError(f"load: {source}: the header is not valid UTF-8 JSON ({error})") \
             from None
@@ -243,7 +255,6 @@ def _parse(buffer, source):
             isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())):
         raise ValueError(f"load: {source}: __metadata__ must map strings to strings")
 
-    data_start, data_length = 8 + header_length, size - 8 - header_length
     entries = [(name, _check_entry(name, entry, source)) for name, entry in header.items()]
     expected_begin = 0
     for name, (dtype, shape, begin, end) in sorted(entries, key=lambda e: e[1][2:]):
@@ -252,27 +263,42 @@ def _parse(buffer, source):
                 "leaves a gap after the previous tensor"
             raise ValueError(f"load: {source}: tensor {name!r} starts at byte {begin} of the "
                              f"data section, expected {expected_begin}: it {problem}")
-        if end > data_length:
-            raise ValueError(f"load: {source}: tensor {name!r} ends at byte {end} but the data "
-                             f"section has {data_length} bytes: truncated?")
         expected_begin = end
-    if expected_begin != data_length:
-        raise ValueError(f"load: {source}: the tensors cover {expected_begin} bytes but the data "
-                         f"section has {data_length}: trailing bytes after the last tensor")
+    return entries, metadata, expected_begin
 
+
+def _check_layout(entries, available, source):
+    """The data section really holds ``available`` bytes: each tensor must fit, and no byte
+    may follow the last one."""
+    covered = 0
+    for name, (dtype, shape, begin, end) in sorted(entries, key=lambda e: e[1][2:]):
+        if end > available:
+            raise ValueError(f"load: {source}: tensor {name!r} ends at byte {end} but the data "
+                             f"section has {available} bytes: truncated?")
+        covered = end
+    if covered != available:
+        raise ValueError(f"load: {source}: the tensors cover {covered} bytes but the data "
+                         f"section has more ({available}): trailing bytes after the last tensor")
+
+
+def _make_tensors(entries, data, source):
     tensors = {}
     for name, (dtype, shape, begin, end) in entries:
         count = (end - begin) // dtype.itemsize
-        array = np.frombuffer(buffer, dtype=dtype, count=count, offset=data_start + begin)
+        array = np.frombuffer(data, dtype=dtype, count=count, offset=begin)
         if dtype.kind == "b":
-            raw = np.frombuffer(buffer, dtype=np.uint8, count=count, offset=data_start + begin)
+            raw = np.frombuffer(data, dtype=np.uint8, count=count, offset=begin)
             if count and raw.max() > 1:
                 raise ValueError(f"load: {source}: BOOL tensor {name!r} holds bytes other than "
                                  "0 and 1")
+        try:
+            array = array.reshape(shape)
+        except ValueError as error:  # more dimensions than numpy allows
+            raise ValueError(f"load: {source}: tensor {name!r} has shape {list(shape)}, which "
+                             f"numpy cannot hold ({error})") from None
         # copy out of the file buffer, into the machine's byte order
-        tensors[name] = Tensor._make(array.reshape(shape).astype(dtype.newbyteorder("="),
-                                                                 copy=True))
-    return tensors, metadata
+        tensors[name] = Tensor._make(array.astype(dtype.newbyteorder("="), copy=True))
+    return tensors
 
 
 def _check_entry(name, entry, source):
@@ -307,19 +333,17 @@ def _is_count(value):
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def _rebuild(node, tensors, source):
+def _rebuild(node, tensors, source, depth):
     if node is None or isinstance(node, (bool, int, float, str)):
         return node
+    if isinstance(node, dict) and "tensor" in node:
+        return _rebuild_tensor(node, tensors, source)
+    if isinstance(node, dict) and node.get("float") in ("nan", "inf", "-inf"):
+        return float(node["float"])
+    if depth >= MAX_NESTING:  # counts containers, as save does
+        raise ValueError(f"load: {source}: the structure is nested more than {MAX_NESTING} "
+                         "containers deep (serialization.MAX_NESTING)")
     if isinstance(node, dict) and len(node) >= 1:
-        if "tensor" in node:
-            name = node["tensor"]
-            if not isinstance(name, str) or name not in tensors:
-                raise ValueError(f"load: {source}: the structure refers to tensor {name!r}, "
-                                 "which the file does not hold")
-            tensor = tensors[name]
-            if node.get("requires_grad"):
-                tensor.requires_grad = True
-            return tensor
         if "dict" in node and isinstance(node["dict"], list):
             result = {}
             for item in node["dict"]:
@@ -327,12 +351,32 @@ def _rebuild(node, tensors, source):
                         and isinstance(item[0], (str, int)) and not isinstance(item[0], bool)):
                     raise ValueError(f"load: {source}: malformed dict item {item!r} in the "
                                      "structure")
-                result[item[0]] = _rebuild(item[1], tensors, source)
+                if item[0] in result:
+                    raise ValueError(f"load: {source}: the structure has a dict with the key "
+                                     f"{item[0]!r} twice")
+                result[item[0]] = _rebuild(item[1], tensors, source, depth + 1)
             return result
         if "list" in node and isinstance(node["list"], list):
-            return [_rebuild(value, tensors, source) for value in node["list"]]
+            return [_rebuild(value, tensors, source, depth + 1) for value in node["list"]]
         if "tuple" in node and isinstance(node["tuple"], list):
-            return tuple(_rebuild(value, tensors, source) for value in node["tuple"])
-        if node.get("float") in ("nan", "inf", "-inf"):
-            return float(node["float"])
-    raise ValueError(f"load: {source}: malformed node {node!r} in the structure")
+            return tuple(_rebuild(value, tensors, source, depth + 1) for value in node["tuple"])
+    raise ValueError(f"load: {source}: malformed node {_short(repr(node))} in the structure")
+
+
+def _rebuild_tensor(node, tensors, source):
+    name = node["tensor"]
+    if not isinstance(name, str) or name not in tensors:
+        raise ValueError(f"load: {source}: the structure refers to tensor {name!r}, which the "
+                         "file does not hold")
+    tensor = tensors[name]
+    requires_grad = node.get("requires_grad", False)
+    if not isinstance(requires_grad, bool):
+        raise ValueError(f"load: {source}: requires_grad of tensor {name!r} must be true or "
+                         f"false, got {requires_grad!r}")
+    if requires_grad:
+        if not tensor.dtype.is_floating_point:
+            raise ValueError(f"load: {source}: the structure marks tensor {name!r} of dtype "
+                             f"{tensor.dtype} requires_grad, but only floating-point tensors "
+                             "can require gradients")
+        tensor.requires_grad = True
+    return tensor

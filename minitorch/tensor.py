@@ -369,12 +369,24 @@ def _to_array(data, dtype):
     """A numpy array of a minitorch dtype from nested lists, scalars, arrays or tensors.
 
     Without a dtype: floats give float32 (the default), ints int64, bools bool, as in PyTorch.
+    An integer that int64 cannot hold raises ValueError (as PyTorch's "Overflow when unpacking
+    long long") instead of wrapping around or turning into a float.
     """
     if isinstance(data, Tensor):
         data = data._data
     if dtype is not None:
-        return np.array(data, dtype=as_dtype(dtype).numpy)
+        dtype = as_dtype(dtype)
+        if dtype is int64 and isinstance(data, (np.ndarray, np.generic)):
+            _check_fits_int64(data, np.asarray(data), True)  # numpy would wrap uint64 around
+        try:
+            return np.array(data, dtype=dtype.numpy)
+        except OverflowError:
+            _check_fits_int64(data, None, True)  # a ValueError naming the integer
+            raise
     array = np.array(data)
+    # numpy stores ints beyond int64 as uint64, float64 (mixed with ints) or objects
+    if array.dtype.kind in "uOf":
+        _check_fits_int64(data, array, False)
     # Python floats (and lists of them) default to float32; numpy float64 data stays float64.
     python_float = isinstance(data, (list, tuple, float)) and not isinstance(data, np.floating)
     if array.dtype in _NUMPY_OK and not (python_float and array.dtype == np.float64):
@@ -384,3 +396,39 @@ def _to_array(data, dtype):
                         f"numbers (or nested lists of them), got elements of dtype object")
     return array.astype(as_dtype(array.dtype).numpy if array.dtype.kind != "f"
                         or isinstance(data, (np.ndarray, np.floating)) else np.float32)
+
+
+_INT64 = np.iinfo(np.int64)
+
+
+def _check_fits_int64(data, array, to_int64, caller="tensor"):
+    """ValueError if ``data`` (``array``: numpy's reading of it, if made) holds an integer out of
+    int64's range that would become an int64: always when ``to_int64``, else unless a float
+    among the data makes the whole a float tensor (as PyTorch infers the dtype)."""
+    if array is not None and array.dtype.kind == "u":
+        if array.size and array.max() > _INT64.max:
+            _overflow(array.max(), caller)
+        return
+    if isinstance(data, (np.ndarray, np.generic)):
+        return  # numpy data of any other kind cannot hold a Python int
+    if array is not None and array.dtype.kind == "f" and not (
+            array.size and np.abs(array).max() >= 2.0 ** 63):
+        return  # no value this large (or a NaN, so a float): no int out of range among the data
+    stack, too_large = [data], None
+    while stack:
+        item = stack.pop()
+        if isinstance(item, (list, tuple)):
+            stack.extend(item)
+        elif isinstance(item, (float, np.floating)) and not to_int64:
+            return  # a float tensor: its ints become floats, as in PyTorch
+        elif (isinstance(item, (int, np.integer)) and not isinstance(item, bool)
+              and not _INT64.min <= item <= _INT64.max):
+            too_large = item
+    if too_large is not None:
+        _overflow(too_large, caller)
+
+
+def _overflow(value, caller):
+    raise ValueError(f"{caller}: the integer {int(value)} does not fit in int64 (range "
+                     f"[{_INT64.min}, {_INT64.max}]): minitorch has no wider or unsigned integer "
+                     f"dtype; pass dtype=minitorch.float64 to keep it as a float")

@@ -140,6 +140,36 @@ def test_unsupported_objects_raise_type_error_naming_the_place(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+def nested(depth, leaf):
+    for _ in range(depth):
+        leaf = [leaf]
+    return leaf
+
+
+def test_cycles_and_too_deep_structures_raise_value_error(tmp_path):
+    target = tmp_path / "never"
+    loop = [1]
+    loop.append(loop)
+    with pytest.raises(ValueError, match=r"obj\['a'\]\[1\] is a list that contains itself"):
+        minitorch.save({"a": loop}, target)
+    cyclic_dict = {"x": minitorch.ones(1)}
+    cyclic_dict["self"] = {"up": cyclic_dict}
+    with pytest.raises(ValueError, match="contains itself"):
+        minitorch.save(cyclic_dict, target)
+    limit = serialization.MAX_NESTING
+    for depth in (limit + 1, 500, 5000):  # 5000 is past Python's recursion limit
+        with pytest.raises(ValueError, match=f"nested more than {limit} containers"):
+            minitorch.save(nested(depth, minitorch.ones(1)), target)
+    assert list(tmp_path.iterdir()) == []
+    # shared (not cyclic) containers and the deepest allowed nesting are fine
+    shared = [1, 2]
+    minitorch.save({"a": shared, "b": (shared, shared)}, target)
+    assert minitorch.load(target) == {"a": [1, 2], "b": ([1, 2], [1, 2])}
+    for leaf in (minitorch.ones(1), math.inf, "x"):
+        minitorch.save(nested(limit, leaf), target)
+        assert_same(minitorch.load(target), nested(limit, leaf))
+
+
 def test_numpy_scalars_are_saved_as_python_numbers(tmp_path):
     minitorch.save({"i": np.int64(3), "f": np.float32(0.5), "b": np.bool_(True)},
                    tmp_path / "n")

@@ -326,7 +326,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
     if not 0.0 <= dropout_p <= 1.0:
         raise ValueError(f"scaled_dot_product_attention: dropout_p must be in [0, 1], got "
                          f"{dropout_p}")
-    scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if scale is None:  # E = 0: every score is an empty sum, 0, whatever the scale (PyTorch's)
+        scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     mask = _as_kernel_mask(attn_mask, query.dtype, "scaled_dot_product_attention: attn_mask",
                            true_means_excluded=False)
     out, _ = _attention(query, key, value, mask, bool(is_causal), scale, dropout_p)

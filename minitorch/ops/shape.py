@@ -8,6 +8,7 @@ repeats accumulates its gradient. Index tensors are saved for backward like any 
 arrays are their memory): changing one in place after forward makes backward raise.
 """
 import math
+import operator
 
 import numpy as np
 
@@ -402,8 +403,33 @@ def stack(tensors, dim=0):
 
 @op()
 def narrow(a, dim, start, length):
+    """Elements ``start .. start + length - 1`` of dim ``dim``, as a view. PyTorch's checks, in
+    its order: ``length >= 0``, ``start`` in [-size, size] (negative counts from the end) and
+    ``start + length <= size``, where a slice would quietly return fewer elements."""
     d = normalize_dim(dim, a.ndim)
+    size = a.shape[d]
+    start, length = _index_argument(start, "start"), _index_argument(length, "length")
+    if length < 0:
+        raise RuntimeError(f"narrow: length must be non-negative, got {length}")
+    if not -size <= start <= size:
+        raise IndexError(f"narrow: start out of range (expected to be in range of [{-size}, "
+                         f"{size}], but got {start})")
+    start += size if start < 0 else 0
+    if start + length > size:
+        raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
+                           f"({size}) of dim {d}")
     return getitem(a, (slice(None),) * d + (slice(start, start + length),))
+
+
+def _index_argument(value, name):
+    """An int argument (numpy integers and one-element int tensors too; not bool or float)."""
+    if not isinstance(value, bool):
+        try:
+            return operator.index(value)
+        except TypeError:
+            pass
+    raise TypeError(f"narrow: {name} must be an int, got {value!r} of type "
+                    f"{type(value).__name__}")
 
 
 @op()

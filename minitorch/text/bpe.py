@@ -2,7 +2,8 @@
 
 This file holds :class:`BPETokenizer`: the classic algorithm of Sennrich, Haddow and Birch (2016),
 "Neural Machine Translation of Rare Words with Subword Units". It imports only the standard
-library, so it can be used (and tested) without the tensor core.
+library and ``minitorch.files`` (itself standard library only), so it can be used (and tested)
+without the tensor core.
 
 How text becomes symbols
 ------------------------
@@ -39,25 +40,31 @@ merge in the order the merges were learned.
 Files
 -----
 ``save(path)`` writes JSON ``{"format": "minitorch-bpe", "version": 1, "end_of_word": "</w>",
-"special_tokens": [...], "vocab": [...], "merges": [[left, right], ...]}`` atomically (temporary
-file in the same folder, flush, fsync, ``os.replace``). ``BPETokenizer.load(path)`` checks every
-field and raises ``ValueError`` on a malformed file.
+"special_tokens": [...], "vocab": [...], "merges": [[left, right], ...]}`` atomically, as
+``minitorch.save`` does (``minitorch.files.atomic_write``: temporary file in the same folder,
+flush, fsync, ``os.replace``; umask honoured, symlinks written through).
+``BPETokenizer.load(path)`` reads only a regular file of at most ``MAX_FILE_BYTES``, checks every
+field and raises ``ValueError`` on a malformed file (invalid UTF-8 or JSON, a key repeated in
+one object, nesting deeper than the JSON parser goes).
 """
 from __future__ import annotations
 
 import heapq
 import json
-import os
+import operator
 import re
-import tempfile
 from collections import Counter
 from typing import Dict, Iterable, List, Sequence, Tuple
+
+from minitorch.files import atomic_write, json_loads_strict, read_regular_file
 
 END_OF_WORD = "</w>"
 PIECE_PATTERN = re.compile(r"\w+|[^\w\s]")
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<bos>", "<eos>")
 FILE_FORMAT = "minitorch-bpe"
 FILE_VERSION = 1
+# A tokenizer file larger than this is refused unread (a 1M-token vocabulary takes ~30 MB).
+MAX_FILE_BYTES = 1 << 28
 
 Pair = Tuple[str, str]
 
@@ -258,10 +265,14 @@ class BPETokenizer:
         return [self.encode(text, add_bos=add_bos, add_eos=add_eos) for text in texts]
 
     def decode(self, ids: Iterable[int], skip_special_tokens: bool = True) -> str:
-        """Text of ``ids``: tokens joined, each ``</w>`` turned into a space, the ends stripped."""
+        """Text of ``ids``: tokens joined, each ``</w>`` turned into a space, the ends stripped.
+
+        Ids are ints (numpy integers and one-element integer tensors too); anything else, bools
+        included, raises ``TypeError`` naming it and its position.
+        """
         parts: List[str] = []
-        for token_id in ids:
-            token_id = int(token_id)  # accept numpy integers
+        for position, token_id in enumerate(ids):
+            token_id = _as_token_id(token_id, position)
             token = self.id_to_token(token_id)
             if token_id in self.special_ids:
                 if not skip_special_tokens:
@@ -289,33 +300,30 @@ class BPETokenizer:
             "vocab": self._id_to_token,
             "merges": [list(pair) for pair in self.merges],
         }
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, temp_path = tempfile.mkstemp(dir=folder, prefix=".bpe-", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(payload, handle, ensure_ascii=False, indent=0)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(temp_path, path)
-        except BaseException:
-            if os.path.exists(temp_path):
-                os.unlink(temp_path)
-            raise
+        text = json.dumps(payload, ensure_ascii=False, indent=0)
+        atomic_write(path, lambda stream: stream.write(text.encode("utf-8")),
+                     "BPETokenizer.save")
 
     @classmethod
     def load(cls, path: str) -> "BPETokenizer":
         """Read a file written by :meth:`save`; ``ValueError`` saying what is wrong if malformed."""
-        with open(path, "r", encoding="utf-8") as handle:
-            try:
-                payload = json.load(handle)
-            except json.JSONDecodeError as exc:
-                raise ValueError(f"{path}: not valid JSON ({exc})") from None
+        raw = read_regular_file(path, "BPETokenizer.load", MAX_FILE_BYTES)
+        try:
+            payload = json_loads_strict(raw.decode("utf-8"))
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"{path}: not valid UTF-8 ({exc})") from None
+        except RecursionError:
+            raise ValueError(f"{path}: not a tokenizer file: its JSON is nested too deeply "
+                             "to parse") from None
+        except ValueError as exc:  # json.JSONDecodeError, or a duplicate key
+            raise ValueError(f"{path}: not valid JSON ({exc})") from None
         if not isinstance(payload, dict):
             raise ValueError(f"{path}: expected a JSON object, got {type(payload).__name__}")
         if payload.get("format") != FILE_FORMAT:
             raise ValueError(f"{path}: format must be {FILE_FORMAT!r}, got {payload.get('format')!r}")
-        if payload.get("version") != FILE_VERSION:
-            raise ValueError(f"{path}: unsupported version {payload.get('version')!r} "
+        version = payload.get("version")
+        if version != FILE_VERSION or isinstance(version, bool):  # True == 1
+            raise ValueError(f"{path}: unsupported version {version!r} "
                              f"(expected {FILE_VERSION})")
         if payload.get("end_of_word") != END_OF_WORD:
             raise ValueError(f"{path}: end_of_word must be {END_OF_WORD!r}, "
@@ -345,3 +353,16 @@ class BPETokenizer:
 
     def __repr__(self) -> str:
         return f"BPETokenizer(vocab_size={self.vocab_size}, merges={len(self.merges)})"
+
+
+def _as_token_id(token_id, position: int) -> int:
+    """``token_id`` as an int; TypeError for floats, strings, bools (a bool id is a bug, even
+    though True == 1)."""
+    if not isinstance(token_id, bool):
+        try:
+            return operator.index(token_id)  # ints, numpy integers, integer tensors
+        except TypeError:
+            pass
+    raise TypeError(f"decode: ids must be ints, got {token_id!r} of type "
+                    f"{type(token_id).__name__} at position {position}")
+

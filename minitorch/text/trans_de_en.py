@@ -1,8 +1,9 @@
 """Loader of German→English sentence pairs from Debian's ``trans-de-en`` dictionary.
 
 This file holds :func:`load_trans_de_en` and the line-cleaning helpers it is built from. It imports
-only the standard library. The data is the Ding dictionary of TU Chemnitz (GPL v2+), installed by
-``apt-get install trans-de-en`` as ``/usr/share/trans/de-en``.
+only the standard library and ``minitorch.files`` (to refuse a FIFO or a device as the file).
+The data is the Ding dictionary of TU Chemnitz (GPL v2+), installed by ``apt-get install
+trans-de-en`` as ``/usr/share/trans/de-en``.
 
 The file format
 ---------------
@@ -35,9 +36,12 @@ Pairs are returned German first, in file order, without duplicates. The installe
 """
 from __future__ import annotations
 
+import io
 import os
 import re
 from typing import List, Optional, Tuple
+
+from minitorch.files import open_regular_file
 
 DEFAULT_PATH = "/usr/share/trans/de-en"
 
@@ -109,7 +113,7 @@ def load_trans_de_en(path: str = DEFAULT_PATH, max_pairs: Optional[int] = None,
         raise ValueError(f"max_pairs must be >= 0 or None, got {max_pairs}")
     pairs: List[Tuple[str, str]] = []
     seen = set()
-    with open(path, "r", encoding="utf-8") as handle:
+    with io.TextIOWrapper(open_regular_file(path, "load_trans_de_en"), encoding="utf-8") as handle:
         for line in handle:
             if max_pairs is not None and len(pairs) >= max_pairs:
                 break
