@@ -1,14 +1,16 @@
 /* cross_entropy.c — cross-entropy loss over rows of logits with int64 targets and label
  * smoothing eps (PyTorch's semantics), forward and backward, for float and double.
  *
- *   lse_i  = max_c x_ic + log sum_c exp(x_ic - max_c x_ic)
- *   loss_i = (1 - eps) * (lse_i - x_i,t_i) + eps * (lse_i - mean_c x_ic)
- *   dx_ic  = g_i * (exp(x_ic - lse_i) - (1 - eps) * [c == t_i] - eps / C)
+ *   m_i    = max_c x_ic,   s_i = log sum_c exp(x_ic - m_i)     (lse_i = m_i + s_i)
+ *   loss_i = (1 - eps) * ((m_i - x_i,t_i) + s_i) + eps * (mean_c (m_i - x_ic) + s_i)
+ *   dx_ic  = g_i * (exp((x_ic - m_i) - s_i) - (1 - eps) * [c == t_i] - eps / C)
  *
- * Rows whose target is ignore_index have loss 0 and gradient 0. lse is kept in double for both
- * dtypes: the backward needs exp(x - lse) exact for |x| ~ 1e4. The reference bodies below use
- * libm's exp and double sums; the tuned ones are in tuned/cross_entropy_tuned.c. This file is
- * its own body, compiled once per element type T (each_dtype.h).
+ * Rows whose target is ignore_index have loss 0 and gradient 0. The forward hands the backward
+ * lse as the pair (m_i, s_i), in double for both dtypes, and every formula keeps the shift by
+ * m: m + s would lose s where |m| >> 1 (log-softmax of [1e17, 1e17] is -log 2, not 0), and
+ * the mean of x itself overflows float32 near 3e38. The reference bodies below use libm's exp
+ * and double sums; the tuned ones are in tuned/cross_entropy_tuned.c. This file is its own
+ * body, compiled once per element type T (each_dtype.h).
  */
 #ifndef T
 #include "mt_internal.h"
@@ -27,14 +29,18 @@ static int mt_check_targets(const int64_t *target, int64_t rows, int64_t cols,
 #else
 #include "tuned/tuned.h"
 
-static double F(logsumexp)(const T *x, int64_t n) {
+/* lse[0] = m = max x (NaN if x has one), lse[1] = log sum exp(x - m); both -inf for an empty
+ * or all -inf row. */
+static void F(logsumexp)(const T *x, int64_t n, double *lse) {
     double max = -INFINITY;
     for (int64_t c = 0; c < n; ++c)
-        if (x[c] > max) max = x[c];
-    if (max == -INFINITY) return -INFINITY;
+        if (x[c] > max || isnan(x[c])) max = x[c];
+    lse[0] = max;
+    lse[1] = -INFINITY;
+    if (max == -INFINITY) return;
     double sum = 0;
     for (int64_t c = 0; c < n; ++c) sum += exp(x[c] - max);
-    return max + log(sum);
+    lse[1] = log(sum);
 }
 
 int F(mt_cross_entropy_forward)(const T *logits, const int64_t *target, int64_t rows,
@@ -49,14 +55,15 @@ int F(mt_cross_entropy_forward)(const T *logits, const int64_t *target, int64_t 
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
         const T *x = logits + r * cols;
-        lse[r] = F(logsumexp)(x, cols);
+        F(logsumexp)(x, cols, lse + 2 * r);
+        const double m = lse[2 * r], log_sum = lse[2 * r + 1];
         loss[r] = 0;
         if (target[r] == ignore_index) continue;
-        double l = (1 - eps) * (lse[r] - x[target[r]]);
+        double l = (1 - eps) * ((m - x[target[r]]) + log_sum);
         if (eps != 0) { /* skipped at eps = 0, where a -inf logit would give 0 * inf */
-            double sum = 0;
-            for (int64_t c = 0; c < cols; ++c) sum += x[c];
-            l += eps * (lse[r] - sum / (double)cols);
+            double below = 0; /* sum of m - x: the mean of x overflows float32 near 3e38 */
+            for (int64_t c = 0; c < cols; ++c) below += m - x[c];
+            l += eps * (below / (double)cols + log_sum);
         }
         loss[r] = (T)l;
     }
@@ -80,8 +87,10 @@ int F(mt_cross_entropy_backward)(const T *logits, const int64_t *target, const d
         T *dx = dlogits + r * cols;
         const int ignored = target[r] == ignore_index;
         const double g = ignored ? 0 : grad[r * grad_stride] * grad_scale;
+        const double m = lse[2 * r], log_sum = lse[2 * r + 1];
         for (int64_t c = 0; c < cols; ++c) {
-            double d = exp(x[c] - lse[r]) - eps / (double)cols - (c == target[r] ? 1 - eps : 0);
+            double d = exp((x[c] - m) - log_sum) - eps / (double)cols -
+                       (c == target[r] ? 1 - eps : 0);
             dx[c] = ignored ? 0 : (T)(g * d);
         }
     }

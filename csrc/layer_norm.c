@@ -38,7 +38,7 @@ int F(mt_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T
             if (bias) out += bias[j];
             y[r * cols + j] = (T)out;
         }
-        mean[r] = (T)m;
+        mean[r] = (T)(isnan(s) ? NAN : m); /* a row with NaN or inf: NaN mean, as PyTorch's */
         rstd[r] = (T)s;
     }
     return 0;

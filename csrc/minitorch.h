@@ -91,9 +91,10 @@ int mt_log_softmax_backward_f64(const double *y, const double *dy, double *dx, i
                                 int64_t cols);
 
 /* ---- cross-entropy with integer targets (cross_entropy.c) ----
- * Forward writes per-row losses (0 for ignored rows) and lse (double for both dtypes: the
- * backward needs exp(x - lse) exact for |x| ~ 1e4). Returns MT_ERR_ARGS, having written
- * nothing, if a target is outside [0, cols) and not ignore_index.
+ * Forward writes per-row losses (0 for ignored rows) and lse, 2 doubles per row: the row's max
+ * m and log sum exp(x - m) (their sum would lose the log where |m| >> 1; double for both
+ * dtypes: the backward needs exp(x - lse) exact for |x| ~ 1e4). Returns MT_ERR_ARGS, having
+ * written nothing, if a target is outside [0, cols) and not ignore_index.
  * Backward: dlogits[i] = grad[i*grad_stride] * grad_scale *
  *           (softmax(x_i) - (1-eps)*onehot(t_i) - eps/cols), 0 for ignored rows. */
 int mt_cross_entropy_forward_f32(const float *logits, const int64_t *target, int64_t rows,

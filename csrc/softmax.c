@@ -4,14 +4,16 @@
  *   softmax       z_j = x_j * scale + mask_j   (-inf where excluded)
  *                 y_j = exp(z_j - max z) / sum_k exp(z_k - max z)
  *                 dx_j = scale * y_j * (dy_j - sum_k dy_k y_k)
- *   log-softmax   y_j = x_j - lse,   lse = max x + log sum_k exp(x_k - max x)
+ *   log-softmax   y_j = (x_j - max x) - log sum_k exp(x_k - max x)
  *                 dx_j = dy_j - exp(y_j) * sum_k dy_k
  *
  * Excluded: where the bool mask is set, and with causal_lq > 0 every column j > row % causal_lq.
- * A row with nothing left (or all -inf) is all zeros, never 0/0. The reference bodies below go
- * over a row a few times with libm's exp and double sums; the tuned ones are in
- * tuned/softmax_tuned.c.
- * This file is its own body, compiled once per element type T (each_dtype.h).
+ * A row with nothing left (or all -inf) is all zeros, never 0/0; a NaN or +inf score makes its
+ * row NaN, as in PyTorch. Log-softmax subtracts the max before the log of the sum: x - (max +
+ * log sum) would lose the log where |max| >> 1 ([1e17, 1e17] gives -log 2). The reference
+ * bodies go over a row a few times with libm's exp and double sums; the tuned ones are in
+ * tuned/softmax_tuned.c. This file is its own body, compiled once per element type T
+ * (each_dtype.h).
  */
 #ifndef T
 #define MT_BODY "softmax.c"
@@ -29,7 +31,7 @@ static void F(softmax_row)(const T *x, T *y, int64_t n, T scale, const T *madd,
         int excluded = j >= live || (mbool && mbool[j * mstride]);
         T z = excluded ? -(T)INFINITY : x[j] * scale + (madd ? madd[j * mstride] : 0);
         y[j] = z;
-        if (z > max) max = z;
+        if (z > max || isnan(z)) max = z; /* a NaN wins, so that its row is NaN */
     }
     if (max == -INFINITY) { /* nothing left */
         for (int64_t j = 0; j < n; ++j) y[j] = 0;
@@ -92,15 +94,15 @@ int F(mt_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
         const T *xr = x + r * cols;
         double max = -INFINITY;
         for (int64_t j = 0; j < cols; ++j)
-            if (xr[j] > max) max = xr[j];
+            if (xr[j] > max || isnan(xr[j])) max = xr[j];
         if (max == -INFINITY) { /* all -inf: the log of softmax's zeros */
             for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = -(T)INFINITY;
             continue;
         }
         double sum = 0;
         for (int64_t j = 0; j < cols; ++j) sum += exp(xr[j] - max);
-        double lse = max + log(sum);
-        for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = (T)(xr[j] - lse);
+        double log_sum = log(sum);
+        for (int64_t j = 0; j < cols; ++j) y[r * cols + j] = (T)((xr[j] - max) - log_sum);
     }
     return 0;
 }

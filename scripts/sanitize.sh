@@ -5,8 +5,14 @@
 # The sanitized extension is built in a temporary copy of the repository, so the normal
 # build in minitorch/_C*.so (which other work may be using) is left untouched. Python itself is
 # not instrumented, so the ASan runtime is preloaded; leak detection is off (CPython's arenas are
-# noise). Any UBSan report halts the run (halt_on_error=1). Exits non-zero on any test failure
-# or any sanitizer report.
+# noise), and a failed allocation returns NULL (numpy then raises MemoryError, which the
+# bad-input table expects for huge sizes). Any UBSan report halts the run: the build has
+# -fno-sanitize-recover=undefined and UBSAN_OPTIONS halt_on_error=1, and a canary (a negative
+# left shift built with the same flags) checks that it really does before the tests run. Exits
+# non-zero on any test failure or any sanitizer report.
+#
+# The tests are the fuzzing campaign's (tests/test_kernels*.py): with MINITORCH_FUZZ=long in
+# the environment they run the long hypothesis profile here too (see CONTRIBUTING.md).
 #
 # Usage: scripts/sanitize.sh [extra pytest args]
 set -euo pipefail
@@ -33,19 +39,39 @@ if [ ! -e "$ASAN_LIB" ]; then
     exit 1
 fi
 
+export LD_PRELOAD="$ASAN_LIB:$UBSAN_LIB"
+export ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:allocator_may_return_null=1:log_path=$WORK/sanitizer"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$WORK/sanitizer"
+
+echo "== canary: a UBSan report must halt the process"
+printf 'int mt_canary(int x) { return x << 1; }\n' > canary.c
+${CC:-gcc} -shared -fPIC -O1 -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+    canary.c -o canary.so
+# (UBSan writes to stderr, not to log_path: test.log below is searched for its reports too)
+if UBSAN_OPTIONS="halt_on_error=1" "$PYTHON" -c \
+        "import ctypes, sys; ctypes.CDLL('$WORK/canary.so').mt_canary(-1); sys.exit(0)" \
+        > canary.log 2>&1; then
+    cat canary.log
+    echo "sanitize.sh: the canary's UBSan report did not halt the process"
+    exit 1
+fi
+if ! grep -q "runtime error: left shift of negative value" canary.log; then
+    cat canary.log
+    echo "sanitize.sh: the canary stopped without a UBSan report"
+    exit 1
+fi
+
 echo "== running tests/test_kernels*.py under ASan + UBSan"
 set +e
-LD_PRELOAD="$ASAN_LIB:$UBSAN_LIB" \
-ASAN_OPTIONS="detect_leaks=0:halt_on_error=1:log_path=$WORK/sanitizer" \
-UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:log_path=$WORK/sanitizer" \
 PYTHONPATH="$WORK" MINITORCH_REQUIRE_C=1 \
-    "$PYTHON" -m pytest -q -rs -p no:cacheprovider tests/test_kernels*.py "$@" 2>&1 | tee test.log
+    "$PYTHON" -m pytest -q -s -rs -p no:cacheprovider tests/test_kernels*.py "$@" 2>&1 | tee test.log
 status=${PIPESTATUS[0]}
 set -e
 
-# pytest captures stderr, so reports go to log files (sanitizer.<pid>) as well.
-if compgen -G "$WORK/sanitizer.*" > /dev/null || \
-        grep -qE "ERROR: AddressSanitizer|runtime error:|UndefinedBehaviorSanitizer" test.log; then
+# ASan reports go to log files (sanitizer.<pid>), beside its warnings for the bad-input table's
+# huge allocations, which are no errors; UBSan's go to stderr, uncaptured (pytest -s).
+if grep -qsE "ERROR: AddressSanitizer|runtime error:|UndefinedBehaviorSanitizer" \
+        "$WORK"/sanitizer.* test.log; then
     cat "$WORK"/sanitizer.* 2>/dev/null || true
     echo "sanitize.sh: sanitizer report found"
     exit 1

@@ -1,12 +1,29 @@
-"""Shared fixtures: ``backend`` runs a test once per built kernel backend.
+"""Shared fixtures and the hypothesis profiles of the fuzzing campaign.
 
-A test that takes ``backend`` runs inside ``minitorch.backends.using(name)`` for every name in
-``minitorch.backends.available`` ("numpy" always, "c" when the extension is built); the fixture's
-value is that name. Tests that parametrize ``backend`` themselves override this fixture.
+``backend`` runs a test once per built kernel backend: a test that takes it runs inside
+``minitorch.backends.using(name)`` for every name in ``minitorch.backends.available`` ("numpy"
+always, "c" when the extension is built); the fixture's value is that name. Tests that
+parametrize ``backend`` themselves override this fixture.
+
+Hypothesis example counts come from one place, the profile loaded here: "quick" (the default,
+what CI runs: few examples, derandomized, so every run draws the same cases) or "long"
+(``MINITORCH_FUZZ=long``: many more examples from random seeds, for a campaign before a
+release or after a kernel change). A test's own ``@settings`` may still set other options.
 """
+import os
+
 import pytest
+from hypothesis import HealthCheck, settings
 
 import minitorch
+
+_COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("quick", max_examples=12, derandomize=True, **_COMMON)
+settings.register_profile("long", max_examples=400, derandomize=False, **_COMMON)
+FUZZ = os.environ.get("MINITORCH_FUZZ", "").strip().lower() or "quick"
+if FUZZ not in ("quick", "long"):
+    raise pytest.UsageError(f"MINITORCH_FUZZ must be 'quick' or 'long', got {FUZZ!r}")
+settings.load_profile(FUZZ)
 
 
 @pytest.fixture(params=sorted(minitorch.backends.available))

@@ -4,8 +4,8 @@
  * The reference bodies (csrc/cross_entropy.c) call libm's exp per element and walk each row
  * several times; here the log-sum-exp is a vector max and the vector exp of fast_exp.c with its
  * sum (row_ops.h), and the exp pass prefetches the next row: a 32000-class row is read from
- * memory while the previous row's exps are computed. lse stays in double for both dtypes, and
- * float32 gets exp(x - lse) from lse split in hi + lo parts.
+ * memory while the previous row's exps are computed. lse is the pair (max, log of the shifted
+ * sum), in double for both dtypes, and every formula subtracts the max first (cross_entropy.c).
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
@@ -17,14 +17,36 @@
 #else
 #include "row_ops.h"
 
+/* sum_j (m - x[j]), the row's distance below its max, in T blocks added in double; redone in
+ * double where T overflowed (a float32 row spanning [-3e38, 3e38]). Summed as distances from m,
+ * not as x, whose sum overflows float32 near 3e38 and cancels against m. */
+static double V(row_sum_below)(const T *x, int64_t n, T m) {
+    double total = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
+        const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
+        T block = 0;
+#pragma omp simd reduction(+ : block)
+        for (int64_t j = j0; j < j1; ++j) block += m - x[j];
+        total += (double)block;
+    }
+    if (!isfinite(total)) {
+        total = 0;
+        for (int64_t j = 0; j < n; ++j) total += (double)m - (double)x[j];
+    }
+    return total;
+}
+
+/* lse = (m, log sum exp(x - m)): see cross_entropy.c */
 static T V(cross_entropy_row)(const T *x, int64_t n, int64_t t,
-                              double smoothing, double *lse_out,
+                              double smoothing, double *lse,
                               const T *ahead) {
-    double lse = V(row_logsumexp)(x, NULL, n, ahead);
-    *lse_out = lse;
-    double loss = (1.0 - smoothing) * (lse - (double)x[t]);
+    T m;
+    const double log_sum = V(row_log_sum_exp_shifted)(x, NULL, n, ahead, &m);
+    lse[0] = (double)m;
+    lse[1] = log_sum;
+    double loss = (1.0 - smoothing) * (((double)m - (double)x[t]) + log_sum);
     if (smoothing != 0) /* skipped at eps = 0 so a -inf logit does not give 0 * inf */
-        loss += smoothing * (lse - V(row_sum)(x, n) / (double)n);
+        loss += smoothing * (V(row_sum_below)(x, n, m) / (double)n + log_sum);
     return (T)loss;
 }
 
@@ -37,24 +59,25 @@ int V(tuned_cross_entropy_forward)(const T *logits, const int64_t *target, int64
         const T *x = logits + r * cols;
         int64_t t = target[r];
         if (t == ignore_index) {
+            T m;
             loss[r] = 0;
-            lse[r] = V(row_logsumexp)(x, NULL, cols, NULL);
+            lse[2 * r + 1] = V(row_log_sum_exp_shifted)(x, NULL, cols, NULL, &m);
+            lse[2 * r] = (double)m;
             continue;
         }
-        loss[r] = V(cross_entropy_row)(x, cols, t, label_smoothing, &lse[r],
+        loss[r] = V(cross_entropy_row)(x, cols, t, label_smoothing, lse + 2 * r,
                                        MT_NEXT_ROW(logits, r, rows, cols));
     }
     return 0;
 }
 
-static void V(cross_entropy_backward_row)(const T *x, double lse, int64_t t,
+static void V(cross_entropy_backward_row)(const T *x, const double *lse, int64_t t,
                                           T g, double smoothing, T *dx,
                                           int64_t n, const T *ahead) {
     T uniform = (T)(smoothing / (double)n);
-    /* exp(x - lse) with lse split hi + lo: x - hi is exact where the probability is large,
-     * so float32 keeps the double lse's precision. */
-    T lse_hi = (T)lse, lse_lo = (T)(lse - (double)lse_hi);
-    V(exp_shifted)(x, dx, n, (T)1, lse_hi, lse_lo, ahead);
+    /* exp((x - m) - log_sum): x - m is exact where the probability is large, and m is a value
+     * of the row, so only log_sum's rounding to T is added. */
+    V(exp_shifted)(x, dx, n, (T)1, (T)lse[0], (T)lse[1], ahead);
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) dx[j] = g * (dx[j] - uniform);
     dx[t] -= g * (T)(1.0 - smoothing);
@@ -74,7 +97,7 @@ int V(tuned_cross_entropy_backward)(const T *logits, const int64_t *target, cons
             continue;
         }
         T g = (T)((double)grad[r * grad_stride] * grad_scale);
-        V(cross_entropy_backward_row)(logits + r * cols, lse[r], t, g, label_smoothing,
+        V(cross_entropy_backward_row)(logits + r * cols, lse + 2 * r, t, g, label_smoothing,
                                       dx, cols, MT_NEXT_ROW(logits, r, rows, cols));
     }
     return 0;

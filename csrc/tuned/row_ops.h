@@ -30,7 +30,8 @@
          : NULL)
 #endif
 
-/* max_j x[j]*scale ; -inf for an empty row */
+/* max_j x[j]*scale ; -inf for an empty row. The vector max skips NaN: a caller that finds -inf
+ * asks row_nan_or_minus_inf whether a NaN hid there. */
 MT_INLINE static T V(row_max_scaled)(const T *x, int64_t n, T scale) {
     T m = -(T)INFINITY;
 #pragma omp simd reduction(max : m)
@@ -39,6 +40,15 @@ MT_INLINE static T V(row_max_scaled)(const T *x, int64_t n, T scale) {
         m = v > m ? v : m;
     }
     return m;
+}
+
+/* NaN if some x[j]*scale is NaN, else -inf: the true max of a row whose row_max_scaled is -inf
+ * (a NaN makes its row NaN, as in PyTorch, not an empty row's zeros). Runs on that rare path
+ * only. */
+static T V(row_nan_or_minus_inf)(const T *x, int64_t n, T scale) {
+    for (int64_t j = 0; j < n; ++j)
+        if (isnan(x[j] * scale)) return x[j] * scale;
+    return -(T)INFINITY;
 }
 
 /* Four independent vector accumulators: an add waits 3-4 cycles for the one before it, so a
@@ -103,13 +113,16 @@ MT_INLINE static void V(row_scale)(T *y, int64_t n, T factor) {
     for (int64_t j = 0; j < n; ++j) y[j] *= factor;
 }
 
-/* log(sum(exp(x))) with max subtraction, in double (a float32 lse near 1e4 would be off by
- * 5e-4, and exp(x - lse) by as much); -inf for an empty or all -inf row. out and ahead as in
- * row_exp_sum. */
-MT_INLINE static double V(row_logsumexp)(const T *x, T *out, int64_t n, const T *ahead) {
+/* log sum_j exp(x[j] - m) in double, m = max_j x[j] written to *max_out (NaN if x holds one);
+ * -inf for an empty or all -inf row. The two stay apart: m + log(sum) would lose the log where
+ * |m| >> 1, so callers subtract m first. out and ahead as in row_exp_sum. */
+MT_INLINE static double V(row_log_sum_exp_shifted)(const T *x, T *out, int64_t n,
+                                                   const T *ahead, T *max_out) {
     T m = V(row_max_scaled)(x, n, (T)1);
+    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(x, n, (T)1);
+    *max_out = m;
     if (m == -(T)INFINITY) return -INFINITY;
-    return (double)m + log(V(row_exp_sum)(x, out, n, (T)1, m, ahead));
+    return log(V(row_exp_sum)(x, out, n, (T)1, m, ahead));
 }
 
 #undef LANES

@@ -24,6 +24,7 @@ typedef uint64_t bits_f64;
 static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
                                  const T *ahead) {
     T m = V(row_max_scaled)(x, n, scale);
+    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(x, n, scale);
     if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
         for (int64_t j = 0; j < n; ++j) y[j] = 0;
         return;
@@ -76,6 +77,7 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
             m = z > m ? z : m;
         }
     }
+    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(y, live, (T)1);
     if (m == -(T)INFINITY) live = 0; /* fully masked: all zeros, never 0/0 */
     if (live > 0) {
         /* (prefetches the next row's first `live` elements: the causal next row needs one
@@ -136,16 +138,17 @@ int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int6
 
 static void V(log_softmax_row)(const T *x, T *y, int64_t n,
                                const T *ahead) {
-    double lse = V(row_logsumexp)(x, y, n, ahead); /* y holds the exps until below */
-    if (lse == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
+    T m;
+    double log_sum = V(row_log_sum_exp_shifted)(x, y, n, ahead, &m); /* y: exps until below */
+    if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
         for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
         return;
     }
-    /* x - lse with lse split hi + lo: x - lse_hi is exact where y is near 0 (Sterbenz), so T
-     * keeps the double lse's precision without converting every element to double. */
-    const T lse_hi = (T)lse, lse_lo = (T)(lse - (double)lse_hi);
+    /* (x - m) - log_sum with log_sum split hi + lo: x - m is exact near the max (Sterbenz), so
+     * T keeps the double log_sum's precision without converting every element to double. */
+    const T hi = (T)log_sum, lo = (T)(log_sum - (double)hi);
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) y[j] = (x[j] - lse_hi) - lse_lo;
+    for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m) - hi) - lo;
 }
 
 int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {

@@ -4,8 +4,9 @@ Every check that protects memory happens here, before C runs: dtypes, shapes, in
 strides (C gets only non-negative element strides that stay inside the arrays it is given)
 and sizes (computed with Python ints, passed as int64). Bad input raises ValueError /
 TypeError / IndexError naming the argument, the expected and the actual value.
-Inputs may be non-contiguous (copied with np.ascontiguousarray when C cannot use the strides);
-outputs are always new C-contiguous arrays (from large_buffers: np.empty's, or for 32 MiB and
+Inputs may be non-contiguous or misaligned (e.g. np.frombuffer at an odd offset): they are
+copied when C cannot use them as they are, so C only ever reads aligned data; outputs are
+always new C-contiguous arrays (from large_buffers: np.empty's, or for 32 MiB and
 up a reused block, whose pages are already mapped). Empty inputs never reach C.
 
 Every kernel runs at the ISA level in force: "reference" (the plain C loops), "portable" (the
@@ -142,10 +143,15 @@ def _check_index(name, value):
 
 
 def _check_target(logits, target, ignore_index):
-    return np.ascontiguousarray(check_target(logits, target, ignore_index))
+    return _contiguous(check_target(logits, target, ignore_index))
+
 
 def _contiguous(x):
-    return np.ascontiguousarray(x)
+    """x as a C-contiguous, aligned array: np.ascontiguousarray alone would pass a misaligned
+    contiguous array (a view of a byte buffer at an odd offset) through unchanged."""
+    if x.flags.c_contiguous and x.flags.aligned:
+        return x
+    return np.array(x, order="C")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -155,6 +161,8 @@ def _matrix_layout(x):
     """(array, trans, ld) so that C reads x's last two dims without a copy when they are
     row-major (ld >= cols, e.g. a slice) or a transposed row-major matrix (e.g. w.T);
     anything else (negative or odd strides, misaligned data) becomes a contiguous copy."""
+    if not x.flags.aligned:
+        x = _contiguous(x)
     rows, cols = x.shape[-2:]
     item = x.itemsize
     flags = x.flags
@@ -168,7 +176,7 @@ def _matrix_layout(x):
         s_row = max(cols, 1) * item if s_col == item else s_row
     if cols == 1:
         s_col = item if s_row != item else max(rows, 1) * item
-    if x.flags.aligned and all(s >= 0 and s % item == 0 for s in x.strides):
+    if all(s >= 0 and s % item == 0 for s in x.strides):
         if s_col == item and s_row // item >= max(cols, 1):
             return x, 0, s_row // item
         if s_row == item and s_col // item >= max(rows, 1):
@@ -294,11 +302,15 @@ def matmul(a, b):
 
 
 def _plain_layout(x):
-    """(trans, ld, pointer) of a C-contiguous matrix or of the transpose of one; None else."""
+    """(trans, ld, pointer) of an aligned C-contiguous matrix or of the transpose of one; None
+    else."""
     rows, cols = x.shape
-    if x.flags.c_contiguous:
+    flags = x.flags
+    if not flags.aligned:
+        return None
+    if flags.c_contiguous:
         return 0, cols, _ptr(x)
-    if x.flags.f_contiguous:
+    if flags.f_contiguous:
         return 1, rows, _ptr(x.T)
     return None
 
@@ -373,7 +385,7 @@ def _mask_layout(x, mask):
         fits = False
     if not fits:
         raise ValueError(f"mask of shape {mask.shape} does not broadcast to x's shape {x.shape}")
-    mask = np.ascontiguousarray(mask)
+    mask = _contiguous(mask)
     view = np.broadcast_to(mask, x.shape)
     item = mask.itemsize
     col_stride = 0 if x.shape[-1] == 1 else view.strides[-1] // item
@@ -482,7 +494,7 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
     n, c = logits.shape
     dtype = logits.dtype
     per_row = np.zeros(n, dtype=dtype)
-    lse = np.full(n, -np.inf, dtype=np.float64)  # float64 always: see numpy_backend
+    lse = np.full((n, 2), -np.inf, dtype=np.float64)  # (max, log of the shifted sum): numpy_backend
     if n and c:
         status = _kernel("cross_entropy_forward", dtype)(
             _ptr(logits), _ptr(target), n, c, ignore_index, float(label_smoothing),
@@ -507,7 +519,7 @@ def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_s
     target = _check_target(logits, target, ignore_index)
     dtype = logits.dtype
     check_float("lse", lse)
-    check_same_shape("lse", lse, (logits.shape[0],))
+    check_same_shape("lse", lse, (logits.shape[0], 2))
     if not isinstance(grad, np.ndarray):
         grad = np.asarray(grad, dtype=dtype)
     check_float("grad", grad, dtype)
@@ -522,7 +534,7 @@ def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_s
             count = int(np.count_nonzero(target != ignore_index))
             grad_scale = 1.0 / count if count else 0.0
     logits, grad = _contiguous(logits), _contiguous(grad)
-    lse = np.ascontiguousarray(lse, dtype=np.float64)
+    lse = _contiguous(lse.astype(np.float64, copy=False))
     dlogits = empty_like(logits)
     if dlogits.size:
         status = _kernel("cross_entropy_backward", dtype)(

@@ -11,9 +11,13 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
-NaN). Targets must be int64; other dtypes raise TypeError. The log-sum-exp that
-cross_entropy_forward returns for backward is float64 for both dtypes: rounded to float32 near
-|x| ~ 1e4 it would be off by ~5e-4, and the gradient exp(x - lse) by as much.
+NaN). Otherwise non-finite input gives PyTorch's results: a NaN or +inf in a softmax,
+log-softmax or cross-entropy row makes it NaN, and so does a NaN or inf in a layer-norm row
+(its mean and rstd too). Targets must be int64; other dtypes raise TypeError.
+Log-sum-exp keeps its two parts apart, m = max x and log sum exp(x - m): m + log(...) loses the
+log where |m| >> 1 (log-softmax of [1e17, 1e17] is -log 2, not 0). cross_entropy_forward
+returns them for backward as lse, (N, 2) float64 for both dtypes: rounded to float32 near
+|x| ~ 1e4 they would be off by ~5e-4, and the gradient exp(x - lse) by as much.
 """
 import numpy as np
 
@@ -118,11 +122,12 @@ def softmax_forward(x, scale=1.0, mask=None, causal=False):
     if mask is not None and mask.dtype != np.bool_:
         z = z + mask.astype(np.float64)
     z = np.where(_excluded_entries(x, mask, causal), -np.inf, z)
-    row_max = np.max(z, axis=-1, keepdims=True, initial=-np.inf)
-    row_max = np.where(np.isfinite(row_max), row_max, 0.0)  # fully excluded row: avoid inf - inf
-    e = np.exp(z - row_max)
-    total = np.sum(e, axis=-1, keepdims=True)
-    y = e / np.where(total > 0, total, 1.0)  # 0 / 1 = 0 for a fully excluded row
+    row_max = np.max(z, axis=-1, keepdims=True, initial=-np.inf)  # NaN if the row has one
+    row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully excluded row: no -inf - -inf
+    with np.errstate(invalid="ignore"):  # +inf - +inf: a row with +inf is NaN, as in PyTorch
+        e = np.exp(z - row_max)
+        total = np.sum(e, axis=-1, keepdims=True)
+        y = e / np.where(total == 0, 1.0, total)  # 0 / 1 = 0 for a fully excluded row
     return y.astype(dtype)
 
 
@@ -137,19 +142,24 @@ def softmax_backward(y, dy, scale=1.0):
 
 
 def _logsumexp(x64):
-    """log sum_j exp(x_j) = m + log sum_j exp(x_j - m), m = max_j x_j (-inf for an all -inf row)."""
+    """(m, log sum_j exp(x_j - m)) over the last dim, kept dims, m = max_j x_j: their sum is
+    log sum_j exp(x_j), but rounds the log away where |m| >> 1. Both -inf for an all -inf row;
+    NaN where the row holds NaN or +inf."""
     m = np.max(x64, axis=-1, keepdims=True, initial=-np.inf)
-    m_safe = np.where(np.isfinite(m), m, 0.0)
-    with np.errstate(divide="ignore"):
-        return m_safe + np.log(np.sum(np.exp(x64 - m_safe), axis=-1, keepdims=True))
+    m_safe = np.where(np.isneginf(m), 0.0, m)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        log_sum = np.log(np.sum(np.exp(x64 - m_safe), axis=-1, keepdims=True))
+    return m, log_sum
 
 
 def log_softmax_forward(x):
-    """y = x - logsumexp(x) over the last dim (an all -inf row stays -inf, no NaN)."""
+    """y = (x - m) - log sum exp(x - m), m = max x, over the last dim (an all -inf row stays
+    -inf, no NaN)."""
     check_float("x", x)
     x64 = x.astype(np.float64)
-    lse = _logsumexp(x64)
-    y = np.where(np.isneginf(lse), -np.inf, x64 - np.where(np.isneginf(lse), 0.0, lse))
+    m, log_sum = _logsumexp(x64)
+    with np.errstate(invalid="ignore"):
+        y = np.where(np.isneginf(log_sum), -np.inf, (x64 - m) - log_sum)
     return y.astype(x.dtype)
 
 
@@ -166,10 +176,12 @@ def log_softmax_backward(y, dy):
 # Cross-entropy
 # ---------------------------------------------------------------------------------------------
 def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0, reduction="mean"):
-    """Per row: loss_i = (1-eps)(lse_i - x_i[t_i]) + eps(lse_i - mean_c x_ic); 0 if t_i ignored.
+    """Per row, with lse_i = m_i + s_i (m_i = max_c x_ic, s_i = log sum_c exp(x_ic - m_i)):
+    loss_i = (1-eps)((m_i - x_i[t_i]) + s_i) + eps(mean_c (m_i - x_ic) + s_i); 0 if t_i ignored.
 
     Returns (loss, lse): loss is 0-d for "mean"/"sum" ("mean" divides by the non-ignored count,
-    and is 0.0 when every row is ignored), (N,) for "none"; lse (N,) float64, kept for backward.
+    and is 0.0 when every row is ignored), (N,) for "none"; lse (N, 2) float64, the columns
+    m_i and s_i, kept for backward.
     """
     check_float("logits", logits)
     check_reduction(reduction)
@@ -177,14 +189,16 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
     check_target(logits, target, ignore_index)
     eps = float(label_smoothing)
     x64 = logits.astype(np.float64)
-    lse = _logsumexp(x64)[:, 0]
+    m, log_sum = _logsumexp(x64)
     kept = target != ignore_index
     safe_target = np.where(kept, target, 0)
     picked = x64[np.arange(x64.shape[0]), safe_target] if x64.shape[0] else np.zeros(0)
-    per_row = (1.0 - eps) * (lse - picked)
-    if eps != 0.0:
-        per_row = per_row + eps * (lse - x64.mean(axis=-1))
+    with np.errstate(invalid="ignore"):  # NaN rows stay NaN, as in PyTorch
+        per_row = (1.0 - eps) * ((m[:, 0] - picked) + log_sum[:, 0])
+        if eps != 0.0:  # distances below m: the mean of x itself overflows near 3e38
+            per_row = per_row + eps * ((m - x64).mean(axis=-1) + log_sum[:, 0])
     per_row = np.where(kept, per_row, 0.0)
+    lse = np.concatenate([m, log_sum], axis=1)
     dtype = logits.dtype
     if reduction == "none":
         return per_row.astype(dtype), lse
@@ -220,12 +234,14 @@ def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_s
     check_label_smoothing(label_smoothing)
     check_target(logits, target, ignore_index)
     check_float("lse", lse)
-    check_same_shape("lse", lse, (logits.shape[0],))
+    check_same_shape("lse", lse, (logits.shape[0], 2))
     g = _cross_entropy_row_grad(grad, target, ignore_index, reduction, logits.dtype)
     eps = float(label_smoothing)
     n, c = logits.shape
     x64 = logits.astype(np.float64)
-    probs = np.exp(x64 - lse.astype(np.float64)[:, None])
+    lse = lse.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        probs = np.exp((x64 - lse[:, :1]) - lse[:, 1:])
     onehot = np.zeros((n, c))
     kept = target != ignore_index
     onehot[np.arange(n)[kept], target[kept]] = 1.0
@@ -261,6 +277,7 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
     mean = x64.mean(axis=-1, keepdims=True)
     var = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)  # two-pass: no E[x^2]-E[x]^2
     rstd = 1.0 / np.sqrt(var + eps)
+    mean = np.where(np.isnan(rstd), np.nan, mean)  # a row with NaN or inf: NaN, as PyTorch's
     y = (x64 - mean) * rstd
     if weight is not None:
         y = y * weight.astype(np.float64)

@@ -234,11 +234,31 @@ class LayerNormBackward(Function):
 
 # ----------------------------------------------------------------------------- functions
 
+def _mask_tensor(mask, x):
+    """softmax's mask as a Tensor: a numpy array or nested list is converted (bools stay bool,
+    floats take x's dtype); anything else raises TypeError naming ``mask``."""
+    if mask is None or isinstance(mask, Tensor):
+        return mask
+    try:
+        array = np.asarray(mask)
+    except ValueError:  # ragged nested lists
+        array = None
+    if array is None or array.dtype.kind not in "bf":
+        got = type(mask).__name__ if array is None else f"{type(mask).__name__} of {array.dtype}"
+        raise TypeError(f"softmax: mask must be a Tensor, numpy array or nested list of bools "
+                        f"or floats, got {got}")
+    return _make(array if array.dtype == np.bool_ else array.astype(x._data.dtype))
+
+
 @op()
 def softmax(x, dim=-1, *, scale=1.0, mask=None, causal=False):
-    """softmax over ``dim``; ``scale``, ``mask`` and ``causal`` fuse the attention case."""
+    """softmax over ``dim``; ``scale``, ``mask`` and ``causal`` fuse the attention case.
+
+    ``mask`` (minitorch's own, PyTorch's softmax has none) is True where excluded or a float
+    added to the scores; a numpy array or nested list is taken as well as a Tensor."""
     if not x.dtype.is_floating_point:
         x = x.float()
+    mask = _mask_tensor(mask, x)
     d = normalize_dim(dim, x.ndim)
     if x.ndim == 0:
         return Softmax.apply(x.reshape(1), scale, mask, causal).reshape(())

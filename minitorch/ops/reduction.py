@@ -54,27 +54,32 @@ class Amax(Function):
 
 
 class LogSumExp(Function):
+    """log sum exp(a) = m + log sum exp(a - m), m = max a. The gradient, softmax(a), is taken as
+    exp((a - m) - log sum exp(a - m)): exp(a - result) would lose the log where |m| >> 1 (it
+    gives [1, 1] for [1e17, 1e17], PyTorch's result too, not [0.5, 0.5])."""
+
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         x = a._data
         m = np.max(x, axis=dims, keepdims=True, initial=-np.inf)  # initial: empty dims work
-        m = np.where(np.isfinite(m), m, 0.0)  # all -inf rows give -inf, not NaN
-        with np.errstate(divide="ignore"):
-            out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
-        out = out.astype(x.dtype, copy=False)
+        m = np.where(np.isfinite(m), m, 0.0).astype(x.dtype)  # all -inf rows give -inf, not NaN
+        with np.errstate(divide="ignore", over="ignore"):  # x - m may round to -inf: exp 0
+            log_sum = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True))
+        out = (log_sum + m).astype(x.dtype, copy=False)
         ctx.save_for_backward(a)
-        ctx.out_kept = _make(out)
+        ctx.shift, ctx.log_sum = _make(m), _make(log_sum.astype(x.dtype, copy=False))
         ctx.dims = dims
         return _make(out if keepdim else np.squeeze(out, axis=dims))
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        grad = grad.reshape(ctx.out_kept.shape)
+        grad = grad.reshape(ctx.log_sum.shape)
+        shifted = a - ctx.shift  # the shift is a constant: the softmax does not depend on it
         # Under create_graph the result must be a function of ``a`` too (not a saved constant),
         # or the second derivative would miss the softmax's own dependence on ``a``.
-        out = LogSumExp.apply(a, ctx.dims, True) if is_grad_enabled() else ctx.out_kept
-        return grad * (a - out).exp(), None, None
+        log_sum = LogSumExp.apply(shifted, ctx.dims, True) if is_grad_enabled() else ctx.log_sum
+        return grad * (shifted - log_sum).exp(), None, None
 
 
 @op()

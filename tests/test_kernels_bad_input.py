@@ -1,0 +1,230 @@
+"""Bad input to the C kernels, the crash-proofing half of the fuzzing campaign: a table of calls
+to c_backend functions (and to the matching ops through minitorch) with wrong dtypes, shapes,
+negative or huge sizes, NaN parameters, misaligned or read-only or overlapping arrays, None and
+lists. Each runs in a forked child, so that a segfault or an abort fails its row (naming the
+signal) instead of killing the test run, and a hang is killed after CHILD_TIMEOUT_S; the child
+must end normally, with the expected Python exception naming the argument (or with a result,
+for input that is only unusual: a misaligned view is copied, never an error).
+
+scripts/sanitize.sh runs this file under ASan + UBSan too: a sanitizer report halts the child,
+which then exits non-zero, and its row fails.
+"""
+import os
+import select
+import signal
+import time
+
+import numpy as np
+import pytest
+
+import minitorch
+import minitorch.nn.functional as F
+
+try:
+    from minitorch.backends import c_backend as C
+except ImportError:  # extension not built
+    C = None
+
+pytestmark = [pytest.mark.skipif(C is None, reason="C extension not built"),
+              pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork not available")]
+
+CHILD_TIMEOUT_S = 60
+
+
+def run_in_child(call):
+    """call() in a forked child: ("returned", "") or ("raised", "TypeName: message"); fails the
+    test if the child was killed by a signal, hung, or exited other than by reporting."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reports through the pipe, then leaves without the parent's cleanup
+        code = 0
+        try:
+            os.close(read_end)
+            # One thread: libgomp's thread pool does not survive fork, and bad input must fail
+            # the same way whatever the thread count.
+            C.set_num_threads(1)
+            try:
+                call()
+                report = "returned\n"
+            except BaseException as error:  # noqa: B036 - the child reports everything
+                report = f"raised\n{type(error).__name__}: {error}"
+            os.write(write_end, report.encode()[:60000])  # below a pipe's buffer: never blocks
+        except BaseException:  # noqa: B036
+            code = 70
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    chunks, deadline = [], time.monotonic() + CHILD_TIMEOUT_S
+    with os.fdopen(read_end, "rb") as pipe:
+        while True:
+            ready, _, _ = select.select([pipe], [], [], max(deadline - time.monotonic(), 0))
+            if not ready:
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                pytest.fail(f"the child hung (killed after {CHILD_TIMEOUT_S} s)")
+            chunk = os.read(pipe.fileno(), 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    _, status = os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        pytest.fail(f"the child was killed by {signal.Signals(os.WTERMSIG(status)).name}")
+    if os.WEXITSTATUS(status) != 0:
+        pytest.fail(f"the child exited with status {os.WEXITSTATUS(status)} (a sanitizer report?)")
+    outcome, _, detail = b"".join(chunks).decode().partition("\n")
+    return outcome, detail
+
+
+def misaligned(a):
+    """a's values in a view one byte past an aligned start."""
+    view = np.frombuffer(bytearray(a.nbytes + 1), a.dtype, count=a.size, offset=1).reshape(a.shape)
+    view[...] = a
+    return view
+
+
+def read_only(a):
+    a = a.copy()
+    a.flags.writeable = False
+    return a
+
+
+def c_status(kernel, *args):
+    """A C entry point called directly (past c_backend's checks), its status as c_backend
+    reports it: the entry points check sizes again."""
+    C._check_status(kernel(*args), kernel.__name__)
+
+
+f32, f64 = np.ones((3, 4), np.float32), np.ones((3, 4))
+sq = np.ones((3, 3))
+target = np.array([0, 1, 2], np.int64)
+lse = np.zeros((3, 2))
+NULL = None if C is None else C.ffi.NULL
+NAN = float("nan")
+HUGE = (1 << 40, 2)  # a broadcast view of 2^41 elements: its 8 TiB copy cannot be allocated
+x_t = minitorch.tensor(f64)
+
+# (id, call, expected exception or None for "returns a result", text the message must hold)
+CASES = [
+    # matmul / gemm
+    ("matmul int32", lambda: C.matmul(f32.astype(np.int32), f32.T.astype(np.int32)), TypeError, "a must be float32"),
+    ("matmul mixed dtypes", lambda: C.matmul(f32, f64.T), TypeError, "b must have the same dtype"),
+    ("matmul inner dims", lambda: C.matmul(f64, f64), ValueError, "must equal b.shape"),
+    ("matmul 1-d", lambda: C.matmul(np.ones(3), sq), ValueError, "ndim >= 2"),
+    ("matmul None", lambda: C.matmul(None, sq), TypeError, "a must be a numpy.ndarray"),
+    ("matmul list", lambda: C.matmul([[1.0]], [[1.0]]), TypeError, "a must be a numpy.ndarray"),
+    ("matmul huge broadcast batch", lambda: C.matmul(np.broadcast_to(sq, (1 << 40, 3, 3)), sq),
+     MemoryError, ""),
+    ("matmul misaligned", lambda: C.matmul(misaligned(f64), misaligned(f64.T)), None, ""),
+    ("gemm out read-only", lambda: C.gemm(f64, f64, trans_b=True, out=read_only(sq)), ValueError, "writeable"),
+    ("gemm out overlaps", lambda: C.gemm(sq, sq, out=sq), ValueError, "must not overlap"),
+    ("gemm out misaligned", lambda: C.gemm(f64, f64, trans_b=True, out=misaligned(sq)), ValueError, "aligned"),
+    ("gemm out dtype", lambda: C.gemm(f64, f64, trans_b=True, out=sq.astype(np.float32)), TypeError, "out must"),
+    ("gemm negative m", lambda: c_status(C.lib.mt_gemm_f64, 0, 0, -1, 3, 3, 1.0, NULL, 3, 0, NULL, 3, 0,
+                                         0.0, NULL, 3, 0, 1), ValueError, "rejected"),
+    # softmax / log-softmax
+    ("softmax int", lambda: C.softmax_forward(np.ones((2, 3), np.int64)), TypeError, "x must be float32"),
+    ("softmax list", lambda: C.softmax_forward([[1.0, 2.0]]), TypeError, "x must be a numpy.ndarray"),
+    ("softmax 0-d", lambda: C.softmax_forward(np.float64(1.0)[()]), TypeError, "x must be"),
+    ("softmax mask shape", lambda: C.softmax_forward(f64, mask=np.ones((4, 4), bool)), ValueError, "mask of shape"),
+    ("softmax mask int", lambda: C.softmax_forward(f64, mask=np.ones((3, 4), np.int8)), TypeError, "mask must be bool"),
+    ("softmax mask list", lambda: C.softmax_forward(f64, mask=[[True] * 4] * 3), TypeError, "mask must be"),
+    ("softmax causal 1-d", lambda: C.softmax_forward(np.ones(4), causal=True), ValueError, "causal"),
+    ("softmax scale None", lambda: C.softmax_forward(f64, scale=None), TypeError, ""),
+    ("softmax scale NaN", lambda: C.softmax_forward(f64, scale=NAN), None, ""),
+    ("softmax huge", lambda: C.softmax_forward(np.broadcast_to(np.float32(1), HUGE)), MemoryError, ""),
+    ("softmax misaligned", lambda: C.softmax_forward(misaligned(f64), mask=misaligned(f64)), None, ""),
+    ("softmax negative rows", lambda: c_status(C.lib.mt_softmax_forward_f64, NULL, NULL, -1, 4, 1.0,
+                                               NULL, NULL, 0, NULL, NULL, 0, 0), ValueError, "rejected"),
+    ("softmax backward shapes", lambda: C.softmax_backward(f64, f64.T), ValueError, "dy must have shape"),
+    ("softmax backward dtypes", lambda: C.softmax_backward(f64, f32), TypeError, "dy must have the same dtype"),
+    ("log_softmax None", lambda: C.log_softmax_forward(None), TypeError, "x must be a numpy.ndarray"),
+    ("log_softmax negative cols", lambda: c_status(C.lib.mt_log_softmax_forward_f32, NULL, NULL, 2, -3),
+     ValueError, "rejected"),
+    ("log_softmax backward misaligned", lambda: C.log_softmax_backward(misaligned(f32), misaligned(f32)),
+     None, ""),
+    # cross-entropy
+    ("cross_entropy float target", lambda: C.cross_entropy_forward(f64, target.astype(float)), TypeError,
+     "target must be int64"),
+    ("cross_entropy target range", lambda: C.cross_entropy_forward(f64, np.array([0, 4, 1])), IndexError,
+     "target value 4"),
+    ("cross_entropy huge target", lambda: C.cross_entropy_forward(f64, np.array([0, 1 << 62, 1])),
+     IndexError, "target value"),
+    ("cross_entropy ignore_index huge", lambda: C.cross_entropy_forward(f64, target, ignore_index=1 << 70),
+     ValueError, "ignore_index"),
+    ("cross_entropy ignore_index str", lambda: C.cross_entropy_forward(f64, target, ignore_index="x"),
+     TypeError, "ignore_index"),
+    ("cross_entropy 3-d", lambda: C.cross_entropy_forward(np.ones((3, 4, 1)), target), ValueError, "2-D"),
+    ("cross_entropy smoothing NaN", lambda: C.cross_entropy_forward(f64, target, label_smoothing=NAN),
+     ValueError, "label_smoothing"),
+    ("cross_entropy reduction", lambda: C.cross_entropy_forward(f64, target, reduction="avg"), ValueError,
+     "reduction"),
+    ("cross_entropy target misaligned", lambda: C.cross_entropy_forward(misaligned(f64), misaligned(target)),
+     None, ""),
+    ("cross_entropy target out of range in C", lambda: c_status(
+        C.lib.mt_cross_entropy_forward_f64, C.ffi.from_buffer("double[]", f64),
+        C.ffi.from_buffer("int64_t[]", np.array([0, 9, 1])), 3, 4, -100, 0.0,
+        C.ffi.new("double[3]"), C.ffi.new("double[6]")), ValueError, "rejected"),
+    ("cross_entropy backward lse shape", lambda: C.cross_entropy_backward(f64, target, np.zeros(3), 1.0),
+     ValueError, "lse must have shape"),
+    ("cross_entropy backward grad shape", lambda: C.cross_entropy_backward(
+        f64, target, lse, np.ones(2), reduction="none"), ValueError, "grad must have shape"),
+    ("cross_entropy backward lse int", lambda: C.cross_entropy_backward(f64, target, lse.astype(int), 1.0),
+     TypeError, "lse must be"),
+    # layer norm / RMS norm
+    ("layer_norm eps NaN", lambda: C.layer_norm_forward(f64, None, None, eps=NAN), ValueError, "eps"),
+    ("layer_norm eps negative", lambda: C.layer_norm_forward(f64, None, None, eps=-1.0), ValueError, "eps"),
+    ("layer_norm weight shape", lambda: C.layer_norm_forward(f64, np.ones(3), None), ValueError,
+     "weight must have shape"),
+    ("layer_norm bias dtype", lambda: C.layer_norm_forward(f64, None, np.ones(4, np.float32)), TypeError,
+     "bias must have the same dtype"),
+    ("layer_norm 0-d", lambda: C.layer_norm_forward(np.float64(1.0)[()], None, None), TypeError, "x must be"),
+    ("layer_norm backward rstd shape", lambda: C.layer_norm_backward(f64, f64, None, np.ones(3), np.ones(4)),
+     ValueError, "rstd must have shape"),
+    ("layer_norm misaligned", lambda: C.layer_norm_forward(misaligned(f32), misaligned(np.ones(4, np.float32)),
+                                                           None), None, ""),
+    ("layer_norm negative rows", lambda: c_status(C.lib.mt_layer_norm_forward_f64, NULL, NULL, NULL, NULL,
+                                                  NULL, NULL, -2, 4, 1e-5), ValueError, "rejected"),
+    ("rms_norm eps NaN", lambda: C.rms_norm_forward(f64, None, NAN), ValueError, "eps"),
+    ("rms_norm weight dtype", lambda: C.rms_norm_forward(f64, np.ones(4, np.float32), 1e-6), TypeError,
+     "weight must have the same dtype"),
+    ("rms_norm backward rstd shape", lambda: C.rms_norm_backward(f64, f64, None, np.ones(4)), ValueError,
+     "rstd must have shape"),
+    # runtime settings
+    ("set_num_threads 0", lambda: C.set_num_threads(0), ValueError, "n must be >= 1"),
+    ("set_num_threads float", lambda: C.set_num_threads(2.5), TypeError, "n must be an int"),
+    ("set_isa unknown", lambda: C.set_isa("sse9"), ValueError, "set_isa: name must be one of"),
+    # the same through minitorch's ops
+    ("op softmax mask str", lambda: minitorch.softmax(x_t, -1, mask="abc"), TypeError, "mask must be"),
+    ("op softmax mask ndarray", lambda: minitorch.softmax(x_t, -1, mask=np.zeros((3, 4), bool)), None, ""),
+    ("op softmax mask list", lambda: minitorch.softmax(x_t, -1, mask=[[0.0, -np.inf, 0.0, 0.0]]), None, ""),
+    ("op softmax mask int list", lambda: minitorch.softmax(x_t, -1, mask=[[0, 1, 0, 0]]), TypeError, "mask"),
+    ("op matmul shapes", lambda: minitorch.matmul(x_t, x_t), ValueError, "matmul"),
+    ("op cross_entropy target range", lambda: F.cross_entropy(x_t, minitorch.tensor([0, 7, 1])), IndexError,
+     "target value 7"),
+    ("op cross_entropy smoothing NaN", lambda: F.cross_entropy(x_t, minitorch.tensor([0, 1, 1]),
+                                                               label_smoothing=NAN), ValueError,
+     "label_smoothing"),
+    ("op layer_norm eps NaN", lambda: F.layer_norm(x_t, (4,), eps=NAN), ValueError, "eps"),
+    ("op rms_norm eps negative", lambda: F.rms_norm(x_t, (4,), eps=-1.0), ValueError, "eps"),
+    ("op log_softmax misaligned", lambda: minitorch.log_softmax(minitorch.tensor(misaligned(f64)), -1),
+     None, ""),
+]
+
+
+@pytest.mark.parametrize("call,expected,text", [case[1:] for case in CASES], ids=[case[0] for case in CASES])
+def test_bad_input_raises_in_the_child(call, expected, text):
+    with minitorch.backends.using("c"):
+        outcome, detail = run_in_child(call)
+    if expected is None:
+        assert outcome == "returned", f"expected a result, got {detail}"
+    else:
+        assert outcome == "raised", f"expected {expected.__name__}, the call returned"
+        name, _, message = detail.partition(": ")
+        assert name == expected.__name__ or (expected is MemoryError and "MemoryError" in name), detail
+        assert text in message, f"{text!r} not in {message!r}"
+
+
+def test_a_crash_in_the_child_fails_its_row_with_the_signal_named():
+    """The harness itself: a child that aborts fails the test, it does not end the run."""
+    with pytest.raises(pytest.fail.Exception, match="killed by SIGABRT"):
+        run_in_child(os.abort)
