@@ -4,7 +4,12 @@ import itertools
 
 import numpy as np
 import pytest
-import torch
+
+try:  # the reference where installed; every minitorch check runs without it
+    import torch
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed: no reference")
 
 import minitorch
 from minitorch.nn import functional as F
@@ -18,8 +23,9 @@ INT64_MAX = 2 ** 63 - 1
     [True, 2 ** 63], (5, 2 ** 70),
 ], ids=str)
 def test_ints_beyond_int64_raise_like_pytorch(data):
-    with pytest.raises(ValueError):
-        torch.tensor(data)
+    if torch is not None:
+        with pytest.raises(ValueError):
+            torch.tensor(data)
     with pytest.raises(ValueError, match="does not fit in int64"):
         minitorch.tensor(data)
     with pytest.raises(ValueError, match="does not fit in int64"):
@@ -28,6 +34,7 @@ def test_ints_beyond_int64_raise_like_pytorch(data):
 
 @pytest.mark.parametrize("data", [[1.0, 2 ** 63], [2 ** 63, float("nan")], [[0.5], [2 ** 63]]],
                          ids=str)
+@needs_torch
 def test_a_float_among_the_data_makes_big_ints_floats_like_pytorch(data):
     np.testing.assert_allclose(minitorch.tensor(data).numpy(), torch.tensor(data).numpy())
     assert minitorch.tensor(data).dtype == minitorch.float32
@@ -63,9 +70,10 @@ def test_setting_data_to_an_overflowing_int_raises():
 @pytest.mark.parametrize("fill_value", [None, "a", [1, 2], complex(1, 2), minitorch.ones(2)],
                          ids=repr)
 def test_full_refuses_a_fill_value_that_is_not_a_number(fill_value):
-    with pytest.raises(TypeError):
-        torch.full((2,), fill_value if not isinstance(fill_value, (minitorch.Tensor, complex))
-                   else None)
+    if torch is not None:
+        with pytest.raises(TypeError):
+            torch.full((2,), fill_value if not isinstance(fill_value, (minitorch.Tensor, complex))
+                       else None)
     with pytest.raises(TypeError, match="fill_value must be a number"):
         minitorch.full((2,), fill_value)
 
@@ -75,8 +83,9 @@ def test_full_accepts_numbers_and_one_element_tensors():
     assert minitorch.full((2,), minitorch.tensor(3.0)).tolist() == [3.0, 3.0]
     assert minitorch.full((1,), True).dtype == minitorch.bool
     assert minitorch.full((1,), 2 ** 63, dtype=minitorch.float64).item() == 2.0 ** 63
-    with pytest.raises(RuntimeError):  # PyTorch: RuntimeError; minitorch: ValueError
-        torch.full((1,), 2 ** 63)
+    if torch is not None:
+        with pytest.raises(RuntimeError):  # PyTorch: RuntimeError; minitorch: ValueError
+            torch.full((1,), 2 ** 63)
     with pytest.raises(ValueError, match="full: the integer 9223372036854775808"):
         minitorch.full((1,), 2 ** 63)
 
@@ -89,6 +98,7 @@ def outcome(fn):
         return type(error)
 
 
+@needs_torch
 @pytest.mark.parametrize("dim", [0, -1])
 def test_narrow_checks_start_and_length_as_pytorch(dim):
     ours, theirs = minitorch.arange(5), torch.arange(5)
@@ -123,11 +133,15 @@ def test_attention_with_zero_features_matches_pytorch(backend):
     rng = np.random.default_rng(0)
     q, k, v = rng.standard_normal((2, 3, 0)), rng.standard_normal((2, 5, 0)), \
         rng.standard_normal((2, 5, 4))
-    expected = torch.nn.functional.scaled_dot_product_attention(
-        torch.tensor(q), torch.tensor(k), torch.tensor(v)).numpy()
     value = minitorch.tensor(v, requires_grad=True)
     out = F.scaled_dot_product_attention(minitorch.tensor(q), minitorch.tensor(k), value)
-    np.testing.assert_allclose(out.detach().numpy(), expected, atol=1e-12)
+    # no features: every score is 0, so each query averages the values
+    np.testing.assert_allclose(out.detach().numpy(), np.repeat(v.mean(1, keepdims=True), 3, 1),
+                               atol=1e-12)
+    if torch is not None:
+        expected = torch.nn.functional.scaled_dot_product_attention(
+            torch.tensor(q), torch.tensor(k), torch.tensor(v)).numpy()
+        np.testing.assert_allclose(out.detach().numpy(), expected, atol=1e-12)
     out.sum().backward()  # uniform weights: each key gets 1/5 of each of the 3 queries
     np.testing.assert_allclose(value.grad.numpy(), np.full((2, 5, 4), 3 / 5))
     empty = F.scaled_dot_product_attention(minitorch.zeros(2, 3, 0), minitorch.zeros(2, 5, 0),
@@ -137,7 +151,8 @@ def test_attention_with_zero_features_matches_pytorch(backend):
 
 @pytest.mark.parametrize("embed_dim, num_heads", [(0, 1), (4, 0), (-4, 2), (4, 8), (6, 4)])
 def test_multihead_attention_refuses_empty_or_uneven_heads(embed_dim, num_heads):
-    with pytest.raises((ValueError, AssertionError)):
-        torch.nn.MultiheadAttention(embed_dim, num_heads)
+    if torch is not None:
+        with pytest.raises((ValueError, AssertionError)):
+            torch.nn.MultiheadAttention(embed_dim, num_heads)
     with pytest.raises(ValueError, match=f"embed_dim.*{embed_dim}.*num_heads.*{num_heads}"):
         minitorch.nn.MultiheadAttention(embed_dim, num_heads)
