@@ -71,6 +71,21 @@ def fraction(text):
     return value
 
 
+def add_model_arguments(parser, *, d_model, heads, layers, ff, dropout, warmup, lr_factor):
+    """The Transformer's size and its learning-rate schedule, with this example's defaults."""
+    parser.add_argument("--d-model", type=positive_int, default=d_model, help="model width")
+    parser.add_argument("--heads", type=positive_int, default=heads,
+                        help="attention heads (must divide --d-model)")
+    parser.add_argument("--layers", type=positive_int, default=layers,
+                        help="encoder and decoder layers each")
+    parser.add_argument("--ff", type=positive_int, default=ff, help="feed-forward width")
+    parser.add_argument("--dropout", type=fraction, default=dropout, help="dropout probability")
+    parser.add_argument("--warmup", type=positive_int, default=warmup,
+                        help="warmup steps of the lr schedule")
+    parser.add_argument("--lr-factor", type=positive_float, default=lr_factor,
+                        help="scale of the lr schedule")
+
+
 def add_run_arguments(parser, out_help):
     """The options every training example shares: kernel threads and backend, and its run
     folder (--out, --overwrite, --resume)."""

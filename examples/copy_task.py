@@ -31,9 +31,9 @@ from minitorch.text.model import Seq2SeqTransformer
 from minitorch.text.training import train_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
-from _common import (Parser, add_run_arguments, check_run_folder, fraction,  # noqa: E402
-                     make_run_folder, non_negative_int, positive_float, positive_int,
-                     run_main)
+from _common import (Parser, add_model_arguments, add_run_arguments,  # noqa: E402
+                     check_run_folder, make_run_folder, non_negative_int,
+                     positive_int, run_main)
 
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
 FIRST_SYMBOL = 4  # ids 0-3 are the specials, as in BPETokenizer
@@ -50,18 +50,9 @@ def parse_args(argv=None):
     p.add_argument("--symbols", type=positive_int, default=10, help="distinct symbols (>= 2)")
     p.add_argument("--min-len", type=positive_int, default=3, help="shortest sequence")
     p.add_argument("--max-len", type=positive_int, default=10, help="longest sequence")
-    p.add_argument("--d-model", type=positive_int, default=32, help="model width")
-    p.add_argument("--heads", type=positive_int, default=4,
-                   help="attention heads (must divide --d-model)")
-    p.add_argument("--layers", type=positive_int, default=1,
-                   help="encoder and decoder layers each")
-    p.add_argument("--ff", type=positive_int, default=64, help="feed-forward width")
-    p.add_argument("--dropout", type=fraction, default=0.0, help="dropout probability")
+    add_model_arguments(p, d_model=32, heads=4, layers=1, ff=64, dropout=0.0, warmup=50,
+                        lr_factor=0.5)
     p.add_argument("--batch-size", type=positive_int, default=256, help="sequences per step")
-    p.add_argument("--warmup", type=positive_int, default=50,
-                   help="warmup steps of the lr schedule")
-    p.add_argument("--lr-factor", type=positive_float, default=0.5,
-                   help="scale of the lr schedule")
     p.add_argument("--max-steps", type=positive_int, default=1000,
                    help="steps to train at most (stops early at 100%% held-out exact match); "
                         "with --resume: this many MORE steps")

@@ -40,9 +40,9 @@ from minitorch.text.model import Seq2SeqTransformer, count_parameters
 from minitorch.text.training import Progress, train_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
-from _common import (Parser, add_run_arguments, check_run_folder, fraction,  # noqa: E402
-                     make_run_folder, non_negative_int, positive_float, positive_int,
-                     run_main)
+from _common import (Parser, add_model_arguments, add_run_arguments,  # noqa: E402
+                     check_run_folder, fraction, make_run_folder, non_negative_int,
+                     positive_float, positive_int, run_main)
 
 CHECKPOINT = "checkpoint.safetensors"
 SRC_TOKENIZER, TGT_TOKENIZER = "src_bpe.json", "tgt_bpe.json"
@@ -74,13 +74,8 @@ def build_parser():
     p.add_argument("--max-steps", type=positive_int, default=None,
                    help="stop after this many steps (default: no limit); with --resume: this "
                         "many MORE steps (alone, it may go past the planned epochs)")
-    p.add_argument("--d-model", type=positive_int, default=128, help="model width")
-    p.add_argument("--layers", type=positive_int, default=2,
-                   help="encoder and decoder layers each")
-    p.add_argument("--heads", type=positive_int, default=4,
-                   help="attention heads (must divide --d-model)")
-    p.add_argument("--ff", type=positive_int, default=512, help="feed-forward width")
-    p.add_argument("--dropout", type=fraction, default=0.1, help="dropout probability")
+    add_model_arguments(p, d_model=128, heads=4, layers=2, ff=512, dropout=0.1, warmup=300,
+                        lr_factor=1.0)
     p.add_argument("--max-len", type=positive_int, default=64,
                    help="longest sentence in tokens: longer training and held-out pairs are "
                         "left out")
@@ -88,10 +83,6 @@ def build_parser():
                    help="sentence pairs per batch at most")
     p.add_argument("--max-tokens", type=positive_int, default=None,
                    help="padded tokens per batch at most (default: no limit)")
-    p.add_argument("--warmup", type=positive_int, default=300,
-                   help="warmup steps of the lr schedule")
-    p.add_argument("--lr-factor", type=positive_float, default=1.0,
-                   help="scale of the lr schedule")
     p.add_argument("--label-smoothing", type=fraction, default=0.1,
                    help="label smoothing of the loss")
     p.add_argument("--decode", choices=("greedy", "beam", "sample"), default="greedy",
