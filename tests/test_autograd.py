@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
+from conftest import doubling_function, make_function
 from minitorch.autograd import Function, grad
 
 
@@ -78,15 +79,7 @@ def test_function_without_grad_inputs_records_nothing():
 
 
 def test_user_function_returning_wrong_gradient_shape_is_reported():
-    class Bad(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return g.sum()
-
+    Bad = doubling_function(lambda g: g.sum(), "Bad")
     x = mt.ones(3, requires_grad=True)
     with pytest.raises(RuntimeError, match=r"BadBackward.*shape \(\).*shape \(3,\)"):
         Bad.apply(x).sum().backward()
@@ -120,17 +113,10 @@ def _counted_identity():
     """A Function that passes the gradient through, and the list its backward appends to."""
     calls = []
 
-    class Counted(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 1.0
-
-        @staticmethod
-        def backward(ctx, g):
-            calls.append(1)
-            return g
-
-    return Counted, calls
+    def count(g):
+        calls.append(1)
+        return g
+    return make_function("Counted", lambda x: x * 1.0, count), calls
 
 
 def test_diamond_graph_runs_each_node_once():
@@ -161,14 +147,7 @@ def test_node_runs_after_all_consumers_whatever_the_path_lengths():
 def test_consumer_returning_none_does_not_block_the_producer():
     # One consumer of h returns None for it (as PyTorch: no contribution); h's other consumer
     # still carries the gradient on to x.
-    class Blocks(Function):
-        @staticmethod
-        def forward(ctx, t):
-            return t * 2
-
-        @staticmethod
-        def backward(ctx, g):
-            return None
+    Blocks = doubling_function(lambda g: None, "Blocks")
 
     x = mt.ones(2, requires_grad=True)
     h = x * 3

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.autograd import Function, gradcheck, gradgradcheck
+from conftest import doubling_function
+from minitorch.autograd import gradcheck, gradgradcheck
 
 W = np.arange(15, dtype=np.float64).reshape(5, 3) / 7.0 - 1.0
 
@@ -283,16 +284,6 @@ def test_valid_hooks_still_replace_the_gradient():
 
 # ----------------------------------------------------------------------------- Function.backward
 
-def _function(backward_result):
-    class Twice(Function):
-        @staticmethod
-        def forward(ctx, x):
-            return x * 2.0
-
-        @staticmethod
-        def backward(ctx, grad):
-            return backward_result(grad)
-    return Twice
 
 
 @pytest.mark.parametrize("result", [lambda g: g.detach().numpy() * 2, lambda g: 2.0],
@@ -301,13 +292,13 @@ def test_function_backward_returning_no_tensor_raises_type_error_naming_it(resul
     x = mt.tensor([1.0, 2.0, 3.0], requires_grad=True)
     with pytest.raises(TypeError, match=r"TwiceBackward returned a (numpy\.ndarray|float) as "
                                         "the gradient of input 0; expected a Tensor or None"):
-        _function(result).apply(x).sum().backward()
+        doubling_function(result).apply(x).sum().backward()
 
 
 @pytest.mark.parametrize("dtype", [mt.float64, mt.int64])
 def test_function_backward_of_another_dtype_is_cast_to_the_input_dtype_as_pytorch(dtype):
     x = mt.tensor([1.0, 2.0, 3.0], requires_grad=True)
-    y = _function(lambda g: (g * 2).to(dtype)).apply(x)
+    y = doubling_function(lambda g: (g * 2).to(dtype)).apply(x)
     (y * x).sum().backward()  # x gets x·2 through Twice and y = 2x directly
     assert x.grad.dtype is mt.float32
     np.testing.assert_array_equal(x.grad.numpy(), [4.0, 8.0, 12.0])
@@ -315,7 +306,7 @@ def test_function_backward_of_another_dtype_is_cast_to_the_input_dtype_as_pytorc
 
 def test_function_backward_cast_is_differentiable():
     x = mt.tensor([1.0, 2.0], dtype=mt.float32, requires_grad=True)
-    y = _function(lambda g: (g * x.to(mt.float64) * 2))
+    y = doubling_function(lambda g: (g * x.to(mt.float64) * 2))
     (g,) = mt.autograd.grad(y.apply(x).sum(), x, create_graph=True)
     assert g.dtype is mt.float32 and g.requires_grad
     g.sum().backward()
