@@ -5,8 +5,9 @@ same parameter names), the same initial weights (minitorch's, copied through num
 batches in the same order, the same loss (label-smoothed cross-entropy ignoring padding), Adam,
 gradient clipping and warmup schedule, for the same number of steps; then each decodes the
 held-out set greedily (batches sorted by length, up to ``2 * source length + 10`` tokens) and
-gets scored twice: the project's BLEU (``minitorch.text.bleu``: whitespace tokens) and
-sacreBLEU's standard one (13a tokenisation, which splits punctuation off words). Only the
+gets scored twice by ``minitorch.text.bleu``: the project's BLEU (whitespace tokens) and
+sacreBLEU's standard one (``tokenize="13a", smooth=True``: punctuation split off words; equal
+to ``sacrebleu.corpus_bleu(hyps, [refs]).score``, which tests/test_bleu.py checks). Only the
 dropout masks differ (each framework draws its own), so the two figures should be close, not
 equal. Settings are ``minitorch.text.trans_de_en.TRAINING_DEFAULTS`` unless overridden.
 
@@ -218,8 +219,8 @@ def translate_torch(torch, model, sentences, src_tok, tgt_tok, batch_size=100):
 
 
 def scores(hypotheses, references):
-    import sacrebleu
-    return bleu(hypotheses, references), sacrebleu.corpus_bleu(hypotheses, [references]).score
+    """(the project's BLEU: whitespace tokens, no smoothing; sacreBLEU's default: 13a, exp)."""
+    return bleu(hypotheses, references), bleu(hypotheses, references, tokenize="13a", smooth=True)
 
 
 def main(argv=None):
@@ -229,9 +230,8 @@ def main(argv=None):
         return None
     try:
         import torch
-        import sacrebleu  # noqa: F401
-    except ImportError as error:
-        print(f"skipped: {error.name} is not installed (pip install torch sacrebleu)")
+    except ImportError:
+        print("skipped: PyTorch is not installed (pip install torch)")
         return None
     warnings.filterwarnings("ignore", module="torch")  # nested-tensor notes of nn.Transformer
     cfg = dict(TRAINING_DEFAULTS)
