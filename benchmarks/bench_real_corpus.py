@@ -123,7 +123,8 @@ def torch_model_class(torch):
             div_term = torch.exp(torch.arange(0, d, 2, dtype=torch.float64)
                                  * (-math.log(10000.0) / d))
             pe = torch.zeros(cfg["max_len"], d, dtype=torch.float64)
-            pe[:, 0::2], pe[:, 1::2] = torch.sin(position * div_term), torch.cos(position * div_term)
+            pe[:, 0::2] = torch.sin(position * div_term)
+            pe[:, 1::2] = torch.cos(position * div_term)
             self.register_buffer("pe", pe.float(), persistent=False)
             self.dropout = nn.Dropout(cfg["dropout"])
             self.transformer = nn.Transformer(d, cfg["heads"], cfg["layers"], cfg["layers"],

@@ -110,7 +110,8 @@ def test_tokenize_13a_matches_sacrebleu():
 
 
 def test_bleu_13a_with_smoothing_is_sacrebleus_default_score():
-    sacrebleu = pytest.importorskip("sacrebleu", reason="sacrebleu not installed (pip install sacrebleu)")
+    sacrebleu = pytest.importorskip("sacrebleu",
+                                    reason="sacrebleu not installed (pip install sacrebleu)")
     refs = REAL_SENTENCES[:7]
     hyps = ["The job is part-time, paid EUR 1,000.", "It is spelt \"Yeldon\".",
             "I am not available until November.", "What got into you?",

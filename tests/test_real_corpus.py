@@ -1,4 +1,5 @@
-"""Smoke test of the real-corpus path: trans-de-en → BPE → length filter → training → translation.
+"""Smoke test of the real-corpus path: trans-de-en → BPE → length filter → training →
+translation, and of the benchmark's PyTorch twin of the model.
 
 Skipped where Debian's trans-de-en dictionary (/usr/share/trans/de-en) is not installed.
 """

@@ -3,8 +3,8 @@
 This file holds :class:`Batch`, :func:`make_batch` (pad + masks + shift for one list of pairs),
 :func:`causal_mask`, :func:`pad_sequences`, :func:`iterate_batches` (length-bucketed,
 shuffled, reproducible from a seed) and :func:`encode_pairs` (token ids, with the length filter
-that training and held-out pairs must share). It imports numpy and the tensor core (``minitorch``), never
-``minitorch.nn``.
+that training and held-out pairs must share). It imports numpy and the tensor core
+(``minitorch``), never ``minitorch.nn``.
 
 Conventions (PyTorch's, batch first):
 
