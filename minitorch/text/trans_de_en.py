@@ -38,7 +38,8 @@ Pairs are returned German first, in file order, without duplicates. The installe
 Training on it
 --------------
 The pairs are dictionary examples: open-domain, idiomatic, each built around a rare word, so a
-small model learns only the frequent patterns and held-out BLEU stays low (a few points).
+small model learns only the frequent patterns and held-out BLEU stays low (3.2 after 20 epochs
+of ``TRAINING_DEFAULTS``; sacreBLEU 3.9).
 What decides whether it learns at all is the learning rate: the warmup schedule of "Attention is
 all you need" at ``factor=1`` peaks at ``d_model**-0.5 * warmup**-0.5`` (5e-3 for d_model 128 and
 300 warmup steps), at which this post-norm model ignores its source and emits the same few
