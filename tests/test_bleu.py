@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from minitorch.text.bleu import bleu, bleu_statistics
+from minitorch.text.bleu import bleu, bleu_statistics, tokenize_13a
 
 
 def test_perfect_match_is_100():
@@ -85,3 +85,44 @@ def test_matches_sacrebleu():
             assert bleu(hyps, per_hypothesis, smooth=smooth) == pytest.approx(expected, abs=1e-6)
             if len(streams) == 1:
                 assert bleu(hyps, streams[0], smooth=smooth) == pytest.approx(expected, abs=1e-6)
+
+
+REAL_SENTENCES = [
+    "The appointment is part-time and remunerated with EUR 1,000.",
+    "It can be found spelt \"Yeldon\" or \"Yelden\", with the latter version preferred.",
+    "I’m not available until November.", "What's gotten into you?",
+    "Can you pass these back, please?", "Prices rose 3-4% in 2019 (see p. 12) & fell.",
+    "Tom & Jerry &amp; friends <skipped> met at 10.30 a.m.; it was fun!",
+    "A line-\nbreak and a\nnewline.", "", "   spaced   out   ",
+]
+
+
+def test_tokenize_13a_matches_sacrebleu():
+    tokenizers = pytest.importorskip("sacrebleu.tokenizers.tokenizer_13a",
+                                     reason="sacrebleu not installed (pip install sacrebleu)")
+    reference_tokenizer = tokenizers.Tokenizer13a()
+    rng = random.Random(0)
+    symbols = list("ab1 2.,-'\"&;:!?()[]{}<>/\\@#$%^*+=~`|’“”«»")
+    randoms = ["".join(rng.choice(symbols) for _ in range(rng.randint(0, 30)))
+               for _ in range(300)]
+    for text in REAL_SENTENCES + randoms:
+        assert tokenize_13a(text) == reference_tokenizer(text), text
+
+
+def test_bleu_13a_with_smoothing_is_sacrebleus_default_score():
+    sacrebleu = pytest.importorskip("sacrebleu",
+                                    reason="sacrebleu not installed (pip install sacrebleu)")
+    refs = REAL_SENTENCES[:7]
+    hyps = ["The job is part-time, paid EUR 1,000.", "It is spelt \"Yeldon\".",
+            "I am not available until November.", "What got into you?",
+            "Could you pass these back please?", "Prices rose 3-4% in 2019.",
+            "Tom & Jerry met at 10.30 a.m.!"]
+    expected = sacrebleu.corpus_bleu(hyps, [refs]).score
+    assert bleu(hyps, refs, tokenize="13a", smooth=True) == pytest.approx(expected, abs=1e-6)
+    # Whitespace tokens see "November." and "November" as different words: a lower score here.
+    assert bleu(hyps, refs, smooth=True) < expected
+
+
+def test_bad_tokenize_raises_naming_the_choices():
+    with pytest.raises(ValueError, match=r"tokenize must be one of \('none', '13a'\), got 'intl'"):
+        bleu(["a b"], ["a b"], tokenize="intl")

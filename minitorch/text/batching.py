@@ -1,9 +1,10 @@
 """Batches for sequence-to-sequence training: padding, masks, teacher-forcing shift, bucketing.
 
 This file holds :class:`Batch`, :func:`make_batch` (pad + masks + shift for one list of pairs),
-:func:`causal_mask`, :func:`pad_sequences` and :func:`iterate_batches` (length-bucketed,
-shuffled, reproducible from a seed). It imports numpy and the tensor core (``minitorch``), never
-``minitorch.nn``.
+:func:`causal_mask`, :func:`pad_sequences`, :func:`iterate_batches` (length-bucketed,
+shuffled, reproducible from a seed) and :func:`encode_pairs` (token ids, with the length filter
+that training and held-out pairs must share). It imports numpy and the tensor core
+(``minitorch``), never ``minitorch.nn``.
 
 Conventions (PyTorch's, batch first):
 
@@ -45,6 +46,26 @@ class Batch:
     def size(self) -> int:
         """Number of sentence pairs in the batch."""
         return self.src.shape[0]
+
+
+def encode_pairs(pairs: Sequence[Tuple[str, str]], src_tokenizer, tgt_tokenizer,
+                 max_len: int) -> Tuple[List[Tuple[List[int], List[int]]], List[Tuple[str, str]]]:
+    """``(ids, kept)``: the pairs that fit a model of ``max_len`` positions, encoded and as text.
+
+    A source is encoded with ``<eos>`` and must have at most ``max_len`` tokens; a target must
+    leave room for the shift's ``<bos>``/``<eos>`` (at most ``max_len - 1`` tokens). Apply it to
+    held-out pairs as to training pairs: a held-out source over ``max_len`` cannot be translated
+    by the model at all (``translate`` raises on it).
+    """
+    if not isinstance(max_len, int) or max_len < 2:
+        raise ValueError(f"encode_pairs: max_len must be an int >= 2, got {max_len!r}")
+    ids, kept = [], []
+    for src, tgt in pairs:
+        src_ids, tgt_ids = src_tokenizer.encode(src, add_eos=True), tgt_tokenizer.encode(tgt)
+        if len(src_ids) <= max_len and len(tgt_ids) + 1 <= max_len:
+            ids.append((src_ids, tgt_ids))
+            kept.append((src, tgt))
+    return ids, kept
 
 
 def pad_sequences(sequences: Sequence[TokenIds], pad_id: int,
