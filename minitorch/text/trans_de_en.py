@@ -148,7 +148,7 @@ def split_pairs(pairs: List[Tuple[str, str]], n_valid: int, n_train: Optional[in
     """
     if n_valid < 0 or (n_train is not None and n_train < 0):
         raise ValueError(f"n_valid and n_train must be >= 0, got {n_valid} and {n_train}")
-    by_source = {}
+    by_source: dict = {}
     for source, target in pairs:
         by_source.setdefault(source, target)
     unique = sorted(by_source.items())
