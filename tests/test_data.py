@@ -62,6 +62,9 @@ class Stream(IterableDataset):
 def test_minitorch_utils_data_is_importable_from_minitorch():
     assert minitorch.utils.data.DataLoader is DataLoader
     assert isinstance(minitorch.Generator().manual_seed(3), minitorch.Generator)
+    # generic, as PyTorch's, so typed programs (class Pairs(Dataset[tuple]): ...) run unchanged
+    assert Dataset[int] is not None and IterableDataset[str] is not None
+    assert Sampler[int] is not None and DataLoader[tuple] is not None and Subset[int] is not None
 
 
 def test_generator_seed_and_state():

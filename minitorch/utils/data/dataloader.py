@@ -16,14 +16,18 @@ and changes nothing (the batches and their order are those of ``num_workers=0``,
 yields all of its data once. ``pin_memory``, ``timeout``, ``prefetch_factor``,
 ``persistent_workers`` are checked as PyTorch checks them and otherwise have no effect.
 
-May import: itertools, math, ``minitorch.utils.data`` (collate, dataset, sampler).
+May import: itertools, math, typing, ``minitorch.utils.data`` (collate, dataset, sampler).
 """
 import itertools
 import math
+from typing import Generic, TypeVar
 
 from .collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
+
+
+T_co = TypeVar("T_co", covariant=True)
 
 
 def get_worker_info():
@@ -32,7 +36,7 @@ def get_worker_info():
     return None
 
 
-class DataLoader:
+class DataLoader(Generic[T_co]):
     """Iterate over ``dataset`` in batches; ``len(loader)`` is the number of batches.
 
     ``shuffle=True`` draws a new permutation each epoch (from ``generator``, a

@@ -9,17 +9,20 @@ A map-style ``Dataset`` has ``__getitem__(index)`` and ``__len__``; an ``Iterabl
 Differs from PyTorch: a size mismatch or an empty list raises ValueError, where PyTorch raises
 AssertionError.
 
-May import: bisect, itertools, math, warnings, ``minitorch.random``.
+May import: bisect, itertools, math, typing, warnings, ``minitorch.random``.
 """
 import bisect
 import itertools
 import math
 import warnings
+from typing import Generic, TypeVar
 
 from ...random import numpy_generator
 
+T_co = TypeVar("T_co", covariant=True)  # the type of a sample: Dataset[int], as in PyTorch
 
-class Dataset:
+
+class Dataset(Generic[T_co]):
     """A map-style dataset: subclasses define ``__getitem__`` (and usually ``__len__``).
 
     A subclass may also define ``__getitems__(indices)``, returning the list of samples at once;
@@ -33,7 +36,7 @@ class Dataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[T_co]):
     """A dataset that is a stream: subclasses define ``__iter__``. ``a + b`` chains two."""
 
     def __iter__(self):
@@ -87,7 +90,7 @@ class StackDataset(Dataset):
         return self._length
 
 
-class ConcatDataset(Dataset):
+class ConcatDataset(Dataset[T_co]):
     """Map-style datasets one after the other; ``cumulative_sizes[k]`` is where the ``k+1``-th
     starts."""
 
@@ -118,7 +121,7 @@ class ConcatDataset(Dataset):
         return self.datasets[which][idx - start]
 
 
-class ChainDataset(IterableDataset):
+class ChainDataset(IterableDataset[T_co]):
     """Iterable datasets streamed one after the other (made lazily: each is iterated when the
     previous one is exhausted)."""
 
@@ -140,7 +143,7 @@ class ChainDataset(IterableDataset):
         return sum(len(dataset) for dataset in self._checked())
 
 
-class Subset(Dataset):
+class Subset(Dataset[T_co]):
     """The samples of ``dataset`` at ``indices``, in that order."""
 
     def __init__(self, dataset, indices):

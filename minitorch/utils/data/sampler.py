@@ -10,16 +10,20 @@ each pass draws a fresh seed from the global generator, so ``minitorch.manual_se
 order of every epoch. Differs from PyTorch: the numbers come from numpy's PCG64, so the same
 seed gives another order than torch's (the order's properties are the same).
 
-May import: itertools, numpy, ``minitorch.random``.
+May import: itertools, typing, numpy, ``minitorch.random``.
 """
 import itertools
+from typing import Generic, TypeVar
 
 import numpy as np
 
 from ... import random as _random
 
 
-class Sampler:
+T_co = TypeVar("T_co", covariant=True)
+
+
+class Sampler(Generic[T_co]):
     """Base class: subclasses define ``__iter__`` (the indices) and usually ``__len__``."""
 
     def __init__(self, data_source=None):
