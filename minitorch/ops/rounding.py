@@ -87,23 +87,21 @@ class Modulo(Function):
 
     @staticmethod
     def forward(ctx, a, b, rounding_mode):
-        ctx.shapes, ctx.rounding_mode = (a.shape, b.shape), rounding_mode
-        ctx.save_for_backward(*((a, b) if ctx.needs_input_grad[1] else (None, None)))
+        ctx.shapes = a.shape, b.shape
+        x, y = a._data, b._data
         with np.errstate(divide="ignore", invalid="ignore"):
-            fn = np.remainder if rounding_mode == "floor" else np.fmod
-            return _make(fn(a._data, b._data))
+            if ctx.needs_input_grad[1]:
+                # The quotient is piecewise constant: kept as a constant, not a function of the
+                # inputs, so an in-place form (x.remainder_(y)) leaves backward nothing stale.
+                ctx.quotient = _make(np.floor_divide(x, y) if rounding_mode == "floor"
+                                     else np.trunc(x / y))
+            return _make((np.remainder if rounding_mode == "floor" else np.fmod)(x, y))
 
     @staticmethod
     def backward(ctx, grad):
-        a, b = ctx.saved_tensors
         shape_a, shape_b = ctx.shapes
         grad_a = unbroadcast(grad, shape_a) if ctx.needs_input_grad[0] else None
-        grad_b = None
-        if ctx.needs_input_grad[1]:
-            with np.errstate(divide="ignore", invalid="ignore"):
-                quotient = np.floor_divide(a._data, b._data) if ctx.rounding_mode == "floor" \
-                    else np.trunc(a._data / b._data)
-            grad_b = unbroadcast(-grad * _make(quotient), shape_b)
+        grad_b = unbroadcast(-grad * ctx.quotient, shape_b) if ctx.needs_input_grad[1] else None
         return grad_a, grad_b, None
 
 

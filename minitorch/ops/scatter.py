@@ -150,21 +150,23 @@ def scatter_add(input, dim, index, src):
     return _scatter("scatter_add", input, dim, index, src, "add")
 
 
-def _check_vector_index(name, index, size, dim, allow_negative):
-    """``index``: a 0-d or 1-d int64 tensor of positions in a dim of ``size``; its 1-d array."""
+def _check_vector_index(name, index, size, dim, allow_negative, errors):
+    """``index``: a 0-d or 1-d int64 tensor of positions in a dim of ``size``; its 1-d array.
+    ``errors``: the exception types PyTorch raises for a wrong dtype, a wrong ndim and an index
+    out of range (they differ from op to op)."""
+    dtype_error, ndim_error, range_error = errors
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}: index must be a Tensor, got {type(index).__name__}")
     if index.dtype.name != "int64":
-        raise IndexError(f"{name}: expected dtype int64 for index, got {index.dtype}")
+        raise dtype_error(f"{name}: expected dtype int64 for index, got {index.dtype}")
     if index.ndim > 1:
-        raise IndexError(f"{name}: index must be a vector (0-d or 1-d), got shape "
+        raise ndim_error(f"{name}: index must be a vector (0-d or 1-d), got shape "
                          f"{tuple(index.shape)}")
     positions = index._data.reshape(-1)
     low = -size if allow_negative else 0
     if positions.size and (positions.min() < low or positions.max() >= size):
         bad = positions.min() if positions.min() < low else positions.max()
-        error = IndexError if allow_negative else RuntimeError  # as PyTorch
-        raise error(f"{name}: index {bad} is out of bounds for dim {dim} with size {size}")
+        raise range_error(f"{name}: index {bad} is out of bounds for dim {dim} with size {size}")
     return positions
 
 
@@ -176,7 +178,8 @@ def index_fill(input, dim, index, value):
         raise TypeError(f"index_fill: input must be a Tensor, got {type(input).__name__}")
     d = normalize_dim(dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
-    positions = _check_vector_index("index_fill", index, size, d, allow_negative=True)
+    positions = _check_vector_index("index_fill", index, size, d, allow_negative=True,
+                                    errors=(IndexError, RuntimeError, IndexError))
     if isinstance(value, Tensor) and value.ndim != 0:
         raise RuntimeError(f"index_fill: only a 0-d value tensor is supported, got shape "
                            f"{tuple(value.shape)}")
@@ -201,7 +204,8 @@ def index_add(input, dim, index, source, *, alpha=1):
             raise TypeError(f"index_add: {name} must be a Tensor, got {type(value).__name__}")
     d = normalize_dim(dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
-    positions = _check_vector_index("index_add", index, size, d, allow_negative=False)
+    positions = _check_vector_index("index_add", index, size, d, allow_negative=False,
+                                    errors=(RuntimeError, IndexError, RuntimeError))
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_add: input ({input.dtype}) and source ({source.dtype}) must "
                            "have the same dtype")

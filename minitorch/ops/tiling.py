@@ -141,7 +141,9 @@ def tile(input, dims):
     dims = (1,) * (input.ndim - len(dims)) + tuple(int(n) for n in dims)
     if any(n < 0 for n in dims):
         raise RuntimeError(f"tile: dims must be non-negative, got {dims}")
-    return repeat(input, *dims)
+    out = repeat(input, *dims)
+    # repeat by all ones comes back as a view of the input; tile's result is always new memory
+    return out.clone() if np.shares_memory(out._data, input._data) else out
 
 
 class DiagonalOf(Function):
