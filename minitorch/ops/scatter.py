@@ -46,7 +46,7 @@ class Scatter(Function):
         (index,) = ctx.saved_tensors
         if ctx.reduce == "multiply":
             raise RuntimeError("scatter: the derivative of scatter with reduce='multiply' is not "
-                               "implemented (nor in PyTorch); use scatter_reduce-free ops")
+                               "implemented (nor is it in PyTorch)")
         grad_input = grad_src = None
         if ctx.needs_input_grad[0]:
             grad_input = grad if ctx.reduce == "add" else Scatter.apply(

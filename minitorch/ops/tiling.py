@@ -98,11 +98,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     the total length. ``repeat_interleave(counts)`` alone repeats each index ``counts[i]`` times:
     ``[0] * counts[0] + [1] * counts[1] + ...``."""
     _check_tensor(input, "input", "repeat_interleave")
-    if repeats is None:
+    if repeats is None:  # the input is the counts
         counts = _repeat_counts(input, input.numel(), "repeat_interleave")
-        if input.ndim > 1:
-            raise RuntimeError(f"repeat_interleave: repeats must be 0-d or 1-d, got shape "
-                               f"{tuple(input.shape)}")
         picked = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
         _check_output_size(output_size, picked.size)
         return _make(picked)
