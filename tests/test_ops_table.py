@@ -573,6 +573,120 @@ CLOSENESS_OPS = [
 ]
 
 
+# ----------------------------------------------------------------------------- nn.functional
+
+def _np_softplus(x, beta=1.0, threshold=20.0):
+    return np.where(beta * x > threshold, x, np.logaddexp(0, beta * x) / beta)
+
+
+def _np_pad(x, pad, mode="constant", value=None):
+    """numpy's pad modes are PyTorch's under other names; negative amounts crop first."""
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        dim, left, right = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        x = np.take(x, range(max(-left, 0), x.shape[dim] - max(-right, 0)), axis=dim)
+        widths[dim] = (max(left, 0), max(right, 0))
+    if not widths:  # a 0-d input and no padding
+        return x.copy()
+    if mode == "constant":
+        return np.pad(x, widths, constant_values=0 if value is None else value)
+    return np.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge",
+                                   "circular": "wrap"}[mode])
+
+
+def _np_reduced(loss, reduction="mean"):
+    return loss if reduction == "none" else (loss.sum() if reduction == "sum" else loss.mean())
+
+
+def _loss_row(name, fn, per_element, cases, weighted_mean="by weight", **options):
+    """A regression loss: ``fn(input, target, [weight], **kwargs)`` against the numpy
+    ``per_element(d, **kwargs)`` of d = input − target, weighted and reduced as PyTorch."""
+    def mt_fn(x, t, *weight, **k):
+        return fn(x, t, weight=weight[0] if weight else None, **k)
+
+    def ref(x, t, *weight, reduction="mean", **k):
+        loss = per_element(x - t, **k)
+        if weight:
+            loss = loss * weight[0]
+            if reduction == "mean" and weighted_mean == "by weight":
+                return loss.sum() / weight[0].sum()
+        return _np_reduced(loss, reduction)
+    return Op(name, mt_fn, ref, cases, **options)
+
+
+def _np_kl_div(x, t, reduction="mean", log_target=False):
+    loss = np.exp(t) * (t - x) if log_target else t * np.log(t) - t * x
+    if reduction == "batchmean":
+        return loss.sum() / x.shape[0]
+    return _np_reduced(loss, reduction)
+
+
+def _np_bce(p, t, *weight, reduction="mean"):
+    loss = -(t * np.maximum(np.log(p), -100) + (1 - t) * np.maximum(np.log1p(-p), -100))
+    return _np_reduced(loss * weight[0] if weight else loss, reduction)
+
+
+def _np_bce_logits(x, t, *weights, reduction="mean", which=""):
+    named = dict(zip(which, weights))
+    log_weight = 1 + (named["p"] - 1) * t if "p" in named else 1.0
+    loss = (1 - t) * x + log_weight * np.logaddexp(0, -x)
+    return _np_reduced(loss * named["w"] if "w" in named else loss, reduction)
+
+
+def _mt_bce_logits(x, t, *weights, which="", **kwargs):
+    named = dict(zip(which, weights))
+    return F.binary_cross_entropy_with_logits(x, mt.sigmoid(t), named.get("w"),
+                                              pos_weight=named.get("p"), **kwargs)
+
+
+LOSS_CASES = [case((2, 3), (2, 3)), case((4,), (4,), reduction="sum"),
+              case(T(2, 3), step(2, 3), reduction="none"), case((), ()),
+              case((2, 3), (2, 3), (2, 3)), case((3, 2), (3, 2), (3, 2), reduction="sum"),
+              case((0, 3), (0, 3), reduction="sum")]  # (the mean of none: test_nn_losses.py)
+BINARY_LOSS_CASES = [case((2, 3), (2, 3)), case(T(2, 3), step(2, 3), reduction="none"),
+                     case((4,), (4,), (4,), reduction="sum"), case((2, 3), (2, 3), (3,)),
+                     case((), ()), case((0, 2), (0, 2), reduction="sum")]
+
+NN_OPS = [
+    _unary("mish", F.mish, lambda x: x * np.tanh(_np_softplus(x))),
+    Op("softplus", lambda a, **k: F.softplus(a, **k), _np_softplus,
+       UNARY_SHAPES + [case((2, 3), beta=2.0, threshold=1.0), case(T(3, 2), beta=0.5)]),
+    Op("pad", lambda a, **k: F.pad(a, **k), _np_pad,
+       [case((2, 3), pad=(1, 2)), case((2, 3), pad=(-1, 2, 1, 0), value=1.5),
+        case(T(2, 3), pad=(2, 1), mode="reflect"), case(step(2, 4), pad=(3, 1), mode="replicate"),
+        case((2, 3, 4), pad=(1, 3, 2, 1), mode="circular"),
+        case((1, 2, 3, 3), pad=(2, 0, 1, 2), mode="reflect"),
+        case((3,), pad=(0, 2), value=-1.0), case((0, 3), pad=(1, 1)), case((), pad=())]),
+    _loss_row("mse_loss", F.mse_loss, np.square, LOSS_CASES),
+    _loss_row("l1_loss", F.l1_loss, np.abs, LOSS_CASES),
+    _loss_row("huber_loss", F.huber_loss,
+              lambda d, delta=1.0: np.where(np.abs(d) < delta, 0.5 * d * d,
+                                            delta * (np.abs(d) - 0.5 * delta)),
+              LOSS_CASES + [case((2, 3), (2, 3), delta=0.3), case((2, 3), (2, 3), (2, 3),
+                                                                  delta=0.5)],
+              weighted_mean="by count"),
+    _loss_row("smooth_l1_loss", lambda x, t, weight=None, **k: F.smooth_l1_loss(x, t, **k),
+              lambda d, beta=1.0: np.abs(d) if beta == 0 else np.where(
+                  np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta),
+              [c for c in LOSS_CASES if len(c[0]) == 2] + [case((2, 3), (2, 3), beta=0.4),
+                                                           case((4,), (4,), beta=0.0)]),
+    Op("kl_div", lambda x, t, **k: F.kl_div(x, t, **k), _np_kl_div,
+       [case((2, 3), (2, 3), reduction="batchmean"), case((4,), (4,), reduction="sum"),
+        case(T(2, 3), step(2, 3), reduction="none"), case((2, 3), (3,), reduction="sum"),
+        case((2, 3), (2, 3), reduction="batchmean", log_target=True),
+        case((), (), reduction="none"), case((0, 3), (0, 3), reduction="sum")],
+       domains=(None, "positive")),
+    # probabilities: the sigmoid of the drawn values, in minitorch and in the reference alike
+    Op("binary_cross_entropy",
+       lambda x, t, *w, **k: F.binary_cross_entropy(mt.sigmoid(x), mt.sigmoid(t), *w, **k),
+       lambda x, t, *w, **k: _np_bce(_sigmoid(x), _sigmoid(t), *w, **k), BINARY_LOSS_CASES),
+    Op("binary_cross_entropy_with_logits", _mt_bce_logits,
+       lambda x, t, *w, **k: _np_bce_logits(x, _sigmoid(t), *w, **k),
+       BINARY_LOSS_CASES + [case((2, 3), (2, 3), (3,), which="p"),
+                            case(step(2, 3), (2, 3), (2, 1), (3,), which="wp",
+                                 reduction="none")]),
+]
+
 OPS = [
     # arithmetic
     _binary("add", mt.add, np.add),
@@ -685,7 +799,7 @@ OPS = [
                                 case((5, 2), const([[4, 4], [0, 2]]), padding_idx=-1)],
        differentiable=False, op="embedding"),
 ] + SHAPE_OPS + SORTING_OPS + SCAN_OPS + SCATTER_OPS + TILING_OPS + LINALG_OPS \
-    + ROUNDING_OPS + CLOSENESS_OPS
+    + ROUNDING_OPS + CLOSENESS_OPS + NN_OPS
 
 KERNEL_OPS = [
     Op("matmul", lambda a, b: a @ b, np.matmul,
