@@ -1,19 +1,28 @@
 """The global random number generator: ``manual_seed`` makes every random op reproducible.
 
 All of minitorch's randomness (``randn``, ``rand``, dropout masks, parameter init, sampling in
-decoding) draws from one numpy ``Generator``, so one seed fixes a whole run.
+decoding) draws from one numpy ``Generator``, so one seed fixes a whole run. A
+``minitorch.Generator`` is a separate stream, for the functions that take ``generator=`` (as
+``torch.Generator``); the draws themselves are numpy's, so they differ from PyTorch's numbers.
+May import: numpy, ``minitorch.device``.
 """
 import numpy as np
 
+from .device import CPU, check_device
+
 _generator = np.random.default_rng()
+
+
+def _check_seed(seed, caller):
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"{caller}: seed must be an int, got {type(seed).__name__}")
+    return int(seed) & 0xFFFFFFFFFFFFFFFF
 
 
 def manual_seed(seed):
     """Reseed the global generator; returns it."""
     global _generator
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
-    _generator = np.random.default_rng(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    _generator = np.random.default_rng(_check_seed(seed, "manual_seed"))
     return _generator
 
 
@@ -33,3 +42,43 @@ def get_rng_state():
 
 def set_rng_state(state):
     _generator.bit_generator.state = state
+
+
+class Generator:
+    """A random stream of its own, as ``torch.Generator(device="cpu")``: ``manual_seed(seed)``
+    (returns self), ``seed()``, ``initial_seed()``, ``get_state()``/``set_state(state)``."""
+
+    def __init__(self, device="cpu"):
+        check_device(device, "Generator")
+        self.device = CPU
+        self.seed()
+
+    def manual_seed(self, seed):
+        self._initial_seed = _check_seed(seed, "Generator.manual_seed")
+        self._rng = np.random.default_rng(self._initial_seed)
+        return self
+
+    def seed(self):
+        """Reseed from fresh OS entropy; returns the new seed."""
+        self.manual_seed(int(np.random.SeedSequence().generate_state(1, np.uint64)[0]))
+        return self._initial_seed
+
+    def initial_seed(self):
+        return self._initial_seed
+
+    def get_state(self):
+        return self._rng.bit_generator.state
+
+    def set_state(self, new_state):
+        self._rng.bit_generator.state = new_state
+        return self
+
+
+def numpy_generator(generator=None):
+    """The numpy generator to draw from: the global one, or that of a ``Generator``."""
+    if generator is None:
+        return _generator
+    if not isinstance(generator, Generator):
+        raise TypeError(f"generator: expected a minitorch.Generator, got "
+                        f"{type(generator).__name__}")
+    return generator._rng
