@@ -13,27 +13,42 @@ Layers, top to bottom: ``text`` (tokenizer, batching, decoding) → ``nn``/``opt
 """
 from typing import TYPE_CHECKING
 
-from . import autograd, backends, ops
+from . import autograd, backends, cuda, ops
 from .autograd import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
+from .autograd.grad_mode import inference_mode, is_inference_mode_enabled
 from .backends import backend, get_num_threads, set_num_threads
 from .creation import (arange, as_tensor, empty, empty_like, eye, from_numpy, full, full_like,
-                       linspace, multinomial, ones, ones_like, rand, rand_like, randint, randn,
-                       randn_like, randperm, tensor, zeros, zeros_like)
+                       linspace, multinomial, ones, ones_like, rand, rand_like, randint,
+                       randint_like, randn, randn_like, randperm, tensor, zeros, zeros_like)
+from .device import device
 from .dtype import bool_ as bool  # noqa: A001  (minitorch.bool, as torch.bool)
-from .dtype import dtype, float32, float64, int64
+from .dtype import (bfloat16, can_cast, dtype, finfo, float16, float32, float64,
+                    get_default_dtype, iinfo, int8, int16, int32, int64, promote_types,
+                    set_default_dtype, uint8)
 from .interop import from_dlpack
-from .random import get_rng_state, manual_seed, seed, set_rng_state
-from .random import Generator
+from .random import Generator, get_rng_state, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
+from .tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+                           FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 
 # The ops PyTorch has as torch.<name> (add, matmul, softmax, ...), as declared in minitorch/ops.
 globals().update(ops.registry.functions())
 if TYPE_CHECKING:  # the same names, for type checkers (stub written by scripts/make_stubs.py)
     from ._functions import *  # noqa: F403
 
+# PyTorch's other names of dtypes: torch.float, torch.double, torch.half, torch.long, torch.int,
+# torch.short
 float = float32  # noqa: A001
 double = float64
+half = float16
 long = int64
+int = int32  # noqa: A001
+short = int16
+
+
+def numel(input):
+    """The number of elements of ``input``, as ``torch.numel``."""
+    return input.numel()
 
 __version__ = "0.1.0"
 

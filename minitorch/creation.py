@@ -1,70 +1,73 @@
 """Functions that make tensors: ``tensor``, ``zeros``, ``ones``, ``full``, ``arange``, ``randn``,
-``rand``, ``randint``, ``eye``, ``linspace`` and the ``*_like`` variants, with PyTorch's
-signatures (``dtype=``, ``requires_grad=``). Float tensors default to float32."""
+``rand``, ``randint``, ``randperm``, ``eye``, ``linspace`` and the ``*_like`` variants, with
+PyTorch's signatures (``dtype=``, ``device=``, ``requires_grad=``, ``generator=`` for the random
+ones). Float tensors take the default dtype (``get_default_dtype()``: float32 unless changed);
+``device`` may only name the CPU (a RuntimeError otherwise).
+May import: ``minitorch.tensor``, ``minitorch.dtype``, ``minitorch.device``, ``minitorch.random``.
+"""
 import numbers
 
 import numpy as np
 
-from .dtype import as_dtype, float32, int64
-from .random import generator
-from .tensor import Tensor, _check_fits_int64
+from .device import check_device
+from .dtype import as_dtype, bool_, get_default_dtype, int64
+from .random import numpy_generator
+from .tensor import Tensor, _check_fits_int64, check_fits, parse_size
+
+_shape = parse_size
 
 
-def _shape(size):
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = tuple(size[0])
-    shape = []
-    for n in size:
-        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
-            raise TypeError(f"size: expected a sequence of ints, got {size!r}")
-        if n < 0:
-            raise ValueError(f"size: negative dimension {n} in {tuple(size)}")
-        shape.append(int(n))
-    return tuple(shape)
-
-
-def _finish(array, requires_grad):
+def _finish(array, requires_grad, device=None, caller="tensor"):
+    check_device(device, caller)
     t = Tensor._make(array)
     return t.requires_grad_(requires_grad) if requires_grad else t
 
 
+def _float_dtype(dtype):
+    return get_default_dtype() if dtype is None else as_dtype(dtype)
+
+
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
+    check_device(device, "tensor")
     t = Tensor(data, dtype=dtype)
     return t.requires_grad_(True) if requires_grad else t
 
 
-def as_tensor(data, dtype=None):
+def as_tensor(data, dtype=None, device=None):
+    check_device(device, "as_tensor")
     if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype):
         return data
     return tensor(data, dtype=dtype)
 
 
 def from_numpy(array):
-    """A tensor sharing memory with ``array`` (float16/int32 etc. are converted, so copied).
+    """A tensor sharing memory with ``array`` (a dtype minitorch lacks is converted, so copied).
 
-    Differs from PyTorch: no uint64 dtype, so a uint64 array becomes int64, and one holding a
-    value above int64's maximum raises ValueError (rather than wrapping around)."""
+    Differs from PyTorch: no uint16/uint32/uint64 dtypes, so those arrays become int32/int64/
+    int64, and a uint64 one holding a value above int64's maximum raises ValueError (rather
+    than wrapping around)."""
     if isinstance(array, (np.ndarray, np.generic)) and array.dtype.kind == "u":
         _check_fits_int64(array, np.asarray(array), True, "from_numpy")
     return Tensor._make(array)
 
 
-def _filled(value, size, dtype, requires_grad):
-    dtype = as_dtype(dtype) if dtype is not None else float32
-    return _finish(np.full(_shape(size), value, dtype=dtype.numpy), requires_grad)
+def _filled(value, size, dtype, requires_grad, device, caller):
+    dtype = _float_dtype(dtype)
+    return _finish(np.full(_shape(size), value, dtype=dtype.numpy), requires_grad, device, caller)
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
-    return _filled(0, size, dtype, requires_grad)
+    return _filled(0, size, dtype, requires_grad, device, "zeros")
 
 
 def ones(*size, dtype=None, requires_grad=False, device=None):
-    return _filled(1, size, dtype, requires_grad)
+    return _filled(1, size, dtype, requires_grad, device, "ones")
 
 
 def empty(*size, dtype=None, requires_grad=False, device=None):
-    return _filled(0, size, dtype, requires_grad)
+    """Zeros, in fact: minitorch never hands out uninitialised memory."""
+    return _filled(0, size, dtype, requires_grad, device, "empty")
 
 
 def full(size, fill_value, dtype=None, requires_grad=False, device=None):
@@ -75,24 +78,30 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
                         f"{type(fill_value).__name__}")
     if dtype is None:
         dtype = int64 if isinstance(fill_value, (int, np.integer)) and not isinstance(
-            fill_value, bool) else ("bool" if isinstance(fill_value, bool) else float32)
-    if as_dtype(dtype) is int64:
+            fill_value, bool) else (bool_ if isinstance(fill_value, bool) else None)
+    dtype = _float_dtype(dtype)
+    if dtype is int64 and not isinstance(fill_value, (float, np.floating)):
         _check_fits_int64(fill_value, None, True, "full")
-    return _filled(fill_value, (tuple(size),), dtype, requires_grad)
+    check_fits(fill_value, dtype, "full")
+    return _filled(fill_value, (tuple(size),), dtype, requires_grad, device, "full")
 
 
 def _like(fn):
-    def like(t, dtype=None, requires_grad=False, device=None):
-        return fn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
-    like.__name__ = fn.__name__ + "_like"
+    def like(input, dtype=None, requires_grad=False, device=None, memory_format=None):
+        return fn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
+                  device=device)
+    like.__name__ = like.__qualname__ = fn.__name__ + "_like"
+    like.__doc__ = f"``{fn.__name__}`` of ``input``'s shape, and of its dtype unless ``dtype``."
     return like
 
 
 zeros_like, ones_like, empty_like = _like(zeros), _like(ones), _like(empty)
 
 
-def full_like(t, fill_value, dtype=None, requires_grad=False, device=None):
-    return full(tuple(t.shape), fill_value, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def full_like(input, fill_value, dtype=None, requires_grad=False, device=None,
+              memory_format=None):
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
+                requires_grad=requires_grad, device=device)
 
 
 def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
@@ -102,64 +111,98 @@ def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None
         raise ValueError("arange: step must be nonzero")
     if dtype is None:
         is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
-        dtype = int64 if is_int else float32
-    dtype = as_dtype(dtype)
-    return _finish(np.arange(start, end, step).astype(dtype.numpy), requires_grad)
+        dtype = int64 if is_int else None
+    dtype = _float_dtype(dtype)
+    values = np.arange(start, end, step)
+    with np.errstate(over="ignore"):  # values past a narrow dtype's range wrap, as in PyTorch
+        array = values.astype(dtype.numpy)
+    return _finish(array, requires_grad, device, "arange")
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
-    dtype = as_dtype(dtype) if dtype is not None else float32
-    return _finish(np.linspace(start, end, steps).astype(dtype.numpy), requires_grad)
+    dtype = _float_dtype(dtype)
+    return _finish(np.linspace(start, end, steps).astype(dtype.numpy), requires_grad, device,
+                   "linspace")
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
-    dtype = as_dtype(dtype) if dtype is not None else float32
-    return _finish(np.eye(n, m, dtype=dtype.numpy), requires_grad)
+    dtype = _float_dtype(dtype)
+    return _finish(np.eye(n, m, dtype=dtype.numpy), requires_grad, device, "eye")
 
 
 def _random_float(draw, name):
-    def make(*size, dtype=None, requires_grad=False, device=None):
-        dtype = as_dtype(dtype) if dtype is not None else float32
+    def make(*size, generator=None, dtype=None, requires_grad=False, device=None):
+        dtype = _float_dtype(dtype)
         if not dtype.is_floating_point:
             raise TypeError(f"{name}: dtype must be floating point, got {dtype}")
-        return _finish(draw(_shape(size)).astype(dtype.numpy), requires_grad)
+        check_device(device, name)
+        values = draw(numpy_generator(generator), _shape(size))
+        return _finish(values.astype(dtype.numpy), requires_grad)
+    make.__name__ = make.__qualname__ = name
     return make
 
 
-def _normal(shape):
-    return generator().standard_normal(shape)
+def _normal(rng, shape):
+    return rng.standard_normal(shape)
 
 
-def _uniform(shape):
-    return generator().random(shape)
+def _uniform(rng, shape):
+    return rng.random(shape)
 
 
 randn, rand = _random_float(_normal, "randn"), _random_float(_uniform, "rand")
-randn.__name__, rand.__name__ = "randn", "rand"
 
 
-def randn_like(t, dtype=None, requires_grad=False):
-    return randn(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def randn_like(input, generator=None, dtype=None, requires_grad=False, device=None,
+               memory_format=None):
+    return randn(*input.shape, generator=generator, dtype=dtype or input.dtype,
+                 requires_grad=requires_grad, device=device)
 
 
-def rand_like(t, dtype=None, requires_grad=False):
-    return rand(*t.shape, dtype=dtype or t.dtype, requires_grad=requires_grad)
+def rand_like(input, generator=None, dtype=None, requires_grad=False, device=None,
+              memory_format=None):
+    return rand(*input.shape, generator=generator, dtype=dtype or input.dtype,
+                requires_grad=requires_grad, device=device)
 
 
-def randint(low, high=None, size=None, dtype=None):
-    if high is None:
+def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None,
+            requires_grad=False):
+    """Integers drawn uniformly from [low, high): ``randint(high, size)`` or ``randint(low, high,
+    size)`` (or by keyword), as ``torch.randint``; int64 unless ``dtype``."""
+    if size is None and isinstance(high, (tuple, list)):  # randint(high, size)
+        low, high, size = 0, low, high
+    elif high is None:  # randint(high, size=...)
         low, high = 0, low
     if size is None:
         raise TypeError("randint: size is required")
-    dtype = as_dtype(dtype) if dtype is not None else int64
-    return Tensor._make(generator().integers(low, high, _shape((tuple(size),))).astype(dtype.numpy))
+    dtype = int64 if dtype is None else as_dtype(dtype)
+    check_device(device, "randint")
+    if requires_grad and not dtype.is_floating_point:
+        raise RuntimeError(f"randint: only tensors of floating point dtype can require "
+                           f"gradients, got {dtype}")
+    if not low < high:
+        raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
+    values = numpy_generator(generator).integers(low, high, _shape((tuple(size),)))
+    return _finish(values.astype(dtype.numpy), requires_grad)
 
 
-def randperm(n, dtype=None):
-    return Tensor._make(generator().permutation(n).astype(np.int64))
+def randint_like(input, low=0, high=None, generator=None, dtype=None, device=None,
+                 requires_grad=False, memory_format=None):
+    """``randint`` of ``input``'s shape and dtype: ``randint_like(input, high)`` or
+    ``randint_like(input, low, high)``."""
+    if high is None:
+        low, high = 0, low
+    return randint(low, high, tuple(input.shape), generator=generator,
+                   dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
 
 
-def multinomial(probs, num_samples, replacement=False):
+def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
+    dtype = int64 if dtype is None else as_dtype(dtype)
+    check_device(device, "randperm")
+    return _finish(numpy_generator(generator).permutation(n).astype(dtype.numpy), requires_grad)
+
+
+def multinomial(probs, num_samples, replacement=False, generator=None):
     """Draw class indices from each row of ``probs`` (rows need not sum to 1)."""
     p = np.asarray(probs._data, dtype=np.float64)
     rows = p.reshape(-1, p.shape[-1])
@@ -169,7 +212,7 @@ def multinomial(probs, num_samples, replacement=False):
     if (totals <= 0).any():
         raise ValueError("multinomial: each row must have a positive sum")
     rows = rows / totals
-    rng = generator()
+    rng = numpy_generator(generator)
     out = np.stack([rng.choice(rows.shape[-1], size=num_samples, replace=replacement, p=r)
                     for r in rows])
     return Tensor._make(out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64))

@@ -21,6 +21,7 @@ def from_dlpack(ext_tensor):
                          f"got device {tuple(device)}")
     array = np.from_dlpack(ext_tensor)
     if array.dtype not in _NUMPY_OK:  # converting would copy: the memory would not be shared
-        raise TypeError(f"from_dlpack: ext_tensor's dtype must be float32, float64, int64 or "
-                        f"bool, got {array.dtype}; convert it first")
+        raise TypeError(f"from_dlpack: ext_tensor's dtype must be one of minitorch's ("
+                        f"{', '.join(str(d) for d in sorted(_NUMPY_OK, key=str))}), got "
+                        f"{array.dtype}; convert it first")
     return Tensor._make(array)

@@ -2,19 +2,27 @@
 
 All of minitorch's randomness (``randn``, ``rand``, dropout masks, parameter init, sampling in
 decoding) draws from one numpy ``Generator``, so one seed fixes a whole run. A
-``minitorch.Generator`` is a stream of its own, for the functions that take ``generator=``.
+``minitorch.Generator`` is a separate stream, for the functions that take ``generator=`` (as
+``torch.Generator``); the draws themselves are numpy's, so they differ from PyTorch's numbers.
+May import: numpy, ``minitorch.device``.
 """
 import numpy as np
 
+from .device import CPU, check_device
+
 _generator = np.random.default_rng()
+
+
+def _check_seed(seed, caller):
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise TypeError(f"{caller}: seed must be an int, got {type(seed).__name__}")
+    return int(seed) & 0xFFFFFFFFFFFFFFFF
 
 
 def manual_seed(seed):
     """Reseed the global generator; returns it."""
     global _generator
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
-    _generator = np.random.default_rng(int(seed) & 0xFFFFFFFFFFFFFFFF)
+    _generator = np.random.default_rng(_check_seed(seed, "manual_seed"))
     return _generator
 
 
@@ -38,8 +46,9 @@ def set_rng_state(state):
 
 class Generator:
     """A random number generator of its own, as ``torch.Generator``: pass it as ``generator=``
-    (``DataLoader``, ``RandomSampler``, ``random_split``) to draw from it rather than from the
-    global generator, so that one stream (say, the shuffling) is reproducible on its own.
+    (``randint``, ``DataLoader``, ``RandomSampler``, ``random_split``) to draw from it rather
+    than from the global generator, so that one stream (say, the shuffling) is reproducible on
+    its own.
 
     ``manual_seed(seed)`` (returns the generator), ``seed()``, ``initial_seed()``,
     ``get_state()``/``set_state(state)``. As PyTorch's, a new Generator starts from the fixed
@@ -51,40 +60,39 @@ class Generator:
     DEFAULT_SEED = 67280421310721
 
     def __init__(self, device="cpu"):
-        self.device = device
+        check_device(device, "Generator")
+        self.device = CPU
         self.manual_seed(self.DEFAULT_SEED)
 
     def manual_seed(self, seed):
-        if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-            raise TypeError(f"manual_seed: seed must be an int, got {type(seed).__name__}")
-        self._seed = int(seed) & 0xFFFFFFFFFFFFFFFF
-        self._numpy = np.random.default_rng(self._seed)
+        self._initial_seed = _check_seed(seed, "Generator.manual_seed")
+        self._rng = np.random.default_rng(self._initial_seed)
         return self
 
     def seed(self):
         """Reseed from fresh OS entropy; returns the new seed."""
         self.manual_seed(int(np.random.SeedSequence().generate_state(1, np.uint64)[0]))
-        return self._seed
+        return self._initial_seed
 
     def initial_seed(self):
-        return self._seed
+        return self._initial_seed
 
     def get_state(self):
-        return self._numpy.bit_generator.state
+        return self._rng.bit_generator.state
 
     def set_state(self, new_state):
-        self._numpy.bit_generator.state = new_state
+        self._rng.bit_generator.state = new_state
         return self
 
     def __repr__(self):
-        return f"<minitorch.Generator seed={self._seed}>"
+        return f"<minitorch.Generator seed={self._initial_seed}>"
 
 
 def numpy_generator(generator=None):
-    """The numpy ``Generator`` to draw from: ``generator``'s, or the global one if None."""
+    """The numpy generator to draw from: the global one, or that of a ``Generator``."""
     if generator is None:
         return _generator
     if not isinstance(generator, Generator):
         raise TypeError(f"generator must be a minitorch.Generator or None, got "
                         f"{type(generator).__name__}")
-    return generator._numpy
+    return generator._rng

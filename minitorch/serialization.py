@@ -3,11 +3,15 @@
 A file is::
 
     8 bytes      N, the header's length (unsigned, little-endian)
-    N bytes      JSON: {"<tensor name>": {"dtype": "F32"|"F64"|"I64"|"BOOL", "shape": [...],
+    N bytes      JSON: {"<tensor name>": {"dtype": "F32", "shape": [...],
                         "data_offsets": [begin, end]}, ..., "__metadata__": {str: str}}
     the rest     every tensor's raw little-endian bytes, back to back, in offset order
 
-which is exactly what the ``safetensors`` library reads and writes. The object saved may be a
+which is exactly what the ``safetensors`` library reads and writes, with its dtype names: F32,
+F64, F16, BF16, I64, I32, I16, I8, U8 and BOOL, each loaded as that dtype (BF16 needs the
+``ml_dtypes`` package, as minitorch.bfloat16 does). ``__metadata__`` holds ``"format": "pt"``, the
+entry other safetensors readers (``transformers``, ``safetensors.torch``) look for, since the
+tensors are laid out as PyTorch's would be. The object saved may be a
 nested structure (dicts with str or int keys, lists, tuples, tensors, numbers, strings, bools,
 None, e.g. ``{"model": model.state_dict(), "optimizer": opt.state_dict(), "epoch": 3}``): its
 tensors become the file's tensors, named by their dotted path (``model.fc.weight``,
@@ -27,7 +31,11 @@ the header and checks every field of it (duplicate JSON keys included) before re
 the data it announces; it raises ValueError naming what is wrong, so a truncated, corrupted or
 hostile file never loads and never makes ``load`` allocate more than the file holds.
 
-May import: json, math, os, numpy, ``minitorch.files``, ``minitorch.tensor``.
+``load`` takes PyTorch's ``map_location``, ``weights_only`` and ``mmap`` arguments, so that
+``torch.load(path, map_location="cpu", weights_only=True)`` calls run unchanged.
+
+May import: json, math, os, numpy, ``minitorch.files``, ``minitorch.tensor``, ``minitorch.dtype``,
+``minitorch.device``.
 """
 import json
 import math
@@ -35,17 +43,27 @@ import os
 
 import numpy as np
 
+from .device import check_device
+from .device import device as _device
+from .dtype import _BFLOAT16_NUMPY
 from .files import atomic_write, json_loads_strict, open_regular_file, read_up_to
 from .tensor import Tensor
 
 STRUCTURE_KEY = "minitorch.structure"
 FORMAT_VERSION = 1
 
-# safetensors dtype name <-> the little-endian numpy dtype of its bytes
-_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "I64": np.dtype("<i8"),
+# safetensors dtype name <-> the little-endian numpy dtype of its bytes; BF16's bytes are read
+# as uint16 (numpy has no bfloat16, nor a byte order for ml_dtypes'), then viewed as bfloat16.
+_DTYPES = {"F32": np.dtype("<f4"), "F64": np.dtype("<f8"), "F16": np.dtype("<f2"),
+           "BF16": np.dtype("<u2"), "I64": np.dtype("<i8"), "I32": np.dtype("<i4"),
+           "I16": np.dtype("<i2"), "I8": np.dtype("|i1"), "U8": np.dtype("|u1"),
            "BOOL": np.dtype("|b1")}
 _NAME_OF_DTYPE = {np.dtype(np.float32): "F32", np.dtype(np.float64): "F64",
-                  np.dtype(np.int64): "I64", np.dtype(np.bool_): "BOOL"}
+                  np.dtype(np.float16): "F16", np.dtype(np.int64): "I64",
+                  np.dtype(np.int32): "I32", np.dtype(np.int16): "I16", np.dtype(np.int8): "I8",
+                  np.dtype(np.uint8): "U8", np.dtype(np.bool_): "BOOL"}
+if _BFLOAT16_NUMPY is not None:
+    _NAME_OF_DTYPE[_BFLOAT16_NUMPY] = "BF16"
 
 # A header larger than this is treated as corruption rather than read into memory (the same
 # limit as the safetensors library).
@@ -67,7 +85,8 @@ def save(obj, f):
     """
     tensors = []          # (name, numpy array), in file order
     structure = _describe(obj, "obj", [], tensors, {}, set(), set())
-    metadata = {STRUCTURE_KEY: json.dumps({"version": FORMAT_VERSION, "root": structure},
+    metadata = {"format": "pt",
+                STRUCTURE_KEY: json.dumps({"version": FORMAT_VERSION, "root": structure},
                                           allow_nan=False, separators=(",", ":"))}
     header, offset = {}, 0
     for name, array in tensors:
@@ -100,6 +119,8 @@ def _check_path(f, caller):
 
 
 def _array_bytes(array):
+    if array.dtype == _BFLOAT16_NUMPY:  # its bits as uint16, which numpy can put in order
+        array = array.view(np.uint16)
     return np.ascontiguousarray(array, dtype=array.dtype.newbyteorder("<")).tobytes()
 
 
@@ -178,23 +199,59 @@ def _unique_name(name, taken):
 
 
 # ---------------------------------------------------------------------------------------- load
-def load(f):
+def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=None,
+         **pickle_load_args):
     """Read what ``save`` wrote to ``f`` (a path or a binary file object).
 
     Returns the saved structure with fresh tensors (copied out of the file). A safetensors
     file from elsewhere loads as ``{name: tensor}``. Raises ValueError if the file is truncated
     or its header is inconsistent, naming the tensor and the problem, and if ``f`` names a
     FIFO, a device or a directory rather than a regular file.
+
+    PyTorch's other arguments are accepted: ``map_location`` (None, ``"cpu"``, a CPU
+    ``device``, a dict mapping location names to ``"cpu"``, or a callable ``fn(tensor,
+    "cpu")`` whose result replaces each tensor; a CUDA location raises RuntimeError, as
+    PyTorch does without a GPU); ``weights_only`` (any value: the format never holds code, so
+    loading is always as safe as PyTorch's ``weights_only=True``); ``mmap`` (the data is read
+    into memory either way); ``pickle_module`` and ``pickle_load_args`` (nothing is unpickled).
     """
+    remap = _map_location(map_location)
+    for name, value in (("weights_only", weights_only), ("mmap", mmap)):
+        if value is not None and not isinstance(value, bool):
+            raise TypeError(f"load: {name} must be a bool or None, got {type(value).__name__}")
     if hasattr(f, "read"):
-        return _load_stream(f, getattr(f, "name", "the file object"), None)
-    source = os.fspath(_check_path(f, "load"))
-    with open_regular_file(source, "load") as stream:
-        return _load_stream(stream, source, os.fstat(stream.fileno()).st_size)
+        result = _load_stream(f, getattr(f, "name", "the file object"), None, remap)
+    else:
+        source = os.fspath(_check_path(f, "load"))
+        with open_regular_file(source, "load") as stream:
+            result = _load_stream(stream, source, os.fstat(stream.fileno()).st_size, remap)
+    return result
 
 
-def _load_stream(stream, source, size):
-    """Load from ``stream``, of ``size`` bytes when known (a file) or None (a file object)."""
+def _map_location(map_location):
+    """A function applied to each loaded tensor (or None), from ``load``'s ``map_location``,
+    after checking that every location it names is the CPU."""
+    if map_location is None:
+        return None
+    if callable(map_location) and not isinstance(map_location, _device):
+        def remap(tensor):
+            result = map_location(tensor, "cpu")
+            if not isinstance(result, Tensor):
+                raise TypeError(f"load: map_location(tensor, 'cpu') must return a tensor, got "
+                                f"{type(result).__name__}")
+            return result
+        return remap
+    if isinstance(map_location, dict):
+        for source, target in map_location.items():
+            check_device(target, f"load: map_location[{source!r}]")
+        return None
+    check_device(map_location, "load: map_location")
+    return None
+
+
+def _load_stream(stream, source, size, remap=None):
+    """Load from ``stream``, of ``size`` bytes when known (a file) or None (a file object);
+    ``remap`` (if given) is applied to every tensor."""
     prefix = read_up_to(stream, 8)
     if len(prefix) < 8:
         raise ValueError(f"load: {source} is {len(prefix)} bytes long, too short for a "
@@ -222,9 +279,18 @@ def _load_stream(stream, source, size):
         raise ValueError(f"load: {source}: the data section has {len(data)} bytes, expected "
                          f"{data_length}: the file changed while being read")
     tensors = _make_tensors(entries, data, source)
+    if remap is not None:
+        tensors = {name: remap(tensor) for name, tensor in tensors.items()}
 
     if metadata is None or STRUCTURE_KEY not in metadata:
         return tensors
+    # Beside its structure, save writes only "format": "pt" (older files: nothing): anything
+    # else in a minitorch checkpoint's metadata is damage, not a setting to ignore.
+    others = {key: value for key, value in metadata.items() if key != STRUCTURE_KEY}
+    if others not in ({}, {"format": "pt"}):
+        raise ValueError(f"load: {source}: __metadata__ holds {others!r} beside "
+                         f"{STRUCTURE_KEY!r}; a minitorch checkpoint holds only "
+                         "'format': 'pt' there")
     try:
         structure = json_loads_strict(metadata[STRUCTURE_KEY])
     except (ValueError, RecursionError) as error:
@@ -297,7 +363,10 @@ def _make_tensors(entries, data, source):
             raise ValueError(f"load: {source}: tensor {name!r} has shape {list(shape)}, which "
                              f"numpy cannot hold ({error})") from None
         # copy out of the file buffer, into the machine's byte order
-        tensors[name] = Tensor._make(array.astype(dtype.newbyteorder("="), copy=True))
+        array = array.astype(dtype.newbyteorder("="), copy=True)
+        if dtype is _DTYPES["BF16"]:  # the one uint16 entry: its bits are bfloat16's
+            array = array.view(_BFLOAT16_NUMPY)
+        tensors[name] = Tensor._make(array)
     return tensors
 
 
@@ -312,6 +381,9 @@ def _check_entry(name, entry, source):
     if dtype is None:
         raise ValueError(f"{where}: dtype {entry['dtype']!r} is not supported (expected one of "
                          f"{sorted(_DTYPES)})")
+    if entry["dtype"] == "BF16" and _BFLOAT16_NUMPY is None:
+        raise RuntimeError(f"{where}: dtype BF16 needs the ml_dtypes package (numpy has no "
+                           "bfloat16): pip install ml_dtypes")
     shape = entry["shape"]
     if not isinstance(shape, list) or not all(_is_count(n) for n in shape):
         raise ValueError(f"{where}: shape must be a list of non-negative ints, got {shape!r}")

@@ -5,11 +5,12 @@ graph (``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``), views and version
 generic in-place write (``_inplace``), hooks, and printing. What it can *do* (``x + y``,
 ``x.sum()``, ``x.add_(y)``, ``x.to(dtype)``, ``x.backward()``) is declared with each op in
 ``minitorch/ops`` and bound to the class when that package is imported.
-May import: ``minitorch.dtype`` and numpy (nothing above it).
+May import: ``minitorch.dtype``, ``minitorch.device`` and numpy (nothing above it).
 """
 import numpy as np
 
-from .dtype import as_dtype, bool_, float32, float64, int64
+from .device import CPU, check_device
+from .dtype import _BY_NUMPY, as_dtype, bfloat16, bool_, get_default_dtype, int64
 
 
 class Tensor:
@@ -80,13 +81,41 @@ class Tensor:
             raise TypeError("len() of a 0-d tensor")
         return self._data.shape[0]
 
+    def nelement(self):
+        return int(self._data.size)
+
     @property
     def dtype(self):
         return _BY_NUMPY[self._data.dtype]
 
     @property
     def device(self):
-        return "cpu"
+        """The tensor's device: always ``minitorch.device("cpu")`` (equal to ``"cpu"`` too)."""
+        return CPU
+
+    @property
+    def is_cuda(self):
+        return False
+
+    @property
+    def is_cpu(self):
+        return True
+
+    def get_device(self):
+        """-1 for a CPU tensor, as in PyTorch."""
+        return -1
+
+    def element_size(self):
+        """Bytes per element (``x.element_size()``; also ``x.itemsize``)."""
+        return self._data.itemsize
+
+    @property
+    def itemsize(self):
+        return self._data.itemsize
+
+    @property
+    def nbytes(self):
+        return self._data.nbytes
 
     @property
     def is_leaf(self):
@@ -152,9 +181,16 @@ class Tensor:
         return bool(self._data.reshape(()))
 
     def __index__(self):
-        if self.dtype is not int64 or self._data.size != 1:
+        if self._data.dtype.kind not in "iu" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be used as an index")
         return int(self.item())
+
+    def __format__(self, format_spec):
+        """``f"{loss:.4f}"``: a 0-d tensor formats its value, as in PyTorch; any other tensor
+        takes no format spec (TypeError) and formats as ``str(t)``."""
+        if self._data.ndim == 0 and type(self) is Tensor:
+            return self.item().__format__(format_spec)
+        return object.__format__(self, format_spec)
 
     def __array__(self, dtype=None, copy=None):
         """``np.asarray(t)``: the data itself where no conversion is asked for (numpy's
@@ -187,8 +223,46 @@ class Tensor:
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
-    def cpu(self):
+    def cpu(self, memory_format=None):
         return self
+
+    def cuda(self, device=None, non_blocking=False, memory_format=None):
+        """Always a RuntimeError: minitorch has no CUDA backend."""
+        check_device("cuda" if device is None else device, "cuda")
+        raise RuntimeError("cuda: minitorch has no CUDA backend")  # a CPU device given: refuse
+
+    # ------------------------------------------------------------------ new tensors like this one
+    def _new(self, array, dtype, device, requires_grad, caller):
+        check_device(device, caller)
+        dtype = self.dtype if dtype is None else as_dtype(dtype)
+        t = Tensor._make(array if array.dtype == dtype.numpy else array.astype(dtype.numpy))
+        return t.requires_grad_(True) if requires_grad else t
+
+    def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
+        """A new tensor holding a copy of ``data``, of this tensor's dtype unless ``dtype``."""
+        check_device(device, "new_tensor")
+        t = Tensor(data, dtype=self.dtype if dtype is None else dtype)  # always a copy
+        return t.requires_grad_(True) if requires_grad else t
+
+    def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
+        dtype = self.dtype if dtype is None else as_dtype(dtype)
+        return self._new(np.zeros(parse_size(size), dtype.numpy), dtype, device,
+                         requires_grad, "new_zeros")
+
+    def new_ones(self, *size, dtype=None, device=None, requires_grad=False):
+        dtype = self.dtype if dtype is None else as_dtype(dtype)
+        return self._new(np.ones(parse_size(size), dtype.numpy), dtype, device, requires_grad,
+                         "new_ones")
+
+    def new_empty(self, *size, dtype=None, device=None, requires_grad=False):
+        """Zeros, in fact: minitorch never hands out uninitialised memory."""
+        return self.new_zeros(*size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+    def new_full(self, size, fill_value, dtype=None, device=None, requires_grad=False):
+        dtype = self.dtype if dtype is None else as_dtype(dtype)
+        check_fits(fill_value, dtype, "new_full")
+        return self._new(np.full(parse_size((size,)), fill_value, dtype.numpy), dtype, device,
+                         requires_grad, "new_full")
 
     # ------------------------------------------------------------------ autograd
     def detach(self):
@@ -267,11 +341,15 @@ class Tensor:
     def __repr__(self):
         options = dict(separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
                        max_line_width=80)
+        shown = self._data
+        if self.dtype is bfloat16:  # numpy prints it as no float: show its (exact) float32 values
+            shown = shown.astype(np.float32)
         if self.dtype.is_floating_point and self._data.size:
-            options["formatter"] = {"float_kind": _float_formatter(self._data)}
-        body = np.array2string(self._data, **options)
+            options["formatter"] = {"float_kind": _float_formatter(shown)}
+        body = np.array2string(shown, **options)
         extras = []
-        if self.dtype not in (float32, int64, bool_) or self._data.size == 0 and self.dtype is not float32:
+        default = get_default_dtype()  # PyTorch leaves out the default dtype, and int64 and bool
+        if self.dtype not in (default, int64, bool_) or self._data.size == 0 and self.dtype is not default:
             extras.append(f"dtype={self.dtype}")
         if self._data.size == 0 and self.ndim != 1:
             extras.append(f"size={tuple(self.shape)}")
@@ -349,9 +427,24 @@ class _RemovableHandle:
             self._hooks.remove(self._hook)
 
 
-_BY_NUMPY = {np.dtype(np.float32): float32, np.dtype(np.float64): float64,
-             np.dtype(np.int64): int64, np.dtype(np.bool_): bool_}
-_NUMPY_OK = frozenset(_BY_NUMPY)
+_NUMPY_OK = frozenset(_BY_NUMPY)  # the numpy dtypes a tensor's array may have
+
+
+def parse_size(size, name="size"):
+    """A shape tuple from ``(2, 3)``, ``((2, 3),)`` or ``([2, 3],)`` (varargs or one sequence);
+    TypeError for non-ints, ValueError for negative sizes."""
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = tuple(size[0])
+    shape = []
+    for n in size:
+        if isinstance(n, Tensor) and n.ndim == 0 and n._data.dtype.kind in "iu":
+            n = int(n._data)
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
+            raise TypeError(f"{name}: expected a sequence of ints, got {tuple(size)!r}")
+        if n < 0:
+            raise ValueError(f"{name}: negative dimension {n} in {tuple(size)}")
+        shape.append(int(n))
+    return tuple(shape)
 
 
 def normalize_dim(dim, ndim, name="dim"):
@@ -368,34 +461,79 @@ def normalize_dim(dim, ndim, name="dim"):
 def _to_array(data, dtype):
     """A numpy array of a minitorch dtype from nested lists, scalars, arrays or tensors.
 
-    Without a dtype: floats give float32 (the default), ints int64, bools bool, as in PyTorch.
-    An integer that int64 cannot hold raises ValueError (as PyTorch's "Overflow when unpacking
-    long long") instead of wrapping around or turning into a float.
+    Without a dtype: Python floats give the default dtype (float32 unless
+    ``set_default_dtype``), ints int64, bools bool, as in PyTorch; numpy data keeps its dtype
+    (uint16/uint32/uint64, which minitorch lacks, become int32/int64/int64). An integer that
+    int64 cannot hold raises ValueError (as PyTorch's "Overflow when unpacking long long")
+    instead of wrapping around or turning into a float; Python numbers outside a narrower
+    integer ``dtype`` raise RuntimeError, as PyTorch's "value cannot be converted to type uint8
+    without overflow" (a negative int into uint8 wraps around, as there).
     """
     if isinstance(data, Tensor):
         data = data._data
     if dtype is not None:
         dtype = as_dtype(dtype)
-        if dtype is int64 and isinstance(data, (np.ndarray, np.generic)):
+        numpy_data = isinstance(data, (np.ndarray, np.generic))
+        if dtype is int64 and numpy_data:
             _check_fits_int64(data, np.asarray(data), True)  # numpy would wrap uint64 around
-        try:
-            return np.array(data, dtype=dtype.numpy)
-        except OverflowError:
-            _check_fits_int64(data, None, True)  # a ValueError naming the integer
-            raise
+        if numpy_data or dtype.is_floating_point or dtype is bool_:
+            with np.errstate(over="ignore"):  # a float beyond float16's range is inf, as in torch
+                try:
+                    return np.array(data, dtype=dtype.numpy)
+                except OverflowError:  # a Python int beyond int64 (or uint64) into a float
+                    return np.array(data, dtype=object).astype(dtype.numpy)
+        # Python numbers into an integer dtype: numpy reads them first, the range check then
+        # sees every value at once.
+        array = np.array(data)
+        if dtype is int64:
+            _check_fits_int64(data, array, True)
+            if array.dtype.kind == "f":
+                check_fits(array, dtype, "tensor")
+        else:
+            check_fits(array, dtype, "tensor")
+        return array.astype(dtype.numpy)
     array = np.array(data)
     # numpy stores ints beyond int64 as uint64, float64 (mixed with ints) or objects
-    if array.dtype.kind in "uOf":
+    if array.dtype.kind in "uOf" and not isinstance(data, (np.ndarray, np.generic)):
         _check_fits_int64(data, array, False)
-    # Python floats (and lists of them) default to float32; numpy float64 data stays float64.
+    elif array.dtype.kind == "u" and array.dtype.itemsize == 8:
+        _check_fits_int64(data, array, False)
+    # Python floats (and lists of them) take the default dtype; numpy float64 data stays float64.
     python_float = isinstance(data, (list, tuple, float)) and not isinstance(data, np.floating)
-    if array.dtype in _NUMPY_OK and not (python_float and array.dtype == np.float64):
+    if python_float and array.dtype == np.float64:
+        default = get_default_dtype()
+        return array if default.numpy == array.dtype else array.astype(default.numpy)
+    if array.dtype in _NUMPY_OK:
         return array
     if array.dtype == object:
         raise TypeError(f"tensor: cannot make a tensor from {type(data).__name__} data: expected "
                         f"numbers (or nested lists of them), got elements of dtype object")
-    return array.astype(as_dtype(array.dtype).numpy if array.dtype.kind != "f"
-                        or isinstance(data, (np.ndarray, np.floating)) else np.float32)
+    return array.astype(as_dtype(array.dtype).numpy)
+
+
+def check_fits(values, dtype, caller):
+    """RuntimeError if a value of ``values`` (a number or a numpy array read from Python data)
+    cannot be converted to the integer ``dtype`` without overflow, as PyTorch checks Python
+    values: ints must lie in the dtype's range (for uint8, down to -255: those wrap around, as
+    in PyTorch), floats must be finite and within range once truncated. Float dtypes take any
+    value (beyond their range it is inf) and bool any value."""
+    if dtype.is_floating_point or dtype is bool_:
+        return
+    array = np.asarray(values)
+    if array.size == 0 or array.dtype.kind == "b":
+        return
+    info = np.iinfo(dtype.numpy)
+    if array.dtype.kind == "f":
+        bad = not np.isfinite(array).all() or np.trunc(array.min()) < info.min or \
+            np.trunc(array.max()) > info.max
+    elif array.dtype.kind in "iu":
+        low, high = array.min(), array.max()
+        bad = high > info.max or low < (info.min if info.min < 0 else -int(info.max))
+    else:  # object: Python ints beyond 64 bits (or other objects, which numpy rejects later)
+        bad = any(isinstance(v, int) and not -2 ** 63 <= v < 2 ** 64 for v in array.ravel())
+    if bad:
+        raise RuntimeError(f"{caller}: value cannot be converted to type {dtype.name} without "
+                           f"overflow (its range is [{info.min}, {info.max}])")
 
 
 _INT64 = np.iinfo(np.int64)
@@ -430,5 +568,5 @@ def _check_fits_int64(data, array, to_int64, caller="tensor"):
 
 def _overflow(value, caller):
     raise ValueError(f"{caller}: the integer {int(value)} does not fit in int64 (range "
-                     f"[{_INT64.min}, {_INT64.max}]): minitorch has no wider or unsigned integer "
-                     f"dtype; pass dtype=minitorch.float64 to keep it as a float")
+                     f"[{_INT64.min}, {_INT64.max}]): minitorch has no wider integer dtype (nor "
+                     f"uint64); pass dtype=minitorch.float64 to keep it as a float")

@@ -42,6 +42,8 @@ OP_RETURNS = {
     "unbind": "tuple[Tensor, ...]",
     "backward": "None",
     "setitem": "None",
+    "type": [("", "builtins.str"), ("dtype: Any, non_blocking: Any = False, **kwargs: Any",
+                                    "Tensor")],
 }
 
 # Types of tensor.py's own public members (private ones are Any), by qualified name.
@@ -55,8 +57,22 @@ OWN_TYPES = {
     "Tensor.dim": "builtins.int",
     "Tensor.numel": "builtins.int",
     "Tensor.__len__": "builtins.int",
+    "Tensor.nelement": "builtins.int",
     "Tensor.dtype": "_DType",
-    "Tensor.device": "builtins.str",
+    "Tensor.device": "_Device",
+    "Tensor.is_cuda": "builtins.bool",
+    "Tensor.is_cpu": "builtins.bool",
+    "Tensor.get_device": "builtins.int",
+    "Tensor.element_size": "builtins.int",
+    "Tensor.itemsize": "builtins.int",
+    "Tensor.nbytes": "builtins.int",
+    "Tensor.__format__": "builtins.str",
+    "Tensor.cuda": "NoReturn",
+    "Tensor.new_tensor": "Tensor",
+    "Tensor.new_zeros": "Tensor",
+    "Tensor.new_ones": "Tensor",
+    "Tensor.new_empty": "Tensor",
+    "Tensor.new_full": "Tensor",
     "Tensor.is_leaf": "builtins.bool",
     "Tensor.grad_fn": "Any",
     "Tensor.data": "Tensor",
@@ -92,6 +108,8 @@ OWN_TYPES = {
     "Size.__repr__": "builtins.str",
     "Size.numel": "builtins.int",
     "normalize_dim": "builtins.int",
+    "parse_size": "tuple[builtins.int, ...]",
+    "check_fits": "None",
 }
 
 HEADER = '''"""Type stub written by scripts/make_stubs.py from the op registry: do not edit."""
@@ -203,7 +221,8 @@ def tensor_stub():
             methods[name] = _function(name, fn, _op_returns(fn), "self", "    ")
     header = HEADER.format(what="minitorch.tensor: tensor.py, with the methods bound by "
                            "minitorch.ops.registry.bind()")
-    lines = ["from numpy.typing import NDArray", "", "from .dtype import dtype as _DType", "",
+    lines = ["from numpy.typing import NDArray", "", "from .device import device as _Device",
+             "from .dtype import dtype as _DType", "",
              "class _ValuesIndices(NamedTuple):", "    values: Tensor", "    indices: Tensor",
              ""]
     for name, value in vars(module).items():

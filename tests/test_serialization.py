@@ -104,7 +104,8 @@ def test_file_is_the_safetensors_layout(tmp_path):
     assert header["c"] == {"dtype": "I64", "shape": [1, 1], "data_offsets": [8, 16]}
     assert data == np.array([1.0, 2.0], "<f4").tobytes() + np.array([3], "<i8").tobytes()
     metadata = header["__metadata__"]
-    assert list(metadata) == [serialization.STRUCTURE_KEY]
+    assert list(metadata) == ["format", serialization.STRUCTURE_KEY]
+    assert metadata["format"] == "pt"  # what other safetensors readers look for
     assert json.loads(metadata[serialization.STRUCTURE_KEY])["root"]["dict"][2] == ["n", 4]
     assert (8 + len(json.dumps(header, separators=(",", ":")).encode())) <= \
         len((tmp_path / "f").read_bytes()) - len(data)
@@ -259,8 +260,8 @@ F32_2 = {"dtype": "F32", "shape": [2], "data_offsets": [0, 8]}
     (b"{not json", b"", "not valid UTF-8 JSON"),
     (b"\xff\xfe{}", b"", "not valid UTF-8 JSON"),
     (b"[1, 2]", b"", "must be a JSON object, got list"),
-    ({"w": {"dtype": "F16", "shape": [2], "data_offsets": [0, 4]}}, bytes(4),
-     "tensor 'w': dtype 'F16' is not supported"),
+    ({"w": {"dtype": "F8_E4M3", "shape": [2], "data_offsets": [0, 2]}}, bytes(2),
+     "tensor 'w': dtype 'F8_E4M3' is not supported"),
     ({"w": {"dtype": "F32", "shape": [2, -1], "data_offsets": [0, 8]}}, bytes(8),
      r"tensor 'w': shape must be a list of non-negative ints, got \[2, -1\]"),
     ({"w": {"dtype": "F32", "shape": [2.0], "data_offsets": [0, 8]}}, bytes(8),
@@ -353,3 +354,153 @@ def test_minitorch_files_load_in_safetensors(tmp_path):
     # nested checkpoints are valid safetensors files too (dotted names, structure in metadata)
     minitorch.save(sample_checkpoint(), tmp_path / "ckpt.safetensors")
     assert "optimizer.state.0.exp_avg" in st.load_file(str(tmp_path / "ckpt.safetensors"))
+
+
+# ------------------------------------------------------------------ every dtype
+ALL_DTYPES = {"F32": minitorch.float32, "F64": minitorch.float64, "F16": minitorch.float16,
+              "BF16": minitorch.bfloat16, "I64": minitorch.int64, "I32": minitorch.int32,
+              "I16": minitorch.int16, "I8": minitorch.int8, "U8": minitorch.uint8,
+              "BOOL": minitorch.bool}
+
+
+def dtype_sample(dtype):
+    """A (2, 3) tensor of ``dtype`` holding values exact in it, and a 0-d and an empty one."""
+    values = [[0, 1, 2], [3, 125, 7]] if dtype is not minitorch.bool else [[0, 1, 1], [1, 0, 0]]
+    return minitorch.tensor(values, dtype=dtype)
+
+
+def test_every_dtype_round_trips_as_itself(tmp_path):
+    tensors = {name: dtype_sample(dtype) for name, dtype in ALL_DTYPES.items()}
+    tensors.update({f"{name}.0d": dtype_sample(dtype)[1, 1] for name, dtype in ALL_DTYPES.items()})
+    tensors["strided"] = dtype_sample(minitorch.bfloat16).T  # written as its values, in order
+    tensors["half.grad"] = minitorch.tensor([1.5], dtype=minitorch.float16, requires_grad=True)
+    path = tmp_path / "all.safetensors"
+    minitorch.save(tensors, path)
+    header, _ = read_layout(path)
+    for name, dtype in ALL_DTYPES.items():
+        assert header[name]["dtype"] == name
+    loaded = minitorch.load(path)
+    for name, tensor in tensors.items():
+        assert loaded[name].dtype is tensor.dtype, name
+        assert tuple(loaded[name].shape) == tuple(tensor.shape)
+        assert loaded[name].tolist() == tensor.tolist(), name
+    assert loaded["half.grad"].requires_grad and loaded["half.grad"].is_leaf
+
+
+def test_bf16_bytes_are_the_top_half_of_float32(tmp_path):
+    """BF16 in the file is each value's bfloat16 bits, little-endian, as safetensors has it."""
+    values = [1.0, -2.5, 2.0 ** 100, 0.0]  # exact in bfloat16: no rounding to compare
+    minitorch.save({"b": minitorch.tensor(values, dtype=minitorch.bfloat16)}, tmp_path / "b")
+    header, data = read_layout(tmp_path / "b")
+    expected = (np.array(values, "<f4").view("<u4") >> 16).astype("<u2").tobytes()
+    assert header["b"]["dtype"] == "BF16" and data == expected
+
+
+def test_safetensors_library_reads_and_writes_every_numpy_dtype(tmp_path):
+    st = pytest.importorskip("safetensors.numpy", reason="safetensors not installed")
+    arrays = {name: dtype_sample(dtype).numpy() for name, dtype in ALL_DTYPES.items()
+              if name != "BF16"}  # safetensors.numpy has no bfloat16: see the torch test
+    st.save_file(arrays, str(tmp_path / "st"))
+    loaded = minitorch.load(tmp_path / "st")
+    for name, array in arrays.items():
+        assert loaded[name].dtype is ALL_DTYPES[name]
+        np.testing.assert_array_equal(loaded[name].numpy(), array)
+    minitorch.save({name: minitorch.from_numpy(a) for name, a in arrays.items()}, tmp_path / "mt")
+    back = st.load_file(str(tmp_path / "mt"))
+    for name, array in arrays.items():
+        assert back[name].dtype == array.dtype
+        np.testing.assert_array_equal(back[name], array)
+
+
+def test_safetensors_torch_reads_and_writes_bf16_and_the_rest(tmp_path):
+    pytest.importorskip("safetensors", reason="safetensors not installed")
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: interop test skipped")
+    from safetensors import safe_open
+    from safetensors.torch import load_file, save_file
+    rng = np.random.default_rng(0)
+    values = rng.standard_normal((3, 4))
+    theirs = {name: torch.tensor(values).to(getattr(torch, dtype.name))
+              for name, dtype in ALL_DTYPES.items()}
+    save_file(theirs, str(tmp_path / "torch"), metadata={"format": "pt"})
+    ours = minitorch.load(tmp_path / "torch")
+    for name, dtype in ALL_DTYPES.items():
+        assert ours[name].dtype is dtype
+        expected = theirs[name].double() if dtype.is_floating_point else theirs[name]
+        np.testing.assert_array_equal(np.asarray(ours[name].tolist(), dtype=np.float64),
+                                      expected.double().numpy())
+    minitorch.save(ours, tmp_path / "ours")
+    back = load_file(str(tmp_path / "ours"))
+    for name in ALL_DTYPES:
+        assert back[name].dtype == theirs[name].dtype and torch.equal(back[name], theirs[name])
+    with safe_open(str(tmp_path / "ours"), framework="pt") as f:
+        assert f.metadata()["format"] == "pt"  # what transformers checks before loading
+
+
+def test_a_half_model_state_dict_round_trips(tmp_path):
+    model = minitorch.nn.Linear(3, 2).half()
+    minitorch.save(model.state_dict(), tmp_path / "m")
+    restored = minitorch.nn.Linear(3, 2).half()
+    restored.load_state_dict(minitorch.load(tmp_path / "m"))
+    assert restored.weight.dtype is minitorch.float16
+    assert restored.weight.tolist() == model.weight.tolist()
+
+
+# ------------------------------------------------------------------ torch.load's arguments
+@pytest.mark.parametrize("map_location", [
+    None, "cpu", "cpu:0", minitorch.device("cpu"), {"cuda:0": "cpu"}, {"cpu": "cpu"},
+    lambda storage, location: storage], ids=repr)
+def test_load_accepts_cpu_map_locations(tmp_path, map_location):
+    minitorch.save({"w": minitorch.ones(2), "n": 3}, tmp_path / "c")
+    loaded = minitorch.load(tmp_path / "c", map_location=map_location, weights_only=True)
+    assert loaded["w"].tolist() == [1.0, 1.0] and loaded["n"] == 3
+
+
+def test_load_with_a_callable_map_location_uses_its_result(tmp_path):
+    minitorch.save({"w": minitorch.ones(2)}, tmp_path / "c")
+    seen = []
+
+    def double_it(tensor, location):
+        seen.append(location)
+        return tensor.double()
+    loaded = minitorch.load(tmp_path / "c", map_location=double_it)
+    assert loaded["w"].dtype is minitorch.float64 and seen == ["cpu"]
+    with pytest.raises(TypeError, match="must return a tensor"):
+        minitorch.load(tmp_path / "c", map_location=lambda tensor, location: None)
+
+
+@pytest.mark.parametrize("map_location", ["cuda", "cuda:0", minitorch.device("cuda"),
+                                          {"cpu": "cuda:0"}], ids=repr)
+def test_load_to_cuda_raises_clearly(tmp_path, map_location):
+    minitorch.save({"w": minitorch.ones(2)}, tmp_path / "c")
+    with pytest.raises(RuntimeError, match="map_location.*no CUDA backend"):
+        minitorch.load(tmp_path / "c", map_location=map_location)
+
+
+def test_load_takes_weights_only_and_mmap_as_torch_load(tmp_path):
+    import inspect
+    minitorch.save({"w": minitorch.ones(2)}, tmp_path / "c")
+    for kwargs in ({"weights_only": False}, {"weights_only": True}, {"mmap": True},
+                   {"mmap": False, "weights_only": None}, {"pickle_module": None}):
+        assert minitorch.load(tmp_path / "c", **kwargs)["w"].tolist() == [1.0, 1.0]
+    with open(tmp_path / "c", "rb") as f:
+        assert minitorch.load(f, "cpu", weights_only=True)["w"].tolist() == [1.0, 1.0]
+    with pytest.raises(TypeError, match="weights_only must be a bool"):
+        minitorch.load(tmp_path / "c", weights_only="yes")
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: signature check skipped")
+    ours = inspect.signature(minitorch.load).parameters
+    theirs = inspect.signature(torch.load).parameters
+    assert list(ours) == list(theirs)
+    assert all(ours[name].kind == theirs[name].kind for name in ours)
+
+
+def test_foreign_metadata_beside_the_structure_is_refused(tmp_path):
+    path = tmp_path / "c"
+    minitorch.save({"w": minitorch.ones(2)}, path)
+    header, data = read_layout(path)
+    header["__metadata__"]["format"] = "np"
+    write_raw(path, header, data)
+    with pytest.raises(ValueError, match="holds only 'format': 'pt'"):
+        minitorch.load(path)
+    del header["__metadata__"]["format"]  # a checkpoint written before the entry existed
+    write_raw(path, header, data)
+    assert minitorch.load(path)["w"].tolist() == [1.0, 1.0]

@@ -15,8 +15,8 @@ def _torch():
 @pytest.mark.parametrize("data,dtype", [
     (1.5, mt.float32), ([1.0, 2.0], mt.float32), ([1, 2], mt.int64), (3, mt.int64),
     ([True, False], mt.bool), (np.array([1.0]), mt.float64), (np.float64(2.0), mt.float64),
-    (np.array([1], np.int32), mt.int64), (np.array([1.0], np.float16), mt.float32),
-    ([[1, 2.5]], mt.float32),
+    (np.array([1], np.int32), mt.int32), (np.array([1.0], np.float16), mt.float16),
+    (np.array([1], np.uint16), mt.int32), ([[1, 2.5]], mt.float32),
 ])
 def test_default_dtypes_follow_pytorch(data, dtype):
     assert mt.tensor(data).dtype is dtype
@@ -288,4 +288,4 @@ def test_tensor_module_imports_nothing_above_it():
     source = (pathlib.Path(mt.__file__).parent / "tensor.py").read_text()
     relative = {node.module for node in ast.walk(ast.parse(source))
                 if isinstance(node, ast.ImportFrom) and node.level}
-    assert relative <= {"dtype"}, relative
+    assert relative <= {"dtype", "device"}, relative

@@ -1,4 +1,5 @@
-"""Whether operations record the graph: ``no_grad``, ``enable_grad``, ``set_grad_enabled``.
+"""Whether operations record the graph: ``no_grad``, ``enable_grad``, ``set_grad_enabled``,
+``inference_mode``.
 
 Each works as a context manager and as a decorator, like PyTorch's. The mode is per thread,
 as PyTorch's is: the C kernels release the GIL, so two Python threads run ops at the same time,
@@ -90,3 +91,56 @@ class set_grad_enabled(_GradMode):
             with set_grad_enabled(mode):
                 return fn(*args, **kwargs)
         return wrapper
+
+
+class _InferenceState(threading.local):
+    enabled = False
+
+
+_inference = _InferenceState()
+
+
+def is_inference_mode_enabled():
+    return _inference.enabled
+
+
+class inference_mode(_GradMode):
+    """``inference_mode()`` (or ``inference_mode(True)``): no graph is recorded, as under
+    ``no_grad``, and ``is_inference_mode_enabled()`` is True; ``inference_mode(False)`` turns
+    both back (grad mode on), as PyTorch's. A context manager and a decorator (``@inference_mode``
+    with or without parentheses).
+
+    Differs from PyTorch: tensors made inside are ordinary tensors (PyTorch marks them
+    "inference tensors", which autograd later refuses); minitorch gains no speed from the mode
+    beyond ``no_grad``'s."""
+
+    def __new__(cls, mode=True):
+        instance = object.__new__(cls)
+        if callable(mode) and not isinstance(mode, bool):  # @inference_mode without parentheses
+            instance.__init__(True)
+            return instance(mode)
+        return instance
+
+    def __init__(self, mode=True):
+        self.mode = not bool(mode)    # grad mode inside
+        self.inference = bool(mode)
+
+    def __enter__(self):
+        self._previous = _state.enabled, _inference.enabled
+        _state.enabled, _inference.enabled = self.mode, self.inference
+
+    def __exit__(self, *exc):
+        _state.enabled, _inference.enabled = self._previous
+        return False
+
+    def __call__(self, fn):
+        inference = self.inference
+
+        @functools.wraps(fn)
+        def wrapper(*args, **kwargs):
+            with inference_mode(inference):
+                return fn(*args, **kwargs)
+        return wrapper
+
+    def clone(self):
+        return inference_mode(self.inference)

@@ -11,12 +11,24 @@ built, else numpy with one warning. ``use(name)`` switches afterwards (tests run
 every built backend); ``using(name)`` does it for a ``with`` block. The choice is process-wide,
 not per thread (as PyTorch's default device is): a ``using`` block in one thread switches the
 backend for every thread.
+
+The kernels take float32 and float64. The ops reach them through ``current()``, which runs
+float16 and bfloat16 arrays in float32 and rounds the results back (PyTorch's CPU kernels
+compute half types in float32 too), so one op definition serves every dtype.
+
+PyTorch's flag modules, so that programs setting them run unchanged: ``backends.cudnn``
+(``benchmark``, ``deterministic``, ``enabled``, ``allow_tf32``), ``backends.cuda``
+(``matmul.allow_tf32``, ...) and ``backends.mps``; minitorch has neither CUDA nor MPS, so they
+change nothing.
 """
 import contextlib
+import functools
 import os
 import sys
 
-from . import numpy_backend
+import numpy as np
+
+from . import cuda, cudnn, mps, numpy_backend  # noqa: F401  (cuda, cudnn, mps: flags for users)
 
 available = {"numpy": numpy_backend}
 try:
@@ -26,11 +38,81 @@ except ImportError as _error:  # extension not built: the numpy backend serves
     _c_import_error = _error
 
 _active = None
+_kernels = None  # the active backend through _HalfAsFloat32
+_adapters: dict = {}  # backend name -> its _HalfAsFloat32
 
 
 def current():
-    """The active backend module."""
-    return _active
+    """The active backend's kernels: its module, seen through ``_HalfAsFloat32`` (float16 and
+    bfloat16 arrays run in float32)."""
+    return _kernels
+
+
+def _half_dtypes():
+    half = [np.dtype(np.float16)]
+    try:
+        import ml_dtypes
+        half.append(np.dtype(ml_dtypes.bfloat16))
+    except ImportError:  # no bfloat16 arrays can exist then
+        pass
+    return frozenset(half)
+
+
+_HALF = _half_dtypes()
+
+
+class _HalfAsFloat32:
+    """A backend module, its kernels wrapped: a call given float16/bfloat16 arrays runs on
+    float32 copies, and its float32 results come back in the half dtype. Calls on
+    float32/float64 go straight through, after one dtype test per array argument. Each wrapped
+    kernel is kept on the instance, so later lookups are plain attribute reads."""
+
+    def __init__(self, module):
+        self._module = module
+
+    def __getattr__(self, name):
+        value = getattr(self._module, name)
+        if callable(value) and not name.startswith("_"):
+            value = _half_as_float32(value)
+        setattr(self, name, value)
+        return value
+
+
+def _half_as_float32(kernel):
+    @functools.wraps(kernel)
+    def call(*args, **kwargs):
+        for a in args:  # itemsize first: a cheap test that float32/float64 arrays fail
+            if type(a) is np.ndarray and a.itemsize == 2 and a.dtype in _HALF:
+                half = a.dtype
+                break
+        else:
+            half = next((a.dtype for a in kwargs.values()
+                         if type(a) is np.ndarray and a.dtype in _HALF), None) if kwargs else None
+            if half is None:
+                return kernel(*args, **kwargs)
+        out = kwargs.pop("out", None)
+        result = _round_back(kernel(*map(_widen, args),
+                                    **{k: _widen(v) for k, v in kwargs.items()}), half)
+        if out is None:
+            return result
+        out[...] = result
+        return out
+    return call
+
+
+def _widen(value):
+    if type(value) is np.ndarray and value.dtype in _HALF:
+        return value.astype(np.float32)
+    return value
+
+
+def _round_back(result, half):
+    if type(result) is np.ndarray and result.dtype == np.float32:
+        return result.astype(half)
+    if type(result) is tuple:
+        return tuple(_round_back(r, half) for r in result)
+    return result
+
 
 
 def backend():
@@ -40,13 +122,16 @@ def backend():
 
 def use(name):
     """Make ``name`` ("c" or "numpy") the active backend; ValueError if it is not built."""
-    global _active
+    global _active, _kernels
     if name not in ("c", "numpy"):
         raise ValueError(f"backend: expected 'c' or 'numpy', got {name!r}")
     if name not in available:
         raise ValueError(f"backend: 'c' requested but the C extension is not built "
                          f"({_c_import_error}); reinstall minitorch with a C compiler present")
     _active = available[name]
+    if name not in _adapters:
+        _adapters[name] = _HalfAsFloat32(_active)
+    _kernels = _adapters[name]
 
 
 @contextlib.contextmanager

@@ -4,10 +4,12 @@ A module owns parameters, buffers and sub-modules, registered by plain attribute
 (``self.linear = Linear(2, 3)``), and gives them back by dotted name (``linear.weight``) for
 optimizers (``parameters()``) and checkpoints (``state_dict``/``load_state_dict``, whose keys
 match PyTorch's for the same architecture). It also switches train/eval mode, casts dtypes
-(``to``/``double``/``float``), and prints itself as a nested tree like PyTorch's repr.
-Calling a module runs ``forward`` between its hooks (forward pre-hooks, forward hooks, full
-backward hooks and backward pre-hooks, with PyTorch's order, arguments and return rules).
-May import: ``minitorch.tensor``, ``minitorch.autograd``, ``.parameter``, ``.hooks``.
+(``to``/``double``/``float``/``half``; the device is the CPU), and prints itself as a nested
+tree like PyTorch's repr. Calling a module runs ``forward`` between its hooks (forward pre-hooks,
+forward hooks, full backward hooks and backward pre-hooks, with PyTorch's order, arguments and
+return rules).
+May import: ``minitorch.tensor``, ``minitorch.dtype``, ``minitorch.device``, ``minitorch.autograd``,
+``.parameter``, ``.hooks``.
 """
 import warnings
 from collections import OrderedDict, namedtuple
@@ -15,13 +17,11 @@ from collections import OrderedDict, namedtuple
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..dtype import as_dtype
+from ..device import parse_to
+from ..dtype import as_dtype, bfloat16, float16, float32, float64, of_array
 from ..tensor import Tensor
 from .hooks import BackwardHook, RemovableHandle
 from .parameter import Parameter
-
-
-_DTYPE_NAMES = ("float32", "float", "float64", "double", "int64", "long", "bool")
 
 
 class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
@@ -396,37 +396,37 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to("cpu")``, ``to("cpu", dtype)`` or ``to(dtype=...)``: casts floating
-        point parameters and buffers (integer buffers are left alone, as in PyTorch)."""
-        dtype = kwargs.pop("dtype", None)
-        device = kwargs.pop("device", None)
-        if kwargs:
-            raise TypeError(f"to: unexpected keyword arguments {sorted(kwargs)}")
-        for arg in args:
-            if isinstance(arg, str) and arg not in _DTYPE_NAMES:
-                device = arg
-            elif isinstance(arg, Tensor):
-                dtype = arg.dtype
-            else:
-                dtype = arg
-        if device is not None and str(device).split(":")[0] != "cpu":
-            raise ValueError(f"to: minitorch runs on the CPU only, got device {device!r}")
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)`` (its dtype), with
+        ``non_blocking``, as PyTorch's: casts the floating point parameters, gradients and
+        buffers (integer ones are left alone, as in PyTorch); the device must be the CPU."""
+        _, dtype, _ = parse_to(args, kwargs, "to")
         if dtype is None:
             return self
         dtype = as_dtype(dtype)
         if not dtype.is_floating_point:
             raise TypeError(f"to: nn.Module.to only accepts floating point dtypes, got {dtype}")
         return self._apply_to_tensors(
-            lambda a: a.astype(dtype.numpy) if a.dtype.kind == "f" else a)
+            lambda a: a.astype(dtype.numpy) if of_array(a).is_floating_point else a)
 
     def double(self):
-        return self.to("float64")
+        return self.to(float64)
 
     def float(self):
-        return self.to("float32")
+        return self.to(float32)
+
+    def half(self):
+        return self.to(float16)
+
+    def bfloat16(self):
+        return self.to(bfloat16)
 
     def cpu(self):
         return self
+
+    def cuda(self, device=None):
+        """Always a RuntimeError: minitorch has no CUDA backend."""
+        parse_to(("cuda" if device is None else device,), {}, "cuda")
+        raise RuntimeError("cuda: minitorch has no CUDA backend")
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self, destination=None, prefix="", keep_vars=False):

@@ -2,28 +2,39 @@
 and the checking of ``dim`` arguments."""
 import numpy as np
 
-from ..dtype import bool_, float32, float64, int64
+from ..dtype import bool_, get_default_dtype, int64, promote_types
 from ..tensor import Tensor, normalize_dim  # noqa: F401  (the ops import it from here)
 
 
-def promote_types(a, b):
-    """PyTorch's rule for two tensor dtypes: bool < int64 < float32 < float64."""
-    order = {bool_: 0, int64: 1, float32: 2, float64: 3}
-    return a if order[a] >= order[b] else b
+def _category(dtype):
+    return 2 if dtype.is_floating_point else 0 if dtype is bool_ else 1
+
+
+def result_type(a, b):
+    """The dtype PyTorch computes ``a op b`` in, for two tensors: ``promote_types`` of their
+    dtypes, except that a 0-d tensor beside one with dimensions counts only if its kind (bool <
+    integer < float) is higher, as in PyTorch (``int8_vector + tensor(5)`` stays int8,
+    ``float32_vector + tensor(1.0, dtype=float64)`` stays float32)."""
+    if a.dtype is b.dtype:
+        return a.dtype
+    if (a._data.ndim == 0) == (b._data.ndim == 0):
+        return promote_types(a.dtype, b.dtype)
+    dims, zero = (a.dtype, b.dtype) if b._data.ndim == 0 else (b.dtype, a.dtype)
+    return zero if _category(zero) > _category(dims) else dims
 
 
 def as_operands(a, b):
     """Two Tensors of one dtype from tensors and Python scalars, promoting like PyTorch.
 
     A Python number is "weak": it takes the tensor's dtype unless its kind is higher
-    (``int_tensor * 0.5`` is float32, ``float64_tensor + 1`` stays float64).
+    (``int_tensor * 0.5`` has the default float dtype, ``float64_tensor + 1`` stays float64).
     """
     if isinstance(a, Tensor) and isinstance(b, Tensor):
-        target = promote_types(a.dtype, b.dtype)
+        target = result_type(a, b)
     elif isinstance(a, Tensor):
-        target = _with_scalar(a.dtype, b)
+        target = _with_scalar(a, b)
     elif isinstance(b, Tensor):
-        target = _with_scalar(b.dtype, a)
+        target = _with_scalar(b, a)
     else:
         raise TypeError(f"expected at least one Tensor, got {type(a).__name__} and "
                         f"{type(b).__name__}")
@@ -45,15 +56,16 @@ def broadcast_operands(a, b, name):
     return a, b
 
 
-def _with_scalar(tensor_dtype, scalar):
+def _with_scalar(tensor, scalar):
+    tensor_dtype = tensor.dtype
     if isinstance(scalar, (bool, np.bool_)):
         return tensor_dtype
     if isinstance(scalar, (int, np.integer)):
         return int64 if tensor_dtype is bool_ else tensor_dtype
     if isinstance(scalar, (float, np.floating)):
-        return tensor_dtype if tensor_dtype.is_floating_point else float32
+        return tensor_dtype if tensor_dtype.is_floating_point else get_default_dtype()
     if isinstance(scalar, np.ndarray):
-        return promote_types(tensor_dtype, Tensor._make(scalar).dtype)
+        return result_type(tensor, Tensor._make(scalar))
     raise TypeError(f"unsupported operand of type {type(scalar).__name__}")
 
 
@@ -61,7 +73,10 @@ def to_tensor(value, dtype):
     """``value`` as a Tensor of ``dtype`` (a cast is a differentiable op for float tensors)."""
     if isinstance(value, Tensor):
         return value if value.dtype is dtype else value.to(dtype)
-    return Tensor._make(np.asarray(value, dtype=dtype.numpy))
+    try:
+        return Tensor._make(np.asarray(value, dtype=dtype.numpy))
+    except OverflowError:  # a Python int beyond a narrow integer dtype wraps, as in PyTorch
+        return Tensor._make(np.asarray(value).astype(dtype.numpy))
 
 
 def unbroadcast(grad, shape):

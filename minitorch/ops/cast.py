@@ -1,11 +1,15 @@
-"""Changes of dtype: the ``Cast`` Function and the Tensor methods ``to``, ``float``,
-``double``, ``long``, ``bool`` and ``type_as``.
+"""Changes of dtype (and of device, CPU only): the ``Cast`` Function and the Tensor methods
+``to``, ``type``, ``type_as`` and the named casts ``float``, ``double``, ``half``, ``bfloat16``,
+``long``, ``int``, ``short``, ``char``, ``byte``, ``bool``.
 
 A float-to-float cast of a tensor that requires grad is a node of the graph (its gradient is
-cast back); every other cast is a plain copy with no history, as in PyTorch.
+cast back); every other cast is a plain copy with no history, as in PyTorch. A cast that
+changes nothing returns the tensor itself (unless ``copy=True``), as in PyTorch.
 """
 from ..autograd.function import Function
-from ..dtype import as_dtype, bool_, float32, float64, int64
+from ..device import parse_to
+from ..dtype import (_BY_TENSOR_TYPE, as_dtype, bfloat16, bool_, float16, float32, float64,
+                     int8, int16, int32, int64, uint8)
 from ..tensor import Tensor
 from .registry import tensor_method
 
@@ -23,39 +27,55 @@ class Cast(Function):
         return grad.to(ctx.dtype), None
 
 
-@tensor_method("to")
-def to(self, dtype=None, *args, **kwargs):
-    """``.to(dtype)``; a device argument is accepted for ``"cpu"`` only."""
-    if dtype in ("cpu", None) and not args:
-        dtype = kwargs.get("dtype")
-        if dtype is None:
-            return self
-    if isinstance(dtype, str) and dtype not in ("float32", "float64", "int64", "bool"):
-        if dtype != "cpu":
-            raise ValueError(f"to: minitorch runs on the CPU only, got device {dtype!r}")
-        dtype = args[0] if args else kwargs.get("dtype")
-        if dtype is None:
-            return self
+def _cast(tensor, dtype, copy=False):
     dtype = as_dtype(dtype)
-    if dtype is self.dtype:
-        return self
-    if self.requires_grad and dtype.is_floating_point and self.dtype.is_floating_point:
-        return Cast.apply(self, dtype)
-    return Tensor._make(self._data.astype(dtype.numpy))
+    if dtype is tensor.dtype:
+        return tensor.clone() if copy else tensor
+    if tensor.requires_grad and dtype.is_floating_point and tensor.dtype.is_floating_point:
+        return Cast.apply(tensor, dtype)
+    return Tensor._make(tensor._data.astype(dtype.numpy))
+
+
+@tensor_method("to")
+def to(self, *args, **kwargs):
+    """``to(dtype)``, ``to(device, dtype=None)``, ``to(other)`` (other's dtype), each with
+    ``non_blocking`` and ``copy``, as ``torch.Tensor.to``; the device must be the CPU."""
+    _, dtype, copy = parse_to(args, kwargs, "to")
+    if dtype is None:
+        return self.clone() if copy else self
+    return _cast(self, dtype, copy)
+
+
+@tensor_method("type")
+def type(self, dtype=None, non_blocking=False, **kwargs):
+    """With no argument, the legacy type name (``"minitorch.FloatTensor"``, PyTorch's
+    ``"torch.FloatTensor"``); else a cast to ``dtype``: a dtype, a legacy type
+    (``minitorch.LongTensor``) or its name (``"torch.LongTensor"`` works too)."""
+    if dtype is None:
+        return f"minitorch.{self.dtype.tensor_type}"
+    if isinstance(dtype, str):
+        package, _, name = dtype.rpartition(".")
+        if package not in ("minitorch", "torch") or name not in _BY_TENSOR_TYPE:
+            raise ValueError(f"type: invalid type {dtype!r} (expected a dtype or a name such "
+                             f"as 'minitorch.FloatTensor')")
+        dtype = _BY_TENSOR_TYPE[name]
+    return _cast(self, dtype)
 
 
 def _cast_method(name, dtype):
-    def cast(self):
-        return to(self, dtype)
+    def cast(self, memory_format=None):
+        return _cast(self, dtype)
     cast.__name__ = cast.__qualname__ = name
-    cast.__doc__ = f"``self.to({dtype})``."
+    cast.__doc__ = f"``self.to(minitorch.{dtype.name})``."
     return cast
 
 
-for _name, _dtype in (("float", float32), ("double", float64), ("long", int64), ("bool", bool_)):
+for _name, _dtype in (("float", float32), ("double", float64), ("half", float16),
+                      ("bfloat16", bfloat16), ("long", int64), ("int", int32), ("short", int16),
+                      ("char", int8), ("byte", uint8), ("bool", bool_)):
     tensor_method(_name)(_cast_method(_name, _dtype))
 
 
 @tensor_method("type_as")
 def type_as(self, other):
-    return to(self, other.dtype)
+    return _cast(self, other.dtype)

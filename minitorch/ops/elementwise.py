@@ -9,7 +9,7 @@ import math
 import numpy as np
 
 from ..autograd.function import Function
-from ..dtype import float32, int64
+from ..dtype import get_default_dtype, int64
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, to_tensor, unbroadcast
 from .registry import apply_inplace, op, tensor_method
@@ -374,8 +374,8 @@ def mul(a, b):
 def div(a, b, rounding_mode=None):
     a, b = broadcast_operands(a, b, "div")
     if rounding_mode is None:
-        if not a.dtype.is_floating_point:  # true division of integers gives float32
-            a, b = a.float(), b.float()
+        if not a.dtype.is_floating_point:  # true division of integers: the default dtype
+            a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
         return Div.apply(a, b)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
@@ -541,7 +541,7 @@ def _where_method(self, condition, other):
 
 
 def _default_float(a, b):
-    return float32 if isinstance(a, float) or isinstance(b, float) else int64
+    return get_default_dtype() if isinstance(a, float) or isinstance(b, float) else int64
 
 
 @op(inplace="masked_fill_")

@@ -6,7 +6,7 @@ was overwritten) and leave the tensor's history as it was, as in PyTorch.
 import numpy as np
 
 from ..random import generator
-from ..tensor import Tensor
+from ..tensor import Tensor, check_fits
 from .registry import check_inplace, tensor_method
 
 
@@ -23,6 +23,15 @@ def zero_(self):
 
 @tensor_method("fill_")
 def fill_(self, value):
+    """Every element set to ``value`` (a number or a 0-d tensor); a Python number that the
+    dtype cannot hold raises RuntimeError, as in PyTorch."""
+    if isinstance(value, Tensor):
+        if value.ndim != 0:
+            raise RuntimeError(f"fill_: only supports a 0-dimension value tensor, but got one "
+                               f"with {value.ndim} dimension(s)")
+        value = value._data.reshape(())
+    else:
+        check_fits(value, self.dtype, "fill_")
     return _write(self, value)
 
 

@@ -3,7 +3,7 @@
 gradient, and the ``padding_idx`` row receives none.
 """
 from ..autograd.function import Function
-from ..dtype import int64
+from ..dtype import int32, int64
 from ..tensor import Tensor
 from .elementwise import masked_fill
 from .registry import op
@@ -34,8 +34,9 @@ class Embedding(Function):
 def _check_indices(input, num_embeddings, name):
     if not isinstance(input, Tensor):
         raise TypeError(f"{name}: input: expected a minitorch Tensor, got {type(input).__name__}")
-    if input.dtype is not int64:
-        raise TypeError(f"{name}: input must be an int64 tensor of indices, got {input.dtype}")
+    if input.dtype is not int64 and input.dtype is not int32:
+        raise TypeError(f"{name}: input must be an int64 (or int32) tensor of indices, got "
+                        f"{input.dtype}")
     idx = input._data
     if idx.size and (idx.min() < 0 or idx.max() >= num_embeddings):
         bad = int(idx.min()) if idx.min() < 0 else int(idx.max())

@@ -492,10 +492,12 @@ def _convert_index(index):
     converted, tensors = [], []
     for item in items:
         if isinstance(item, Tensor):
-            if item.dtype.name not in ("int64", "bool"):
-                raise IndexError(f"index: tensors used as indices must be int64 or bool, got "
-                                 f"{item.dtype}")
-            if item.ndim == 0 and item.dtype.name == "int64":
+            if item.dtype.name not in ("int64", "bool", "int32", "uint8"):
+                raise IndexError(f"index: tensors used as indices must be int64 or bool (or "
+                                 f"int32; uint8 as a mask), got {item.dtype}")
+            if item.dtype.name == "uint8":  # a mask, as PyTorch's (deprecated) byte indexing
+                item = Tensor._make(item._data.astype(bool))
+            if item.ndim == 0 and item.dtype.name in ("int64", "int32"):
                 item = int(item._data)
             else:
                 tensors.append(item)
@@ -551,8 +553,9 @@ def gather(a, dim, index):
 @op()
 def index_select(a, dim, index):
     d = normalize_dim(dim, a.ndim)
-    if not isinstance(index, Tensor) or index.dtype.name != "int64" or index.ndim > 1:
-        raise TypeError("index_select: index must be a 0-d or 1-d int64 tensor")
+    if not isinstance(index, Tensor) or index.dtype.name not in ("int64", "int32") or \
+            index.ndim > 1:
+        raise TypeError("index_select: index must be a 0-d or 1-d int64 (or int32) tensor")
     idx = index._data.reshape(-1)
     if idx.size and (idx.min() < -a.shape[d] or idx.max() >= a.shape[d]):
         raise IndexError(f"index_select: index out of range for dim {d} of size {a.shape[d]} "
