@@ -23,6 +23,7 @@ from .dtype import bool_ as bool  # noqa: A001  (minitorch.bool, as torch.bool)
 from .dtype import dtype, float32, float64, int64
 from .interop import from_dlpack
 from .random import get_rng_state, manual_seed, seed, set_rng_state
+from .random import Generator
 from .tensor import Size, Tensor
 
 # The ops PyTorch has as torch.<name> (add, matmul, softmax, ...), as declared in minitorch/ops.
@@ -38,4 +39,5 @@ __version__ = "0.1.0"
 
 # The layers above the core: they import minitorch's names defined above.
 from . import nn, optim, viz  # noqa: E402
+from . import utils  # noqa: E402  (minitorch.utils.data, as torch.utils.data)
 from .serialization import load, save  # noqa: E402

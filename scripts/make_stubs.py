@@ -31,6 +31,12 @@ OP_RETURNS = {
             ("dim: builtins.int, keepdim: builtins.bool = False", "_ValuesIndices")],
     "min": [("", "Tensor"), ("other: Tensor", "Tensor"),
             ("dim: builtins.int, keepdim: builtins.bool = False", "_ValuesIndices")],
+    "sort": "_ValuesIndices",
+    "topk": "_ValuesIndices",
+    "nonzero": [("*, as_tuple: Literal[False] = False", "Tensor"),
+                ("*, as_tuple: Literal[True]", "tuple[Tensor, ...]")],
+    "unique": "Any",  # a Tensor, or a tuple of them when an inverse or counts are asked for
+    "allclose": "builtins.bool",
     "split": "tuple[Tensor, ...]",
     "chunk": "tuple[Tensor, ...]",
     "unbind": "tuple[Tensor, ...]",
@@ -91,7 +97,7 @@ OWN_TYPES = {
 HEADER = '''"""Type stub written by scripts/make_stubs.py from the op registry: do not edit."""
 # {what}
 '''
-TYPING = ("Any", "NamedTuple", "NoReturn", "overload")
+TYPING = ("Any", "Literal", "NamedTuple", "NoReturn", "overload")
 
 SKIP = {"__module__", "__doc__", "__slots__", "__weakref__", "__dict__", "__qualname__"}
 

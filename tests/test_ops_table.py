@@ -298,6 +298,395 @@ SHAPE_OPS = [
        [case((3, 3)), case((3, 2), diagonal=-1)]),
 ]
 
+
+# ----------------------------------------------------------------------------- sorting, scans,
+# scatter, tiling, rounding, closeness: numpy references
+
+
+def _np_order(x, dim=-1, descending=False):
+    """Stable sort order along ``dim`` (descending: stable too, ties in input order)."""
+    if x.ndim == 0:
+        return np.zeros((), np.int64)
+    if descending:  # the inputs here have no NaN, so negating keeps a stable order
+        return np.argsort(-x, axis=dim, kind="stable")
+    return np.argsort(x, axis=dim, kind="stable")
+
+
+def _np_sort(x, dim=-1, descending=False):
+    order = _np_order(x, dim, descending)
+    return (x.copy(), order) if x.ndim == 0 else (np.take_along_axis(x, order, dim), order)
+
+
+def _np_topk(x, k, dim=-1, largest=True):
+    values, order = _np_sort(x, dim, descending=largest)
+    if x.ndim == 0:
+        return values, order
+    pick = (slice(None),) * (dim % x.ndim) + (slice(0, k),)
+    return values[pick], order[pick]
+
+
+def _np_unique(x, return_inverse=False, return_counts=False, dim=None):
+    out, inverse, counts = np.unique(x.reshape(-1) if dim is None else x, return_inverse=True,
+                                     return_counts=True, axis=dim)
+    results = [out]
+    if return_inverse:
+        results.append(inverse.reshape(x.shape if dim is None else -1))
+    if return_counts:
+        results.append(counts)
+    return tuple(results)
+
+
+def _np_nonzero(x, as_tuple=False):
+    if as_tuple:
+        return np.nonzero(x.reshape(-1) if x.ndim == 0 else x)
+    return np.zeros((1 if x else 0, 0), np.int64) if x.ndim == 0 else np.argwhere(x)
+
+
+def _np_masked_select(x, m):
+    shape = np.broadcast_shapes(x.shape, m.shape)
+    return np.broadcast_to(x, shape)[np.broadcast_to(m > 0, shape)]
+
+
+def _np_scan(fn):
+    def ref(x, dim):
+        return x.copy() if x.ndim == 0 else fn(x, axis=dim)
+    return ref
+
+
+def _along(index, dim):
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _np_scatter(x, src, index, dim, reduce=None):
+    out = x.copy().reshape(x.shape or (1,))
+    index = index.reshape(index.shape or (1,))
+    src = np.broadcast_to(src, index.shape) if np.ndim(src) == 0 else src.reshape(src.shape or (1,))
+    src = src[tuple(slice(0, n) for n in index.shape)]
+    if reduce is None:
+        out[_along(index, dim)] = src
+    else:
+        np.add.at(out, _along(index, dim), src)
+    return out.reshape(x.shape)
+
+
+def _np_index_fill(x, index, dim, value=-2.0):
+    out = x.copy().reshape(x.shape or (1,))  # a 0-d input counts as 1-d
+    out[(slice(None),) * dim + (index,)] = value
+    return out.reshape(x.shape)
+
+
+def _np_index_add(x, src, index, dim, alpha=1):
+    out = x.copy().reshape(x.shape or (1,))
+    np.add.at(out, (slice(None),) * dim + (index.reshape(-1),), alpha * src.reshape(
+        src.shape or (1,)))
+    return out.reshape(x.shape)
+
+
+def _np_index_put(x, values, *indices, accumulate=False):
+    out = x.copy()
+    if accumulate:
+        index = tuple(p for i in indices for p in (np.nonzero(i) if i.dtype == bool else (i,)))
+        np.add.at(out, index, np.broadcast_to(values, out[index].shape))
+    else:
+        out[indices] = values
+    return out
+
+
+def _mt_index_add(a, src, index, dim, alpha=1):
+    return a.index_add(dim, index, src, alpha=alpha)
+
+
+def _mt_index_put(a, values, *indices, accumulate=False):
+    return a.index_put(indices, values, accumulate=accumulate)
+
+
+def _as_repeats(repeats):
+    return mt.tensor(repeats) if isinstance(repeats, np.ndarray) else repeats
+
+
+def _np_round(x, decimals=0):
+    scale = x.dtype.type(10.0 ** abs(decimals))
+    if decimals == 0:
+        return np.rint(x)
+    return np.rint(x * scale) / scale if decimals > 0 else np.rint(x / scale) * scale
+
+
+def _np_einsum(*xs, equation):
+    """np.einsum, and PyTorch's reading of an output without the inputs' '...': those dims are
+    summed (numpy refuses such an equation)."""
+    inputs, arrow, output = equation.partition("->")
+    if arrow and "..." in inputs and "..." not in output:
+        full = np.einsum(f"{inputs}->...{output}", *xs)
+        return full.sum(axis=tuple(range(full.ndim - len(output))))
+    return np.einsum(equation, *xs)
+
+
+def _np_closeness(x, y):
+    return (np.isclose(x, y), np.isclose(x, x + y * 1e-7), np.isclose(x, x + y * 1e-3, rtol=1e-2))
+
+
+def _mt_closeness(a, b):
+    return (mt.isclose(a, b), mt.isclose(a, a + b * 1e-7), a.isclose(a + b * 1e-3, rtol=1e-2))
+
+
+SORTING_OPS = [
+    Op("sort", lambda a, **k: a.sort(**k), _np_sort,
+       [case((4,)), case((2, 3), dim=0), case(T(3, 4), descending=True), case(step(2, 3)),
+        case((0, 3), dim=1), case(()), case((2, 0), dim=0, descending=True)]),
+    Op("argsort", lambda a, **k: mt.argsort(a, **k), _np_order,
+       [case((2, 3)), case(T(3, 2), dim=0, descending=True), case(())], differentiable=False),
+    Op("topk", lambda a, k, **kw: a.topk(k, **kw), _np_topk,
+       [case((5,), k=2), case((3, 4), k=3, dim=0), case(T(3, 4), k=1, largest=False),
+        case((2, 3), k=0), case((), k=1), case(step(2, 4), k=2, dim=-1), case((0, 2), k=0)]),
+    Op("unique", lambda a, **k: mt.unique(a, **k), _np_unique,
+       [case((2, 3)), case(const([[3, 1], [2, 3]]), return_inverse=True, return_counts=True),
+        case(const([[1, 2], [1, 2], [0, 5]]), dim=0, return_inverse=True),
+        case(const([3, 3, 1]), return_counts=True), case(const(7), return_inverse=True),
+        case(const([], np.int64), return_counts=True)], differentiable=False),
+    Op("nonzero", lambda a, **k: a.nonzero(**k), _np_nonzero,
+       [case(const([[0, 1, 0], [2, 0, 3]])), case(const([[0, 1, 0], [2, 0, 3]]), as_tuple=True),
+        case(const(0)), case(const(5)), case(const(5), as_tuple=True), case((2, 3)),
+        case(const(np.zeros((0, 2), bool), bool))], differentiable=False),
+    Op("masked_select", lambda a, m: a.masked_select(m > 0), _np_masked_select,
+       [case((2, 3), (2, 3)), case((3,), (2, 3)), case(T(2, 3), (2, 1)), case((), ()),
+        case((0, 3), (3,)), case(step(2, 3), ())]),
+]
+
+SCAN_OPS = [
+    Op("cumsum", lambda a, dim: a.cumsum(dim), _np_scan(np.cumsum),
+       [case((4,), dim=0), case((2, 3), dim=1), case(T(3, 2), dim=0), case(step(2, 3), dim=-1),
+        case((), dim=0), case((0, 3), dim=0)]),
+    Op("cumprod", lambda a, dim: mt.cumprod(a, dim), _np_scan(np.cumprod),
+       [case((4,), dim=0), case((2, 3), dim=1), case(T(3, 2), dim=0), case(step(2, 3), dim=-1),
+        case((), dim=0), case((0, 3), dim=1),
+        case(const([[2.0, 0.0, 3.0, 0.0, 4.0], [0.0, 1.5, 2.0, -1.0, 0.5]], np.float64), dim=1),
+        case(const([[0.0, 2.0], [3.0, 0.0], [0.5, 4.0]], np.float64), dim=0)]),
+]
+
+# Unique indices wherever a value is written (not added): with a place written twice, one
+# value lands and both get its gradient (as in PyTorch), which finite differences do not see.
+SCATTER_OPS = [
+    Op("scatter", lambda a, s, i, dim: mt.scatter(a, dim, i, s), _np_scatter,
+       [case((3, 4), (2, 4), const([[0, 1, 2, 0], [2, 0, 1, 1]]), dim=0),
+        case((3, 4), (3, 2), const([[3, 0], [1, 2], [0, 1]]), dim=1),
+        case(T(3, 4), step(2, 4), const([[2, 2, 0, 1], [0, 1, 2, 0]]), dim=0),
+        case((3, 4), (3, 5), const([[1], [0], [2]]), dim=0),
+        case((), (), const(0), dim=0), case((2, 3), (0, 3), const(np.zeros((0, 3))), dim=0)]),
+    Op("scatter_value", lambda a, i, dim: a.scatter(dim, i, -1.5),
+       lambda x, i, dim: _np_scatter(x, -1.5, i, dim),
+       [case((3, 4), const([[0, 1, 2, 0]]), dim=0), case(T(2, 3), const([[2], [0]]), dim=1)],
+       op="scatter"),
+    Op("scatter_reduce_add", lambda a, s, i, dim: a.scatter(dim, i, s, reduce="add"),
+       lambda x, s, i, dim: _np_scatter(x, s, i, dim, reduce="add"),
+       [case((3, 4), (2, 4), const([[0, 0, 2, 0], [0, 0, 1, 0]]), dim=0)], op="scatter"),
+    Op("scatter_add", lambda a, s, i, dim: a.scatter_add(dim, i, s),
+       lambda x, s, i, dim: _np_scatter(x, s, i, dim, reduce="add"),
+       [case((3, 4), (2, 4), const([[0, 0, 2, 0], [0, 0, 1, 0]]), dim=0),
+        case(step(2, 3), T(2, 4), const([[2, 2], [0, 2]]), dim=1),
+        case((), (1,), const([0]), dim=0)]),
+    Op("index_fill", lambda a, i, dim: a.index_fill(dim, i, -2.0), _np_index_fill,
+       [case((3, 4), const([0, 2]), dim=0), case(T(3, 4), const([-1, 1, -1]), dim=1),
+        case((2, 3), const(1), dim=1), case((), const([0]), dim=0),
+        case((2, 3), const([], np.int64), dim=0)]),
+    Op("index_fill_tensor_value", lambda a, v, i, dim: mt.index_fill(a, dim, i, v),
+       lambda x, v, i, dim: _np_index_fill(x, i, dim, v),
+       [case((3, 4), (), const([0, 2]), dim=1), case(step(2, 3), (), const([1]), dim=0)],
+       op="index_fill"),
+    Op("index_add", _mt_index_add, _np_index_add,
+       [case((3, 4), (2, 4), const([2, 0]), dim=0), case((3, 4), (3, 3), const([1, 1, 3]), dim=1,
+                                                         alpha=2.0),
+        case(T(3, 4), step(3, 2), const([0, 0]), dim=1), case((), (), const(0), dim=0),
+        case((2, 3), (2, 0), const([], np.int64), dim=1)]),
+    Op("index_put", _mt_index_put, _np_index_put,
+       [case((3, 4), (2,), const([0, 2]), const([1, 3])),
+        case((3, 4), (4,), const([2, 0])), case(T(3, 4), (), const([[1], [2]]), const([0, 3])),
+        case((2, 3), (3,), const([[True, False, True], [False, False, True]], bool)),
+        case((3, 4), (3,), const([0, 2, 0]), const([1, 1, 1]), accumulate=True),
+        case((3, 2), (2,), const([True, False, True], bool), accumulate=True)]),
+]
+
+TILING_OPS = [
+    Op("roll", lambda a, **k: a.roll(**k),
+       lambda x, shifts, dims=None: np.roll(x, shifts, dims) if x.ndim else x.copy(),
+       [case((5,), shifts=2), case((2, 3), shifts=(1, -1), dims=(0, 1)),
+        case(T(3, 4), shifts=-1, dims=1), case((2, 3), shifts=4), case((), shifts=1),
+        case((0, 3), shifts=1, dims=0), case(step(2, 3), shifts=(2, 1), dims=(1, 1))]),
+    Op("repeat_interleave", lambda a, repeats, **k: a.repeat_interleave(_as_repeats(repeats), **k),
+       lambda x, repeats, dim=None: np.repeat(x, repeats, axis=dim),
+       [case((3,), repeats=2), case((2, 3), repeats=2, dim=0),
+        case(T(2, 3), repeats=np.array([1, 0, 2]), dim=1), case((2, 3), repeats=np.array([3])),
+        case((), repeats=3), case((0, 2), repeats=2, dim=0),
+        case(step(2, 3), repeats=np.array([2, 1]), dim=0)]),
+    Op("tile", lambda a, dims: a.tile(dims), lambda x, dims: np.tile(x, dims),
+       [case((2, 3), dims=(2,)), case((3,), dims=(2, 2)), case(T(2, 3), dims=(1, 2)),
+        case((), dims=(2,)), case((0, 3), dims=(2, 1)), case((2, 3), dims=())]),
+    Op("diag", lambda a, **k: a.diag(**k), lambda x, diagonal=0: np.diag(x, diagonal),
+       [case((3,)), case((3,), diagonal=1), case((4,), diagonal=-2), case((2, 3)),
+        case(T(3, 2), diagonal=-1), case((2, 3), diagonal=5), case((0,)), case(step(3, 3))]),
+]
+
+LINALG_OPS = [
+    Op("outer", lambda a, b: a.outer(b), np.outer,
+       [case((3,), (2,)), case(step(3), step(2)), case((0,), (2,)), case((1,), (1,))]),
+    *[Op(f"einsum_{name}", lambda *ts, equation: mt.einsum(equation, *ts),
+         _np_einsum, cases, op="einsum")
+      for name, cases in [
+          ("trace", [case((3, 3), equation="ii"), case(T(3, 3), equation="ii->i"),
+                     case((3, 3, 2), equation="iij->ij"), case((0, 0), equation="ii")]),
+          ("matmul", [case((2, 3), (3, 4), equation="ij,jk->ik"),
+                      case(T(2, 3), step(3, 4), equation="ij,jk"),
+                      case((2, 2, 3), (2, 3, 4), equation="bij,bjk->bik"),
+                      case((2, 0), (0, 3), equation="ij,jk")]),
+          ("ellipsis", [case((2, 2, 3), (3, 4), equation="...ij,...jk"),
+                        case((2, 5, 3), (2, 3), equation="b...i,bi->b..."),
+                        case((2, 3, 4), equation="i...->..."),
+                        case((2, 3, 4), equation="...i->i")]),
+          ("broadcast", [case((1, 3), (2, 3), equation="ij,ij->ij"),
+                         case((3,), (2,), equation="i,j->ij"), case((), (3,), equation=",i->i"),
+                         case((3,), (3,), (3,), equation="i,i,i->"),
+                         case((2, 3), equation="ij->ji"), case((2, 3), equation="ij->")]),
+      ]],
+]
+
+ROUNDING_OPS = [
+    *[_unary(name, getattr(mt, name), getattr(np, name)) for name in ("floor", "ceil", "trunc")],
+    _unary("round", mt.round, np.rint),
+    Op("round_decimals", lambda a, decimals: a.round(decimals=decimals), _np_round,
+       [case((2, 3), decimals=2), case(T(2, 3), decimals=-1), case((), decimals=1),
+        case((0, 2), decimals=3)], op="round"),
+    _binary("remainder", mt.remainder, np.remainder, domains=(None, "nonzero")),
+    _binary("fmod", lambda a, b: a.fmod(b), np.fmod, domains=(None, "nonzero")),
+    Op("mod_operators", lambda a, b: (a % b, 2.5 % b, a % 0.75), lambda x, y: (
+       np.remainder(x, y), np.remainder(2.5, y).astype(y.dtype), np.remainder(x, 0.75)),
+       [case((2, 3), (3,)), case(T(2, 2), ())], domains=(None, "nonzero"), op="remainder"),
+]
+
+CLOSENESS_OPS = [
+    Op("isclose", _mt_closeness, _np_closeness, BINARY_SHAPES, differentiable=False),
+    Op("allclose", lambda a, b: mt.tensor([mt.allclose(a, b), mt.allclose(a, a + b * 1e-7),
+                                           a.allclose(a + b * 1e-3, rtol=1e-2)]),
+       lambda x, y: np.array([np.allclose(x, y), np.allclose(x, x + y * 1e-7),
+                              np.allclose(x, x + y * 1e-3, rtol=1e-2)]),
+       BINARY_SHAPES, differentiable=False),
+]
+
+
+# ----------------------------------------------------------------------------- nn.functional
+
+def _np_softplus(x, beta=1.0, threshold=20.0):
+    return np.where(beta * x > threshold, x, np.logaddexp(0, beta * x) / beta)
+
+
+def _np_pad(x, pad, mode="constant", value=None):
+    """numpy's pad modes are PyTorch's under other names; negative amounts crop first."""
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        dim, left, right = x.ndim - 1 - i, pad[2 * i], pad[2 * i + 1]
+        x = np.take(x, range(max(-left, 0), x.shape[dim] - max(-right, 0)), axis=dim)
+        widths[dim] = (max(left, 0), max(right, 0))
+    if not widths:  # a 0-d input and no padding
+        return x.copy()
+    if mode == "constant":
+        return np.pad(x, widths, constant_values=0 if value is None else value)
+    return np.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge",
+                                   "circular": "wrap"}[mode])
+
+
+def _np_reduced(loss, reduction="mean"):
+    return loss if reduction == "none" else (loss.sum() if reduction == "sum" else loss.mean())
+
+
+def _loss_row(name, fn, per_element, cases, weighted_mean="by weight", **options):
+    """A regression loss: ``fn(input, target, [weight], **kwargs)`` against the numpy
+    ``per_element(d, **kwargs)`` of d = input − target, weighted and reduced as PyTorch."""
+    def mt_fn(x, t, *weight, **k):
+        return fn(x, t, weight=weight[0] if weight else None, **k)
+
+    def ref(x, t, *weight, reduction="mean", **k):
+        loss = per_element(x - t, **k)
+        if weight:
+            loss = loss * weight[0]
+            if reduction == "mean" and weighted_mean == "by weight":
+                return loss.sum() / weight[0].sum()
+        return _np_reduced(loss, reduction)
+    return Op(name, mt_fn, ref, cases, **options)
+
+
+def _np_kl_div(x, t, reduction="mean", log_target=False):
+    loss = np.exp(t) * (t - x) if log_target else t * np.log(t) - t * x
+    if reduction == "batchmean":
+        return loss.sum() / x.shape[0]
+    return _np_reduced(loss, reduction)
+
+
+def _np_bce(p, t, *weight, reduction="mean"):
+    loss = -(t * np.maximum(np.log(p), -100) + (1 - t) * np.maximum(np.log1p(-p), -100))
+    return _np_reduced(loss * weight[0] if weight else loss, reduction)
+
+
+def _np_bce_logits(x, t, *weights, reduction="mean", which=""):
+    named = dict(zip(which, weights))
+    log_weight = 1 + (named["p"] - 1) * t if "p" in named else 1.0
+    loss = (1 - t) * x + log_weight * np.logaddexp(0, -x)
+    return _np_reduced(loss * named["w"] if "w" in named else loss, reduction)
+
+
+def _mt_bce_logits(x, t, *weights, which="", **kwargs):
+    named = dict(zip(which, weights))
+    return F.binary_cross_entropy_with_logits(x, mt.sigmoid(t), named.get("w"),
+                                              pos_weight=named.get("p"), **kwargs)
+
+
+LOSS_CASES = [case((2, 3), (2, 3)), case((4,), (4,), reduction="sum"),
+              case(T(2, 3), step(2, 3), reduction="none"), case((), ()),
+              case((2, 3), (2, 3), (2, 3)), case((3, 2), (3, 2), (3, 2), reduction="sum"),
+              case((0, 3), (0, 3), reduction="sum")]  # (the mean of none: test_nn_losses.py)
+BINARY_LOSS_CASES = [case((2, 3), (2, 3)), case(T(2, 3), step(2, 3), reduction="none"),
+                     case((4,), (4,), (4,), reduction="sum"), case((2, 3), (2, 3), (3,)),
+                     case((), ()), case((0, 2), (0, 2), reduction="sum")]
+
+NN_OPS = [
+    _unary("mish", F.mish, lambda x: x * np.tanh(_np_softplus(x))),
+    Op("softplus", lambda a, **k: F.softplus(a, **k), _np_softplus,
+       UNARY_SHAPES + [case((2, 3), beta=2.0, threshold=1.0), case(T(3, 2), beta=0.5)]),
+    Op("pad", lambda a, **k: F.pad(a, **k), _np_pad,
+       [case((2, 3), pad=(1, 2)), case((2, 3), pad=(-1, 2, 1, 0), value=1.5),
+        case(T(2, 3), pad=(2, 1), mode="reflect"), case(step(2, 4), pad=(3, 1), mode="replicate"),
+        case((2, 3, 4), pad=(1, 3, 2, 1), mode="circular"),
+        case((1, 2, 3, 3), pad=(2, 0, 1, 2), mode="reflect"),
+        case((3,), pad=(0, 2), value=-1.0), case((0, 3), pad=(1, 1)), case((), pad=())]),
+    _loss_row("mse_loss", F.mse_loss, np.square, LOSS_CASES),
+    _loss_row("l1_loss", F.l1_loss, np.abs, LOSS_CASES),
+    _loss_row("huber_loss", F.huber_loss,
+              lambda d, delta=1.0: np.where(np.abs(d) < delta, 0.5 * d * d,
+                                            delta * (np.abs(d) - 0.5 * delta)),
+              LOSS_CASES + [case((2, 3), (2, 3), delta=0.3), case((2, 3), (2, 3), (2, 3),
+                                                                  delta=0.5)],
+              weighted_mean="by count"),
+    _loss_row("smooth_l1_loss", lambda x, t, weight=None, **k: F.smooth_l1_loss(x, t, **k),
+              lambda d, beta=1.0: np.abs(d) if beta == 0 else np.where(
+                  np.abs(d) < beta, 0.5 * d * d / beta, np.abs(d) - 0.5 * beta),
+              [c for c in LOSS_CASES if len(c[0]) == 2] + [case((2, 3), (2, 3), beta=0.4),
+                                                           case((4,), (4,), beta=0.0)]),
+    Op("kl_div", lambda x, t, **k: F.kl_div(x, t, **k), _np_kl_div,
+       [case((2, 3), (2, 3), reduction="batchmean"), case((4,), (4,), reduction="sum"),
+        case(T(2, 3), step(2, 3), reduction="none"), case((2, 3), (3,), reduction="sum"),
+        case((2, 3), (2, 3), reduction="batchmean", log_target=True),
+        case((), (), reduction="none"), case((0, 3), (0, 3), reduction="sum")],
+       domains=(None, "positive")),
+    # probabilities: the sigmoid of the drawn values, in minitorch and in the reference alike
+    Op("binary_cross_entropy",
+       lambda x, t, *w, **k: F.binary_cross_entropy(mt.sigmoid(x), mt.sigmoid(t), *w, **k),
+       lambda x, t, *w, **k: _np_bce(_sigmoid(x), _sigmoid(t), *w, **k), BINARY_LOSS_CASES),
+    Op("binary_cross_entropy_with_logits", _mt_bce_logits,
+       lambda x, t, *w, **k: _np_bce_logits(x, _sigmoid(t), *w, **k),
+       BINARY_LOSS_CASES + [case((2, 3), (2, 3), (3,), which="p"),
+                            case(step(2, 3), (2, 3), (2, 1), (3,), which="wp",
+                                 reduction="none")]),
+]
+
 OPS = [
     # arithmetic
     _binary("add", mt.add, np.add),
@@ -409,7 +798,8 @@ OPS = [
        lambda x, i, **k: x[i], [case((4, 3), const([1, 0, 1, 3]), padding_idx=1),
                                 case((5, 2), const([[4, 4], [0, 2]]), padding_idx=-1)],
        differentiable=False, op="embedding"),
-] + SHAPE_OPS
+] + SHAPE_OPS + SORTING_OPS + SCAN_OPS + SCATTER_OPS + TILING_OPS + LINALG_OPS \
+    + ROUNDING_OPS + CLOSENESS_OPS + NN_OPS
 
 KERNEL_OPS = [
     Op("matmul", lambda a, b: a @ b, np.matmul,
@@ -452,6 +842,12 @@ KERNEL_OPS = [
        lambda x, dim=-1: np.log(_softmax(x, dim)),
        [case((4,)), case((2, 3)), case((2, 3), dim=0), case(step(2, 3)), case((0, 3)), case(())],
        kernel=True),
+    Op("mm", lambda a, b: a.mm(b), np.matmul,
+       [case((2, 3), (3, 4)), case(T(3, 2), step(2, 4)), case((2, 0), (0, 3)), case((0, 3), (3, 2)),
+        case((1, 1), (1, 1))], kernel=True),
+    Op("bmm", lambda a, b: mt.bmm(a, b), np.matmul,
+       [case((2, 2, 3), (2, 3, 4)), case(T(2, 3, 2), step(2, 2, 4)), case((0, 2, 3), (0, 3, 1)),
+        case((3, 1, 2), (3, 2, 1))], kernel=True),
 ]
 
 
@@ -562,6 +958,14 @@ def test_table_covers_the_issue_list():
         stack split chunk getitem gather index_select matmul softmax log_softmax layer_norm
         cross_entropy embedding scaled_dot_product_attention""".split()
     assert set(wanted) <= names, set(wanted) - names
+
+
+def test_table_covers_the_tensor_ops_pytorch_programs_use():
+    ops = {op.op for op in OPS + KERNEL_OPS}
+    wanted = """topk sort argsort unique nonzero masked_select cumsum cumprod scatter scatter_add
+        index_fill index_add index_put narrow roll repeat_interleave tile diag repeat mm bmm outer
+        einsum round floor ceil trunc fmod remainder allclose isclose""".split()
+    assert set(wanted) <= ops, set(wanted) - ops
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64], ids=["f32", "f64"])

@@ -5,9 +5,13 @@ gradient checking.
 - ``engine.py``: the backward walk over the graph
 - ``grad_mode.py``: ``no_grad``, ``enable_grad``, ``set_grad_enabled``
 - ``gradcheck.py``: ``gradcheck``/``gradgradcheck`` against finite differences
+- ``functional.py``: ``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``vhp``, ``hvp``
+- ``anomaly.py``: ``detect_anomaly``, ``set_detect_anomaly`` (NaN gradients, forward stacks)
 
 May import: ``minitorch.tensor`` (lazily, to avoid a cycle) and numpy.
 """
+from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                      set_detect_anomaly)
 from .engine import run_backward
 from .function import Context, Function
 from .grad_mode import enable_grad, is_grad_enabled, no_grad, set_grad_enabled
@@ -71,4 +75,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402
 
 __all__ = ["Function", "Context", "backward", "grad", "no_grad", "enable_grad",
-           "set_grad_enabled", "is_grad_enabled", "gradcheck", "gradgradcheck", "GradcheckError"]
+           "set_grad_enabled", "is_grad_enabled", "gradcheck", "gradgradcheck", "GradcheckError",
+           "functional", "detect_anomaly", "set_detect_anomaly", "is_anomaly_enabled",
+           "is_anomaly_check_nan_enabled"]
+from . import functional  # noqa: E402  (it uses grad, defined above)

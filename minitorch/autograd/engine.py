@@ -12,7 +12,8 @@ It is micrograd's ``Value.backward`` with nodes that have several inputs and out
 plus PyTorch's extras, each a named step of ``run_backward``: tensor hooks, ``inputs=`` (only
 the part of the graph that leads to them runs), freeing saved tensors unless ``retain_graph``,
 and ``create_graph`` (backward formulas run with grad mode on, so the gradients get a graph of
-their own and can be differentiated again).
+their own and can be differentiated again); in anomaly mode (anomaly.py), each backward runs
+under its checks.
 
 A node is a ``Context`` (function.py): ``node.inputs[i]`` is its i-th input tensor (None if it
 needs no gradient) and ``node.input_edges[i]`` is ``(node that made it, its output index)``,
@@ -21,6 +22,7 @@ Python's recursion limit.
 """
 import numpy as np
 
+from . import anomaly
 from .function import _tensor_class
 from .grad_mode import set_grad_enabled
 
@@ -34,6 +36,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     gradient reached it). With ``inputs``, only the nodes that lead to them run (and are freed).
     """
     buffer = GradientBuffer(inputs)
+    check_anomalies = anomaly._mode.enabled  # read once: anomaly mode costs nothing when off
     order = topological_order([out._ctx for out in outputs if out._ctx is not None])
     if inputs is not None:
         order = _leading_to(order, buffer.wanted)
@@ -46,7 +49,8 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 continue  # no gradient reached this node (its consumers returned None)
             if node.output_hooks:
                 grads = _run_output_hooks(node, grads)
-            input_grads = _call_backward(node, grads)
+            input_grads = _call_backward(node, grads) if not check_anomalies \
+                else anomaly.checked_backward(node, grads, _call_backward)
             if not retain_graph:
                 node.free()
             for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):

@@ -1,9 +1,11 @@
 """``minitorch.nn``: modules, layers, the Transformer, and ``functional``, as ``torch.nn``.
 
-- ``module.py``/``parameter.py``/``containers.py``: Module, Parameter, Sequential, ModuleList,
-  ModuleDict
+- ``module.py``/``parameter.py``/``containers.py``: Module (and its hooks, ``hooks.py``),
+  Parameter, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
 - layers: ``linear.py`` (Linear, Identity), ``activation.py``, ``dropout.py``,
-  ``normalization.py`` (LayerNorm), ``sparse.py`` (Embedding)
+  ``normalization.py`` (LayerNorm, RMSNorm), ``sparse.py`` (Embedding), ``flatten.py``
+  (Flatten, Unflatten)
+- ``loss.py``: the loss modules (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, ...)
 - ``attention.py`` (MultiheadAttention, KVCache), ``transformer.py`` (encoder/decoder layers,
   stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
   positions)
@@ -13,13 +15,16 @@
 May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.creation``.
 """
 from . import functional, init
-from .activation import GELU, LogSoftmax, ReLU, Sigmoid, Softmax, Tanh
+from .activation import GELU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import KVCache, MultiheadAttention
-from .containers import ModuleDict, ModuleList, Sequential
+from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .dropout import Dropout
+from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDivLoss, L1Loss,
+                   MSELoss, NLLLoss, SmoothL1Loss)
 from .module import Module
-from .normalization import LayerNorm
+from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .sparse import Embedding
@@ -31,9 +36,12 @@ try:  # nn.utils (clip_grad_norm_, ...) is written separately and may not exist 
 except ImportError:
     pass
 
-__all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Linear",
-           "Identity", "Embedding", "Dropout", "LayerNorm", "ReLU", "GELU", "Tanh", "Sigmoid",
-           "Softmax", "LogSoftmax", "MultiheadAttention", "KVCache", "TransformerEncoderLayer",
+__all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
+           "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten", "Embedding", "Dropout",
+           "LayerNorm", "RMSNorm", "ReLU", "GELU", "SiLU", "Mish", "Softplus", "Tanh", "Sigmoid",
+           "Softmax", "LogSoftmax", "CrossEntropyLoss", "NLLLoss", "KLDivLoss", "MSELoss",
+           "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
+           "MultiheadAttention", "KVCache", "TransformerEncoderLayer",
            "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder",
            "TransformerDecoderCache", "Transformer",
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init"]

@@ -1,5 +1,6 @@
-"""Activation layers: ``ReLU``, ``GELU``, ``Tanh``, ``Sigmoid``, ``Softmax``, ``LogSoftmax``
-(module wrappers around ``nn.functional``, with PyTorch's arguments and reprs).
+"""Activation layers: ``ReLU``, ``GELU``, ``SiLU``, ``Mish``, ``Softplus``, ``Tanh``, ``Sigmoid``,
+``Softmax``, ``LogSoftmax`` (module wrappers around ``nn.functional``, with PyTorch's arguments
+and reprs).
 May import: ``.module``, ``.functional``.
 """
 from . import functional as F
@@ -34,6 +35,49 @@ class GELU(Module):
         return f"approximate={self.approximate!r}"
 
 
+class SiLU(Module):
+    """x·σ(x), also called swish."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.silu(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Mish(Module):
+    """x·tanh(softplus(x))."""
+
+    def __init__(self, inplace=False):
+        super().__init__()
+        self.inplace = inplace
+
+    def forward(self, input):
+        return F.mish(input, inplace=self.inplace)
+
+    def extra_repr(self):
+        return "inplace=True" if self.inplace else ""
+
+
+class Softplus(Module):
+    """(1/β)·log(1 + e^(β·x)), linear where β·x > threshold."""
+
+    def __init__(self, beta=1.0, threshold=20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, input):
+        return F.softplus(input, self.beta, self.threshold)
+
+    def extra_repr(self):
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
 class Tanh(Module):
     def forward(self, input):
         return F.tanh(input)
@@ -50,7 +94,8 @@ class Softmax(Module):
         self.dim = dim
 
     def forward(self, input):
-        return F.softmax(input, self.dim)
+        # _stacklevel=5: the warning about an implicit dim (None) points at the caller's line
+        return F.softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"
@@ -62,7 +107,7 @@ class LogSoftmax(Module):
         self.dim = dim
 
     def forward(self, input):
-        return F.log_softmax(input, self.dim)
+        return F.log_softmax(input, self.dim, _stacklevel=5)
 
     def extra_repr(self):
         return f"dim={self.dim}"

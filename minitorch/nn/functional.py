@@ -2,10 +2,12 @@
 the layers, with ``torch.nn.functional``'s names, arguments, defaults and shapes.
 
 - here: ``relu``, ``softmax``, ``log_softmax`` (F's arguments differ from the op's),
-  ``linear``, ``dropout``, the losses ``cross_entropy``, ``nll_loss``, ``mse_loss``, and
-  ``scaled_dot_product_attention``
+  ``normalize``, ``one_hot``, ``linear``, ``dropout``, the class losses ``cross_entropy`` and
+  ``nll_loss``, and ``scaled_dot_product_attention``
 - from the op registry, the ops declared ``functional=True`` in ``minitorch/ops``: ``gelu``,
-  ``tanh``, ``sigmoid``, ``silu``, ``layer_norm``, ``embedding``, ...
+  ``tanh``, ``sigmoid``, ``silu``, ``softplus``, ``mish``, ``layer_norm``, ``embedding``,
+  ``pad``, the elementwise losses (``mse_loss``, ``l1_loss``, ``kl_div``,
+  ``binary_cross_entropy``, ... in ``ops/losses.py``), ...
 
 The hot paths run on the fused kernels of ``minitorch/ops/fused.py`` (softmax with scale, mask
 and causal; layer norm; cross-entropy). Where minitorch differs from PyTorch (a fully masked
@@ -14,6 +16,7 @@ of NaN) the docstring says so.
 May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.random``.
 """
 import math
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -23,6 +26,7 @@ from ..dtype import bool_, int64
 from ..ops import registry as _registry
 from ..ops.fused import CrossEntropy, Softmax
 from ..ops.linalg import Linear as _LinearFunction
+from ..ops.losses import reduce_loss, reduction_argument
 from ..random import generator
 from ..tensor import Tensor
 
@@ -46,24 +50,83 @@ def relu(input, inplace=False):
     return ops.relu(input)
 
 
-def _require_dim(dim, name):
-    if dim is None:
-        raise ValueError(f"{name}: pass dim explicitly (PyTorch's implicit choice of dim is "
-                         "deprecated and minitorch does not guess)")
+def _implicit_softmax_dim(name, ndim, stacklevel):
+    """PyTorch's deprecated choice of dim when none is given: 0 for 0-, 1- and 3-d inputs (an
+    unbatched vector or (C, H, W) image), else 1 (the class dim of a batch), with its warning."""
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", UserWarning, stacklevel=stacklevel)
+    return 0 if ndim in (0, 1, 3) else 1
 
 
 def softmax(input, dim=None, _stacklevel=3, dtype=None):
-    _require_dim(dim, "softmax")
+    """exp(x) / sum(exp(x)) along ``dim`` (cast to ``dtype`` first if given); ``dim=None``
+    picks PyTorch's deprecated implicit dim, with its warning."""
+    _check_tensor(input, "softmax: input")
+    if dim is None:
+        dim = _implicit_softmax_dim("softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
     return ops.softmax(input, dim)
 
 
 def log_softmax(input, dim=None, _stacklevel=3, dtype=None):
-    _require_dim(dim, "log_softmax")
+    """log(softmax(x)) along ``dim``, computed stably; ``dim`` and ``dtype`` as ``softmax``."""
+    _check_tensor(input, "log_softmax: input")
+    if dim is None:
+        dim = _implicit_softmax_dim("log_softmax", input.ndim, _stacklevel)
     if dtype is not None:
         input = input.to(dtype)
     return ops.log_softmax(input, dim)
+
+
+def normalize(input, p=2.0, dim=1, eps=1e-12, out=None):
+    """x / max(‖x‖_p, eps) along ``dim`` (an int or a tuple of dims), as PyTorch.
+
+    The clamp is applied to Σ|x|^p before the root (the same value, max(‖x‖, eps)): that
+    way a zero vector's gradient is 1/eps, as PyTorch's, instead of the NaN of √0's
+    derivative times zero. ``p`` may be any positive number or ``inf``.
+    """
+    _check_tensor(input, "normalize: input")
+    if out is not None:
+        raise NotImplementedError("normalize: out= is not supported by minitorch")
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"normalize: input must be floating point, got {input.dtype}")
+    if not (p > 0):
+        raise ValueError(f"normalize: p must be positive (or inf), got {p}")
+    if math.isinf(p):
+        norm = input.abs().amax(dim=dim, keepdim=True).clamp(min=eps)
+    elif p == 2:
+        norm = (input * input).sum(dim=dim, keepdim=True).clamp(min=eps * eps).sqrt()
+    else:
+        norm = (input.abs() ** p).sum(dim=dim, keepdim=True).clamp(min=eps ** p) ** (1.0 / p)
+    return input / norm
+
+
+def one_hot(input, num_classes=-1):
+    """int64 tensor of shape (*input.shape, num_classes): 1 at each index, 0 elsewhere.
+
+    ``num_classes=-1`` takes max(input) + 1. (PyTorch's documentation names the first argument
+    ``tensor``; its function takes ``input``, as here.)
+    """
+    _check_tensor(input, "one_hot: input")
+    if input.dtype is not int64:
+        raise TypeError(f"one_hot: input must be an int64 tensor of class indices, got "
+                        f"{input.dtype}")
+    indices = input._data
+    if num_classes == -1:
+        if indices.size == 0:
+            raise RuntimeError("one_hot: can not infer the number of classes from an empty "
+                               "tensor; pass num_classes")
+        num_classes = int(indices.max()) + 1
+    if indices.size and indices.min() < 0:
+        raise RuntimeError(f"one_hot: class values must be non-negative, got "
+                           f"{int(indices.min())}")
+    if indices.size and indices.max() >= num_classes:
+        raise RuntimeError(f"one_hot: class values must be smaller than num_classes="
+                           f"{num_classes}, got {int(indices.max())}")
+    if num_classes < 0:
+        raise RuntimeError(f"one_hot: num_classes must be -1 or non-negative, got {num_classes}")
+    return _make((indices[..., None] == np.arange(num_classes)).astype(np.int64))
 
 
 # ----------------------------------------------------------------------------- layers
@@ -111,14 +174,6 @@ def dropout(input, p=0.5, training=True, inplace=False):
 
 # ----------------------------------------------------------------------------- losses
 
-def _check_reduction(reduction, size_average=None, reduce=None):
-    if size_average is not None or reduce is not None:
-        raise NotImplementedError("size_average and reduce are deprecated in PyTorch and not "
-                                  "supported by minitorch: use reduction=")
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction: expected 'mean', 'sum' or 'none', got {reduction!r}")
-
-
 def _classes_last(input, target, name):
     """(M, C) logits and (M,) targets from (N, C, d1, ...) / (N, d1, ...) or (C,) / ()."""
     _check_tensor(input, f"{name}: input")
@@ -142,28 +197,38 @@ def _classes_last(input, target, name):
     return input, target
 
 
+def _check_class_weight(weight, classes, name):
+    _check_tensor(weight, f"{name}: weight")
+    if tuple(weight.shape) != (classes,):
+        raise ValueError(f"{name}: weight must have shape ({classes},) (one per class), got "
+                         f"{tuple(weight.shape)}")
+
+
 def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-100,
                   reduce=None, reduction="mean", label_smoothing=0.0):
     """Cross-entropy between logits and class indices (or class probabilities).
 
     Shapes as PyTorch: input (N, C) or (N, C, d1, ...) with int64 target (N,) or (N, d1, ...);
     input (C,) with a 0-d target; or a float target of input's shape (class probabilities).
-    Class ``weight`` is supported with ``label_smoothing=0`` only (NotImplementedError
-    otherwise). Differs from PyTorch: "mean" over targets that are all ``ignore_index`` is 0,
-    not NaN.
+    With class indices, ``label_smoothing`` ε mixes the target with the uniform distribution:
+    (1 − ε)·nll + ε/C·Σ_c w_c·(−log p_c), and "mean" divides by the summed weight of the
+    targets, as PyTorch. Differs from PyTorch: "mean" over targets that are all
+    ``ignore_index`` is 0, not NaN.
     """
-    _check_reduction(reduction, size_average, reduce)
+    reduction = reduction_argument(reduction, size_average, reduce)
     if not 0.0 <= label_smoothing <= 1.0:
         raise ValueError(f"cross_entropy: label_smoothing must be in [0, 1], got {label_smoothing}")
+    _check_tensor(input, "cross_entropy: input")
     _check_tensor(target, "cross_entropy: target")
     if target.dtype.is_floating_point:
         return _soft_cross_entropy(input, target, weight, reduction, label_smoothing)
     if weight is not None:
-        if label_smoothing != 0.0:
-            raise NotImplementedError("cross_entropy: class weights together with "
-                                      "label_smoothing are not supported by minitorch")
-        return nll_loss(log_softmax(input, 1 if input.ndim > 1 else 0), target, weight,
-                        ignore_index=ignore_index, reduction=reduction)
+        log_probs = log_softmax(input, 1 if input.ndim > 1 else 0)
+        loss = nll_loss(log_probs, target, weight, ignore_index=ignore_index, reduction=reduction)
+        if label_smoothing == 0.0:
+            return loss
+        return _smoothed_weighted(log_probs, target, weight, ignore_index, reduction,
+                                  label_smoothing, loss)
     if target.dtype is not int64:
         raise TypeError(f"cross_entropy: target must be int64 class indices, got {target.dtype}")
     out_shape = tuple(target.shape)
@@ -172,6 +237,24 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index=-1
         raise TypeError(f"cross_entropy: input must be floating point, got {logits.dtype}")
     loss = CrossEntropy.apply(logits, flat_target, ignore_index, float(label_smoothing), reduction)
     return loss.reshape(out_shape) if reduction == "none" else loss
+
+
+def _smoothed_weighted(log_probs, target, weight, ignore_index, reduction, smoothing, nll):
+    """Class weights with label smoothing: (1 − ε)·nll + ε/C·(−Σ_c w_c log p_c) per target,
+    the second term 0 for ignored targets; "mean" divides both by Σ w_target (PyTorch's)."""
+    out_shape = tuple(target.shape)
+    rows, flat = _classes_last(log_probs, target, "cross_entropy")
+    classes = rows.shape[1]
+    valid = flat._data != ignore_index
+    smooth = -(rows * weight.to(rows.dtype)).sum(1) * _make(valid.astype(rows._data.dtype))
+    if reduction == "none":
+        return (1.0 - smoothing) * nll + (smoothing / classes) * smooth.reshape(out_shape)
+    smooth = smooth.sum()
+    if reduction == "mean":
+        picked = weight._data.astype(rows._data.dtype)[np.where(valid, flat._data, 0)]
+        total = float((picked * valid).sum())
+        smooth = smooth / (total if total != 0 else 1.0)
+    return (1.0 - smoothing) * nll + (smoothing / classes) * smooth
 
 
 def _soft_cross_entropy(input, target, weight, reduction, label_smoothing):
@@ -184,13 +267,12 @@ def _soft_cross_entropy(input, target, weight, reduction, label_smoothing):
         target = target * (1.0 - label_smoothing) + label_smoothing / classes
     logp = log_softmax(input, class_dim)
     if weight is not None:
+        _check_class_weight(weight, classes, "cross_entropy")
         shape = [1] * input.ndim
         shape[class_dim] = classes
         logp = logp * weight.reshape(*shape)
     loss = -(logp * target).sum(class_dim)
-    if reduction == "none":
-        return loss
-    return loss.sum() if reduction == "sum" else loss.mean()
+    return reduce_loss(loss, reduction)
 
 
 def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, reduce=None,
@@ -198,9 +280,9 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     """Negative log-likelihood of log-probabilities ``input`` at class indices ``target``.
 
     Shapes as ``cross_entropy``; "mean" divides by the summed weight of the non-ignored
-    targets (0 rather than NaN when there are none).
+    targets (0 rather than PyTorch's NaN when there are none).
     """
-    _check_reduction(reduction, size_average, reduce)
+    reduction = reduction_argument(reduction, size_average, reduce)
     _check_tensor(target, "nll_loss: target")
     if target.dtype is not int64:
         raise TypeError(f"nll_loss: target must be int64 class indices, got {target.dtype}")
@@ -216,9 +298,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
     safe = np.where(valid, t, 0)
     row_weight = valid.astype(logp._data.dtype)
     if weight is not None:
-        if tuple(weight.shape) != (classes,):
-            raise ValueError(f"nll_loss: weight must have shape ({classes},), got "
-                             f"{tuple(weight.shape)}")
+        _check_class_weight(weight, classes, "nll_loss")
         row_weight = row_weight * weight._data.astype(logp._data.dtype)[safe]
     picked = logp.gather(1, _make(safe[:, None])).reshape(-1)
     losses = -picked * _make(row_weight)
@@ -228,15 +308,6 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index=-100, r
         return losses.sum()
     total = float(row_weight.sum())
     return losses.sum() / (total if total != 0 else 1.0)
-
-
-def mse_loss(input, target, size_average=None, reduce=None, reduction="mean"):
-    """(input − target)², averaged, summed, or per element; shapes broadcast as in PyTorch."""
-    _check_reduction(reduction, size_average, reduce)
-    squared = (input - target) ** 2
-    if reduction == "none":
-        return squared
-    return squared.sum() if reduction == "sum" else squared.mean()
 
 
 # ----------------------------------------------------------------------------- attention

@@ -5,8 +5,11 @@ A module owns parameters, buffers and sub-modules, registered by plain attribute
 optimizers (``parameters()``) and checkpoints (``state_dict``/``load_state_dict``, whose keys
 match PyTorch's for the same architecture). It also switches train/eval mode, casts dtypes
 (``to``/``double``/``float``), and prints itself as a nested tree like PyTorch's repr.
-May import: ``minitorch.tensor``, ``minitorch.autograd``, ``.parameter``.
+Calling a module runs ``forward`` between its hooks (forward pre-hooks, forward hooks, full
+backward hooks and backward pre-hooks, with PyTorch's order, arguments and return rules).
+May import: ``minitorch.tensor``, ``minitorch.autograd``, ``.parameter``, ``.hooks``.
 """
+import warnings
 from collections import OrderedDict, namedtuple
 
 import numpy as np
@@ -14,6 +17,7 @@ import numpy as np
 from ..autograd.grad_mode import no_grad
 from ..dtype import as_dtype
 from ..tensor import Tensor
+from .hooks import BackwardHook, RemovableHandle
 from .parameter import Parameter
 
 
@@ -48,13 +52,126 @@ class Module:
         object.__setattr__(self, "_buffers", OrderedDict())
         object.__setattr__(self, "_non_persistent_buffers_set", set())
         object.__setattr__(self, "_modules", OrderedDict())
+        # Hooks: id -> hook in call order, and the ids registered with_kwargs / always_call.
+        for name in ("_forward_pre_hooks", "_forward_pre_hooks_with_kwargs", "_forward_hooks",
+                     "_forward_hooks_with_kwargs", "_forward_hooks_always_called",
+                     "_backward_pre_hooks", "_backward_hooks"):
+            object.__setattr__(self, name, OrderedDict())
+        # Set by the first registration: until then a call is forward alone, tested with one
+        # attribute (testing the four hook dicts instead costs a third more per call).
+        object.__setattr__(self, "_may_have_hooks", False)
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f'Module [{type(self).__name__}] is missing the required '
                                   '"forward" function')
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        if not self._may_have_hooks:
+            return self.forward(*args, **kwargs)
+        return self._call_with_hooks(args, kwargs)
+
+    def _call_with_hooks(self, args, kwargs):
+        """``forward`` between the hooks, in PyTorch's order: pre-hooks (each may replace the
+        arguments), the backward hooks' wrapping of the inputs, forward, forward hooks (each
+        may replace the result), the wrapping of the outputs. If anything raises, the forward
+        hooks registered with ``always_call`` that have not run yet still run."""
+        result = None
+        called = set()
+        try:
+            for hook_id, hook in list(self._forward_pre_hooks.items()):
+                if hook_id in self._forward_pre_hooks_with_kwargs:
+                    new = hook(self, args, kwargs)
+                    if new is not None:
+                        if not (isinstance(new, tuple) and len(new) == 2):
+                            raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                               f"(new_args, new_kwargs), but got {new}.")
+                        args, kwargs = new
+                else:
+                    new = hook(self, args)
+                    if new is not None:
+                        args = new if isinstance(new, tuple) else (new,)
+            backward_hook = None
+            if self._backward_hooks or self._backward_pre_hooks:
+                backward_hook = BackwardHook(self, list(self._backward_hooks.values()),
+                                             list(self._backward_pre_hooks.values()))
+                args = backward_hook.setup_input_hook(args)
+            result = self.forward(*args, **kwargs)
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id in self._forward_hooks_always_called:
+                    called.add(hook_id)
+                if hook_id in self._forward_hooks_with_kwargs:
+                    new = hook(self, args, kwargs, result)
+                else:
+                    new = hook(self, args, result)
+                if new is not None:
+                    result = new
+            if backward_hook is not None:
+                if not isinstance(result, (Tensor, tuple)):
+                    warnings.warn("For backward hooks to be called, module output should be a "
+                                  f"Tensor or a tuple of Tensors but received {type(result)}",
+                                  UserWarning, stacklevel=3)
+                result = backward_hook.setup_output_hook(result)
+            return result
+        except Exception:
+            for hook_id, hook in list(self._forward_hooks.items()):
+                if hook_id not in self._forward_hooks_always_called or hook_id in called:
+                    continue
+                try:
+                    if hook_id in self._forward_hooks_with_kwargs:
+                        new = hook(self, args, kwargs, result)
+                    else:
+                        new = hook(self, args, result)
+                    if new is not None:
+                        result = new
+                except Exception as error:
+                    warnings.warn("module forward hook with ``always_call=True`` raised an "
+                                  "exception that was silenced as another error was raised in "
+                                  f"forward: {error}", UserWarning, stacklevel=3)
+            raise
+
+    # ------------------------------------------------------------------ hooks
+    def _add_hook(self, hooks, hook, prepend, flags=()):
+        """Register ``hook`` in ``hooks`` under a new id; ``flags``: (flag dict, whether to set
+        the flag) pairs, whose dicts forget the id too when the handle removes it."""
+        object.__setattr__(self, "_may_have_hooks", True)
+        handle = RemovableHandle(hooks, extra_dict=[flag_dict for flag_dict, _ in flags])
+        hooks[handle.id] = hook
+        for flag_dict, on in flags:
+            if on:
+                flag_dict[handle.id] = True
+        if prepend:
+            hooks.move_to_end(handle.id, last=False)
+        return handle
+
+    def register_forward_pre_hook(self, hook, *, prepend=False, with_kwargs=False):
+        """Run ``hook(module, args)`` before each forward (``hook(module, args, kwargs)`` with
+        ``with_kwargs``); a result other than None replaces the arguments (a non-tuple is
+        wrapped in one; with kwargs it must be ``(args, kwargs)``). ``prepend`` runs it before
+        the hooks already registered. Returns a handle whose ``remove()`` unregisters it."""
+        return self._add_hook(self._forward_pre_hooks, hook, prepend,
+                              [(self._forward_pre_hooks_with_kwargs, with_kwargs)])
+
+    def register_forward_hook(self, hook, *, prepend=False, with_kwargs=False,
+                              always_call=False):
+        """Run ``hook(module, args, output)`` after each forward (``hook(module, args, kwargs,
+        output)`` with ``with_kwargs``); a result other than None replaces the output.
+        ``always_call`` runs it even when forward raises. Returns a removable handle."""
+        return self._add_hook(self._forward_hooks, hook, prepend,
+                              [(self._forward_hooks_with_kwargs, with_kwargs),
+                               (self._forward_hooks_always_called, always_call)])
+
+    def register_full_backward_hook(self, hook, prepend=False):
+        """Run ``hook(module, grad_input, grad_output)`` when the gradients with respect to the
+        module's inputs have been computed (tuples, one entry per positional argument and
+        output; None for non-tensors and inputs that need no gradient); a result other than
+        None replaces ``grad_input``. Returns a removable handle."""
+        return self._add_hook(self._backward_hooks, hook, prepend)
+
+    def register_full_backward_pre_hook(self, hook, prepend=False):
+        """Run ``hook(module, grad_output)`` when the gradients with respect to the module's
+        outputs arrive, before the module's own backward; a result other than None replaces
+        ``grad_output``. Returns a removable handle."""
+        return self._add_hook(self._backward_pre_hooks, hook, prepend)
 
     # ------------------------------------------------------------------ registration
     def _check_name(self, name, kind):

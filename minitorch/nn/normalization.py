@@ -1,8 +1,9 @@
-"""``LayerNorm`` over one or several trailing dims, on the fused layer-norm kernel.
-May import: ``.module``, ``.parameter``, ``.functional``, ``minitorch.creation``.
+"""``LayerNorm`` and ``RMSNorm`` over one or several trailing dims, on their fused kernels.
+May import: ``.module``, ``.parameter``, ``.functional``, ``.init``, ``minitorch.creation``.
 """
 from ..creation import ones, zeros
 from . import functional as F
+from . import init
 from .module import Module
 from .parameter import Parameter
 
@@ -43,3 +44,41 @@ class LayerNorm(Module):
     def extra_repr(self):
         return (f"{self.normalized_shape}, eps={self.eps}, "
                 f"elementwise_affine={self.elementwise_affine}, bias={self.bias is not None}")
+
+
+class RMSNorm(Module):
+    """x / sqrt(mean(x²) + eps) · weight over the trailing ``normalized_shape`` dims.
+
+    ``weight`` starts at ones (none with ``elementwise_affine=False``); ``eps=None`` is the
+    input dtype's machine epsilon, as in PyTorch.
+    """
+
+    def __init__(self, normalized_shape, eps=None, elementwise_affine=True, device=None,
+                 dtype=None):
+        super().__init__()
+        shape = (normalized_shape,) if isinstance(normalized_shape, int) else \
+            tuple(normalized_shape)
+        if not shape or any(isinstance(n, bool) or not isinstance(n, int) or n < 0
+                            for n in shape):
+            raise ValueError(f"RMSNorm: normalized_shape must be an int or a non-empty tuple "
+                             f"of non-negative ints, got {normalized_shape!r}")
+        self.normalized_shape = shape
+        self.eps = eps
+        self.elementwise_affine = elementwise_affine
+        if elementwise_affine:
+            self.weight = Parameter(ones(*shape))
+        else:
+            self.register_parameter("weight", None)
+        if dtype is not None:
+            self.to(dtype)
+
+    def reset_parameters(self):
+        if self.weight is not None:
+            init.ones_(self.weight)
+
+    def forward(self, input):
+        return F.rms_norm(input, self.normalized_shape, self.weight, self.eps)
+
+    def extra_repr(self):
+        return (f"{self.normalized_shape}, eps={self.eps}, "
+                f"elementwise_affine={self.elementwise_affine}")

@@ -4,8 +4,14 @@
 - ``elementwise.py``: arithmetic, math, activations, comparisons, where/masked_fill
 - ``reduction.py``: sum, mean, max/min, var, logsumexp, argmax, ...
 - ``shape.py``: views, cat/stack/split, indexing, gather/index_select, ``copy_``
-- ``indexing_put.py``: ``tensor[index] = value``
-- ``linalg.py``: matmul, linear
+- ``indexing_put.py``: ``index_put`` and ``tensor[index] = value``
+- ``scatter.py``: scatter, scatter_add, index_fill, index_add
+- ``sorting.py``: sort, argsort, topk, unique, nonzero, masked_select
+- ``scan.py``: cumsum, cumprod
+- ``tiling.py``: roll, repeat_interleave, tile, diag
+- ``rounding.py``: round, floor, ceil, trunc, fmod, remainder (``%``)
+- ``closeness.py``: isclose, allclose
+- ``linalg.py``: matmul, mm, bmm, outer, einsum, linear
 - ``fused.py``: softmax, log_softmax, cross-entropy and layer norm on the backend's kernels
 - ``lookup.py``: rows of a table picked by integer ids (``F.embedding``)
 - ``cast.py``: dtype changes (``.to``, ``.float()``, ...)

@@ -1,10 +1,15 @@
-"""Matrix multiplication, batched and broadcast like ``np.matmul``, on the backend's GEMM, and
-``Linear`` (x Wᵀ + b as one node, the fused form of ``nn.functional.linear``).
+"""Matrix products: ``matmul`` (batched and broadcast like ``np.matmul``) on the backend's GEMM,
+its strict forms ``mm`` (2-d × 2-d) and ``bmm`` (3-d × 3-d, equal batches), ``outer``,
+``einsum``, and ``Linear`` (x Wᵀ + b as one node, the fused form of ``nn.functional.linear``).
 
-1-d operands are promoted as in PyTorch (a vector on the left is a row, on the right a column)
-and the added dim is removed from the result. The backward is two more matmuls, so the
-gradient is differentiable again.
+1-d operands of ``matmul`` are promoted as in PyTorch (a vector on the left is a row, on the
+right a column) and the added dim is removed from the result. The backward is two more matmuls,
+so the gradient is differentiable again. ``einsum``'s forward is ``numpy.einsum``; its backward
+is one more einsum per operand (with identity matrices for repeated subscripts and ones for
+subscripts summed away), so it differentiates again too.
 """
+import string
+
 import numpy as np
 
 from .. import backends
@@ -99,3 +104,238 @@ def matmul(a, b):
     if right_vector:
         out = out.squeeze(-1)
     return out
+
+
+def _check_operands(name, operands, ndim):
+    """TypeError for a non-Tensor, RuntimeError (as PyTorch) for a wrong ndim or mixed dtypes."""
+    for label, t in operands:
+        if not isinstance(t, Tensor):
+            raise TypeError(f"{name}: {label} must be a Tensor, got {type(t).__name__}")
+        if t.ndim != ndim:
+            raise RuntimeError(f"{name}: {label} must be a {ndim}-d tensor, got shape "
+                               f"{tuple(t.shape)}")
+    (_, a), (_, b) = operands
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"{name}: expected both operands to have the same dtype, got "
+                           f"{a.dtype} and {b.dtype}")
+
+
+def _product(a, b):
+    """a @ b for operands already checked: the GEMM for floats, numpy for integers (which
+    carry no gradient; PyTorch multiplies them as integers too)."""
+    if a.dtype.is_floating_point:
+        return MatMul.apply(a, b)
+    return Tensor._make(np.matmul(a._data, b._data))
+
+
+@op()
+def mm(input, mat2):
+    """The matrix product of two 2-d tensors of one dtype (no broadcasting, unlike matmul)."""
+    _check_operands("mm", (("input", input), ("mat2", mat2)), 2)
+    if input.shape[1] != mat2.shape[0]:
+        raise RuntimeError(f"mm: input and mat2 shapes cannot be multiplied "
+                           f"({input.shape[0]}x{input.shape[1]} and "
+                           f"{mat2.shape[0]}x{mat2.shape[1]})")
+    return _product(input, mat2)
+
+
+@op()
+def bmm(input, mat2):
+    """Batched matrix product of (b, n, m) and (b, m, p) tensors of one dtype: (b, n, p), with
+    no broadcasting of the batch (unlike matmul)."""
+    _check_operands("bmm", (("input", input), ("mat2", mat2)), 3)
+    expected = (input.shape[0], input.shape[2])
+    if tuple(mat2.shape[:2]) != expected:
+        raise RuntimeError(f"bmm: expected the first two dims of mat2 to be {list(expected)} "
+                           f"for input of shape {tuple(input.shape)}, got shape "
+                           f"{tuple(mat2.shape)}")
+    return _product(input, mat2)
+
+
+@op()
+def outer(input, vec2):
+    """out[i, j] = input[i] · vec2[j] for two 1-d tensors (dtypes promote as in ``mul``)."""
+    for label, t in (("input", input), ("vec2", vec2)):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"outer: {label} must be a Tensor, got {type(t).__name__}")
+        if t.ndim != 1:
+            raise RuntimeError(f"outer: expected 1-d argument {label}, got shape "
+                               f"{tuple(t.shape)}")
+    return input.reshape(-1, 1) * vec2
+
+
+# ----------------------------------------------------------------------------- einsum
+
+_SUBSCRIPTS = string.ascii_letters  # PyTorch's labels: a-z and A-Z
+
+
+class Einsum(Function):
+    """``numpy.einsum`` of an equation in canonical form: every operand's subscripts spelled
+    out (no ``...``), an explicit output, every subscript's size equal in all operands."""
+
+    @staticmethod
+    def forward(ctx, *operands, equation):
+        ctx.equation = equation
+        ctx.save_for_backward(*operands)
+        arrays = [t._data for t in operands]
+        out = np.asarray(np.einsum(equation, *arrays, optimize=len(arrays) > 1))
+        if any(np.may_share_memory(out, a) for a in arrays):  # 'ij->ji' is a numpy view
+            out = out.copy()
+        return Tensor._make(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        operands = ctx.saved_tensors
+        inputs, output = ctx.equation.split("->")
+        terms = inputs.split(",")
+        spare = iter(c for c in _SUBSCRIPTS if c not in ctx.equation)
+        grads = []
+        for k, (term, operand) in enumerate(zip(terms, operands)):
+            if not ctx.needs_input_grad[k]:
+                grads.append(None)
+                continue
+            others = [t for j, t in enumerate(terms) if j != k]
+            extra_terms, extra_operands, target = _adjoint_terms(term, operand, spare)
+            reachable = set(output).union(*others, *extra_terms)
+            for letter, size in dict(zip(term, operand.shape)).items():
+                if letter not in reachable:  # summed away in forward: every element counts
+                    extra_terms.append(letter)
+                    extra_operands.append(Tensor._make(np.ones(size, grad._data.dtype)))
+            equation = ",".join([output] + others + extra_terms) + "->" + target
+            grads.append(Einsum.apply(grad, *[o for j, o in enumerate(operands) if j != k],
+                                      *extra_operands, equation=equation))
+        return tuple(grads)
+
+
+def _adjoint_terms(term, operand, spare):
+    """For an operand whose subscripts repeat a letter (a diagonal, as in 'ii'), the gradient
+    lives on that diagonal only: each repeat gets a spare letter, and an identity matrix tying
+    it to the first occurrence joins the gradient's einsum. Returns (extra subscripts, their
+    identity matrices, the operand's subscripts with the repeats renamed)."""
+    seen, target, extra_terms, extra_operands = set(), [], [], []
+    for letter, size in zip(term, operand.shape):
+        if letter in seen:
+            renamed = next(spare, None)
+            if renamed is None:
+                raise RuntimeError("einsum: too many subscripts to differentiate this equation")
+            target.append(renamed)
+            extra_terms.append(letter + renamed)
+            extra_operands.append(Tensor._make(np.eye(size, dtype=operand._data.dtype)))
+        else:
+            seen.add(letter)
+            target.append(letter)
+    return extra_terms, extra_operands, "".join(target)
+
+
+def _parse_term(term, where):
+    """The letters of one operand's (or the output's) subscripts, and the position among them
+    where ``...`` stands (None without one)."""
+    letters, ellipsis_at, i = [], None, 0
+    while i < len(term):
+        if term[i] == ".":
+            if term[i:i + 3] != "...":
+                raise RuntimeError(f"einsum(): invalid '.' in the subscripts of {where} "
+                                   f"({term!r}): an ellipsis is '...'")
+            if ellipsis_at is not None:
+                raise RuntimeError(f"einsum(): more than one ellipsis in the subscripts of "
+                                   f"{where} ({term!r})")
+            ellipsis_at, i = len(letters), i + 3
+            continue
+        if term[i] not in _SUBSCRIPTS:
+            raise RuntimeError(f"einsum(): invalid subscript {term[i]!r} in {where} "
+                               f"({term!r}): subscripts must be in [a-zA-Z]")
+        letters.append(term[i])
+        i += 1
+    return letters, ellipsis_at
+
+
+def _canonical_equation(equation, shapes):
+    """``equation`` for operands of ``shapes`` with every ``...`` replaced by letters of its
+    own (right-aligned across operands, as broadcasting does) and the output made explicit
+    (implicit: the ellipsis dims, then the letters used once, in alphabetical order)."""
+    lhs, arrow, rhs = equation.replace(" ", "").partition("->")
+    terms = lhs.split(",")
+    if len(terms) != len(shapes):
+        raise RuntimeError(f"einsum(): the equation {equation!r} has subscripts for "
+                           f"{len(terms)} operands, but {len(shapes)} were given")
+    parsed = [_parse_term(t, f"operand {i}") for i, t in enumerate(terms)]
+    n_ellipsis = 0
+    for i, ((letters, at), shape) in enumerate(zip(parsed, shapes)):
+        if len(letters) > len(shape) or (at is None and len(letters) != len(shape)):
+            raise RuntimeError(f"einsum(): the subscripts {terms[i]!r} of operand {i} do not "
+                               f"match its {len(shape)} dims (shape {shape})")
+        if at is not None:
+            n_ellipsis = max(n_ellipsis, len(shape) - len(letters))
+    spare = [c for c in _SUBSCRIPTS if c not in equation]
+    if n_ellipsis > len(spare):
+        raise RuntimeError("einsum(): too many dims under '...' for the letters left")
+    ellipsis = spare[:n_ellipsis]
+    subscripts = []
+    for (letters, at), shape in zip(parsed, shapes):
+        if at is None:
+            subscripts.append("".join(letters))
+        else:
+            covered = len(shape) - len(letters)
+            subscripts.append("".join(letters[:at] + ellipsis[n_ellipsis - covered:]
+                                      + letters[at:]))
+    if arrow:
+        letters, at = _parse_term(rhs, "the output")
+        output = letters[:at] + ellipsis + letters[at:] if at is not None else letters
+        for letter in letters:
+            if letters.count(letter) > 1:
+                raise RuntimeError(f"einsum(): output subscript {letter} appears more than once "
+                                   "in the output")
+            if not any(letter in s for s in subscripts):
+                raise RuntimeError(f"einsum(): output subscript {letter} does not appear in the "
+                                   "equation for any input operand")
+    else:
+        every = [c for letters, _ in parsed for c in letters]
+        output = ellipsis + sorted(c for c in set(every) if every.count(c) == 1)
+    return subscripts, "".join(output)
+
+
+def _letter_sizes(subscripts, shapes):
+    """Each letter's size: equal wherever it occurs in one operand, equal or 1 (broadcast)
+    across operands."""
+    sizes = {}
+    for i, (term, shape) in enumerate(zip(subscripts, shapes)):
+        own = {}
+        for letter, n in zip(term, shape):
+            if own.setdefault(letter, n) != n:
+                raise RuntimeError(f"einsum(): subscript {letter} is repeated for operand {i} "
+                                   f"but the sizes don't match, {own[letter]} != {n}")
+        for letter, n in own.items():
+            known = sizes.get(letter, 1)
+            if n != 1 and known != 1 and n != known:
+                raise RuntimeError(f"einsum(): subscript {letter} has size {n} for operand {i} "
+                                   f"which does not broadcast with previously seen size {known}")
+            sizes[letter] = n if n != 1 else sizes.get(letter, 1)
+    return sizes
+
+
+@op(method=False)
+def einsum(equation, *operands):
+    """Einstein summation, as ``torch.einsum``: ``einsum("ij,jk->ik", a, b)`` is a @ b,
+    ``einsum("ii", a)`` the trace, ``einsum("b...ij,b...jk", x, y)`` a batched product.
+    Operands may also come as one list. Subscripts are letters; ``...`` stands for dims that
+    broadcast; dims of size 1 broadcast too. All operands must have one dtype."""
+    if not isinstance(equation, str):
+        raise TypeError(f"einsum(): equation must be a str, got {type(equation).__name__}")
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise ValueError("einsum(): must specify the equation string and at least one operand")
+    for i, t in enumerate(operands):
+        if not isinstance(t, Tensor):
+            raise TypeError(f"einsum(): operand {i} must be a Tensor, got {type(t).__name__}")
+        if t.dtype is not operands[0].dtype:
+            raise RuntimeError(f"einsum(): operands must have one dtype: operand 0 is "
+                               f"{operands[0].dtype}, operand {i} is {t.dtype}")
+    shapes = [tuple(t.shape) for t in operands]
+    subscripts, output = _canonical_equation(equation, shapes)
+    sizes = _letter_sizes(subscripts, shapes)
+    broadcast = []
+    for term, t in zip(subscripts, operands):
+        full = tuple(sizes[letter] for letter in term)
+        broadcast.append(t if full == tuple(t.shape) else t.expand(*full))
+    return Einsum.apply(*broadcast, equation=",".join(subscripts) + "->" + output)
