@@ -25,59 +25,76 @@ DIFFERENCES = {}  # "torch.max" -> why minitorch's parameters differ
 
 INVENTORY.update({
     "torch": """
-        Size Tensor abs absolute add all amax amin any arange argmax argmin
-        as_tensor bool broadcast_to cat chunk clamp clip clone cos div divide double dtype
-        empty empty_like enable_grad eq erf exp eye flatten flip float float32 float64
+        Generator Size Tensor abs absolute add all allclose amax amin any
+        arange argmax argmin argsort as_tensor bmm bool broadcast_to cat ceil chunk clamp
+        clip clone cos cumprod cumsum diag div divide double dtype einsum empty empty_like
+        enable_grad eq erf exp eye flatten flip float float32 float64 floor fmod
         from_dlpack from_numpy full full_like gather ge get_num_threads get_rng_state gt
-        index_select int64 is_grad_enabled isfinite isinf isnan le linspace load log
-        log_softmax logical_and logical_not logical_or logical_xor logsumexp long lt
-        manual_seed masked_fill matmul max maximum mean min minimum mul multinomial
-        multiply narrow ne neg negative no_grad ones ones_like permute pow rand rand_like
-        randint randn randn_like randperm relu reshape rms_norm rsqrt save seed
-        set_grad_enabled set_num_threads set_rng_state sigmoid sign sin softmax split sqrt
-        square squeeze stack std sub subtract sum swapaxes t tanh tensor transpose tril
-        triu unbind unflatten unsqueeze var where zeros zeros_like""",
+        index_add index_fill index_put index_select int64 is_grad_enabled isclose isfinite
+        isinf isnan le linspace load log log_softmax logical_and logical_not logical_or
+        logical_xor logsumexp long lt manual_seed masked_fill masked_select matmul max
+        maximum mean min minimum mm mul multinomial multiply narrow ne neg negative
+        no_grad nonzero ones ones_like outer permute pow rand rand_like randint randn
+        randn_like randperm relu remainder repeat_interleave reshape rms_norm roll round
+        rsqrt save scatter scatter_add seed set_grad_enabled set_num_threads set_rng_state
+        sigmoid sign sin softmax sort split sqrt square squeeze stack std sub subtract sum
+        swapaxes t tanh tensor tile topk transpose tril triu trunc unbind unflatten unique
+        unsqueeze var where zeros zeros_like""",
     "torch.Tensor": """
         T __abs__ __add__ __and__ __eq__ __floordiv__ __ge__ __getitem__ __gt__ __iadd__
-        __imul__ __invert__ __isub__ __itruediv__ __le__ __lt__ __matmul__ __mul__ __ne__
-        __neg__ __or__ __pow__ __radd__ __rmatmul__ __rmul__ __rpow__ __rsub__
-        __rtruediv__ __setitem__ __sub__ __truediv__ __xor__ abs absolute add add_ all
-        amax amin any argmax argmin backward bool broadcast_to chunk clamp clamp_ clip
-        clip_ clone contiguous copy_ cos cpu data data_ptr detach detach_ device dim div
-        div_ divide double dtype eq erf exp expand expand_as fill_ flatten flip float
-        gather ge grad grad_fn gt index_select is_contiguous is_floating_point is_leaf
-        isfinite isinf isnan item le log log_softmax logical_and logical_not logical_or
-        logical_xor logsumexp long lt mT masked_fill masked_fill_ matmul max maximum mean
-        min minimum mul mul_ multiply narrow ndim ne neg negative normal_ numel numpy
-        permute pow pow_ register_hook relu repeat requires_grad requires_grad_ reshape
-        reshape_as retain_grad retains_grad rsqrt shape sigmoid sign sin size softmax
-        split sqrt square squeeze std stride sub sub_ subtract sum swapaxes t tanh to
-        tolist transpose tril triu type_as unbind unflatten uniform_ unsqueeze var view
-        view_as where zero_""",
+        __imul__ __invert__ __isub__ __itruediv__ __le__ __lt__ __matmul__ __mod__ __mul__
+        __ne__ __neg__ __or__ __pow__ __radd__ __rmatmul__ __rmod__ __rmul__ __rpow__
+        __rsub__ __rtruediv__ __setitem__ __sub__ __truediv__ __xor__ abs absolute add
+        add_ all allclose amax amin any argmax argmin argsort backward bmm bool
+        broadcast_to ceil ceil_ chunk clamp clamp_ clip clip_ clone contiguous copy_ cos
+        cpu cumprod cumprod_ cumsum cumsum_ data data_ptr detach detach_ device diag dim
+        div div_ divide double dtype eq erf exp expand expand_as fill_ flatten flip float
+        floor floor_ fmod fmod_ gather ge grad grad_fn gt index_add index_add_ index_fill
+        index_fill_ index_put index_put_ index_select is_contiguous is_floating_point
+        is_leaf isclose isfinite isinf isnan item le log log_softmax logical_and
+        logical_not logical_or logical_xor logsumexp long lt mT masked_fill masked_fill_
+        masked_select matmul max maximum mean min minimum mm mul mul_ multiply narrow ndim
+        ne neg negative nonzero normal_ numel numpy outer permute pow pow_ register_hook
+        relu remainder remainder_ repeat repeat_interleave requires_grad requires_grad_
+        reshape reshape_as retain_grad retains_grad roll round round_ rsqrt scatter
+        scatter_ scatter_add scatter_add_ shape sigmoid sign sin size softmax sort split
+        sqrt square squeeze std stride sub sub_ subtract sum swapaxes t tanh tile to
+        tolist topk transpose tril triu trunc trunc_ type_as unbind unflatten uniform_
+        unique unsqueeze var view view_as where zero_""",
     "torch.nn": """
-        Dropout Embedding GELU Identity LayerNorm Linear LogSoftmax Module ModuleDict
-        ModuleList MultiheadAttention Parameter ReLU Sequential Sigmoid Softmax Tanh
-        Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
-        TransformerEncoderLayer""",
+        BCELoss BCEWithLogitsLoss CrossEntropyLoss Dropout Embedding Flatten GELU
+        HuberLoss Identity KLDivLoss L1Loss LayerNorm Linear LogSoftmax MSELoss Mish
+        Module ModuleDict ModuleList MultiheadAttention NLLLoss Parameter ParameterDict
+        ParameterList RMSNorm ReLU Sequential SiLU Sigmoid SmoothL1Loss Softmax Softplus
+        Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
+        TransformerEncoderLayer Unflatten""",
     "torch.nn.functional": """
-        TYPE_CHECKING Tensor cross_entropy dropout embedding gelu layer_norm linear
-        log_softmax mse_loss nll_loss relu rms_norm scaled_dot_product_attention sigmoid
-        silu softmax tanh""",
+        TYPE_CHECKING Tensor binary_cross_entropy binary_cross_entropy_with_logits
+        cross_entropy dropout embedding gelu huber_loss kl_div l1_loss layer_norm linear
+        log_softmax mish mse_loss nll_loss normalize one_hot pad relu rms_norm
+        scaled_dot_product_attention sigmoid silu smooth_l1_loss softmax softplus tanh""",
     "torch.nn.init": """
         calculate_gain constant_ kaiming_normal_ kaiming_uniform_ normal_ ones_
         trunc_normal_ uniform_ xavier_normal_ xavier_uniform_ zeros_""",
     "torch.nn.utils": """
         clip_grad_norm_ clip_grad_value_""",
-    # torch.nn.utils.rnn: No module named 'minitorch.nn.utils.rnn'
+    "torch.nn.utils.rnn": """
+        Tensor pad_sequence""",
     "torch.optim": """
-        Adam AdamW Optimizer SGD""",
+        Adagrad Adam AdamW Optimizer RMSprop SGD""",
     "torch.optim.lr_scheduler": """
-        CosineAnnealingLR LRScheduler LambdaLR Optimizer StepLR""",
+        ChainedScheduler ConstantLR CosineAnnealingLR ExponentialLR LRScheduler LambdaLR
+        LinearLR MultiStepLR OneCycleLR ReduceLROnPlateau SequentialLR StepLR""",
     "torch.autograd": """
-        Function backward enable_grad grad gradcheck gradgradcheck no_grad
-        set_grad_enabled""",
-    # torch.autograd.functional: No module named 'minitorch.autograd.functional'
-    # torch.utils.data: No module named 'minitorch.utils'
+        Function backward detect_anomaly enable_grad grad gradcheck gradgradcheck no_grad
+        set_detect_anomaly set_grad_enabled""",
+    "torch.autograd.functional": """
+        hessian hvp jacobian jvp vhp vjp""",
+    "torch.utils.data": """
+        BatchSampler ChainDataset ConcatDataset DataLoader Dataset IterableDataset
+        RandomSampler Sampler SequentialSampler StackDataset Subset SubsetRandomSampler
+        TensorDataset WeightedRandomSampler default_collate default_convert
+        get_worker_info random_split""",
     # torch.cuda: No module named 'minitorch.cuda'
     # torch.backends.cudnn: No module named 'minitorch.backends.cudnn'
 })
@@ -222,8 +239,7 @@ def signature_problems(torch_obj, mini_obj, name, is_method, instance=None):
             if pname not in keyword_names and not takes_kwargs:
                 problems.append(f"no parameter {pname!r}")
         torch_positional = [None if kind == "POSITIONAL_ONLY" else p for p, kind, _ in params
-                            if p not in IGNORED_PARAMETERS
-                            and kind in ("POSITIONAL_OR_KEYWORD", "POSITIONAL_ONLY")]
+                            if kind in ("POSITIONAL_OR_KEYWORD", "POSITIONAL_ONLY")]
         if all(theirs is None or theirs == ours  # a positional-only name is no one's business
                for theirs, ours in zip(torch_positional, positional)):
             order_ok = True
