@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import minitorch as mt
-from minitorch.autograd import GradcheckError, backward, grad, gradcheck, gradgradcheck
+from minitorch.autograd import backward, grad, gradcheck, gradgradcheck
 
 
 def _leaf(*shape, seed=0):
