@@ -574,5 +574,6 @@ def test_signatures_are_pytorchs():
     assert backward["retain_graph"].default is None and backward["create_graph"].default is False
     params = inspect.signature(grad).parameters
     assert list(params) == ["outputs", "inputs", "grad_outputs", "retain_graph", "create_graph",
-                            "allow_unused"]
-    assert params["allow_unused"].default is False and params["grad_outputs"].default is None
+                            "only_inputs", "allow_unused", "is_grads_batched",
+                            "materialize_grads"]
+    assert params["allow_unused"].default is None and params["grad_outputs"].default is None

@@ -106,10 +106,13 @@ def test_adagrad_matches_reference_for_four_steps(options):
 def test_defaults_are_pytorchs():
     p = minitorch.zeros(2, requires_grad=True)
     assert optim.RMSprop([p]).defaults == dict(lr=0.01, alpha=0.99, eps=1e-8, weight_decay=0,
-                                               momentum=0, centered=False, maximize=False)
+                                               momentum=0, centered=False, maximize=False,
+                                               capturable=False, foreach=None,
+                                               differentiable=False)
     assert optim.Adagrad([p]).defaults == dict(lr=0.01, lr_decay=0, weight_decay=0,
                                                initial_accumulator_value=0, eps=1e-10,
-                                               maximize=False)
+                                               maximize=False, foreach=None,
+                                               differentiable=False, fused=None)
 
 
 def test_rmsprop_first_step_is_large_without_bias_correction():
@@ -230,7 +233,7 @@ def test_errors_name_the_problem():
     with pytest.raises(ValueError, match="Invalid learning rate"):
         optim.Adagrad([a], lr=-1)
     with pytest.raises(TypeError):  # keyword-only, as PyTorch's Adagrad has it
-        optim.Adagrad([a], 0.1, 0, 0, 0, 1e-10, True)
+        optim.Adagrad([a], 0.1, 0, 0, 0, 1e-10, None, True)
 
 
 # ------------------------------------------------------------------ parity with PyTorch

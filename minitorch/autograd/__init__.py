@@ -43,8 +43,14 @@ def _initial_grads(outputs, grad_outputs):
     return grads
 
 
-def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, inputs=None):
-    """Accumulate gradients of ``tensors`` into ``.grad`` of the leaves (or of ``inputs``)."""
+def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
+             grad_variables=None, inputs=None):
+    """Accumulate gradients of ``tensors`` into ``.grad`` of the leaves (or of ``inputs``).
+    ``grad_variables`` is PyTorch's old name of ``grad_tensors``."""
+    if grad_variables is not None:
+        if grad_tensors is not None:
+            raise RuntimeError("backward: give grad_tensors or grad_variables, not both")
+        grad_tensors = grad_variables
     outputs = _as_list(tensors)
     grads = _initial_grads(outputs, _as_list(grad_tensors) if grad_tensors is not None
                            else [None] * len(outputs))
@@ -54,8 +60,20 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False, 
 
 
 def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=False,
-         allow_unused=False):
-    """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is untouched)."""
+         only_inputs=True, allow_unused=None, is_grads_batched=False, materialize_grads=False):
+    """Gradients of ``outputs`` with respect to ``inputs``, returned (``.grad`` is untouched).
+
+    As ``torch.autograd.grad``: ``materialize_grads`` gives zeros for unused inputs (and so
+    implies ``allow_unused``); ``is_grads_batched`` treats the first dim of each of
+    ``grad_outputs`` as a batch of vectors and returns the stacked gradients (computed one
+    vector at a time); ``only_inputs`` is PyTorch's deprecated, ignored flag."""
+    if allow_unused is None:
+        allow_unused = materialize_grads
+    elif materialize_grads and not allow_unused:
+        raise ValueError("grad: materialize_grads=True needs allow_unused to be True or None")
+    if is_grads_batched:
+        return _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph,
+                             allow_unused, materialize_grads)
     outputs, inputs = _as_list(outputs), _as_list(inputs)
     for i, t in enumerate(inputs):
         if not t.requires_grad:
@@ -69,7 +87,26 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
         if g is None and not allow_unused:
             raise RuntimeError(f"grad: inputs[{i}] was not used in the graph of the outputs; "
                                "pass allow_unused=True if this is expected")
+    if materialize_grads:
+        results = [t.detach() * 0 if g is None else g for t, g in zip(inputs, results)]
     return tuple(r if r is None or create_graph else r.detach() for r in results)
+
+
+def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, allow_unused,
+                  materialize_grads):
+    """``grad`` for each vector along the first dim of ``grad_outputs``, stacked."""
+    from ..ops.shape import stack
+    if grad_outputs is None:
+        raise ValueError("grad: is_grads_batched=True needs grad_outputs")
+    batches = _as_list(grad_outputs)
+    count = len(batches[0])
+    per_vector = [grad(outputs, inputs, [g[k] for g in batches], retain_graph=True,
+                       create_graph=create_graph, allow_unused=allow_unused,
+                       materialize_grads=materialize_grads) for k in range(count)]
+    if not retain_graph:
+        retain_graph = create_graph
+    return tuple(None if column[0] is None else stack(list(column))
+                 for column in zip(*per_vector))
 
 
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # noqa: E402

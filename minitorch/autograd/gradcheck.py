@@ -72,9 +72,28 @@ def _fail(message, raise_exception):
     return False
 
 
-def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
-              nondet_tol=0.0, fast_mode=False):
-    """Check the gradients of ``fn(*inputs)`` against finite differences; True if they match."""
+def _refuse_modes(caller, **modes):
+    """NotImplementedError for the checks PyTorch has and minitorch has no machinery for."""
+    for name, (value, missing) in modes.items():
+        if value:
+            raise NotImplementedError(f"{caller}({name}=True): minitorch has no {missing}")
+
+
+def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=True,
+              nondet_tol=0.0, check_undefined_grad=True, check_grad_dtypes=False,
+              check_batched_grad=False, check_batched_forward_grad=False, check_forward_ad=False,
+              check_backward_ad=True, fast_mode=False, masked=None):
+    """Check the gradients of ``func(*inputs)`` against finite differences; True if they match.
+
+    PyTorch's options: ``check_grad_dtypes`` also checks each gradient has its input's dtype;
+    ``check_backward_ad=False`` skips the Jacobian comparison; ``check_undefined_grad`` is
+    accepted with nothing to check (every backward here receives a gradient tensor); the
+    batched, forward-mode and masked (sparse) checks raise NotImplementedError."""
+    _refuse_modes("gradcheck", check_batched_grad=(check_batched_grad, "vmap"),
+                  check_batched_forward_grad=(check_batched_forward_grad, "vmap"),
+                  check_forward_ad=(check_forward_ad, "forward-mode autograd"),
+                  masked=(masked, "sparse tensors"))
+    fn = func
     inputs = _as_tuple(inputs)
     wanted = [(i, t) for i, t in enumerate(inputs) if getattr(t, "requires_grad", False)]
     if not wanted:
@@ -90,6 +109,10 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     outputs = _evaluate(fn, inputs)
     with no_grad():
         shapes = [tuple(o.shape) for o in _differentiable_outputs(fn, inputs)]
+    if check_grad_dtypes and not _gradient_dtypes_match(fn, inputs, wanted, raise_exception):
+        return False
+    if not check_backward_ad:
+        return True
     if fast_mode:
         return _check_projection(fn, inputs, wanted, outputs, shapes, eps, atol, rtol,
                                  raise_exception)
@@ -120,6 +143,24 @@ def gradcheck(fn, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=Tru
     return True
 
 
+def _gradient_dtypes_match(fn, inputs, wanted, raise_exception):
+    """Whether backward gives every input a gradient of its own dtype."""
+    from . import grad as autograd_grad
+    with enable_grad():
+        outputs = [o for o in _differentiable_outputs(fn, inputs) if o.requires_grad]
+        if not outputs:
+            return True
+        total = outputs[0].sum()
+        for o in outputs[1:]:
+            total = total + o.sum()
+        grads = autograd_grad(total, [t for _, t in wanted], allow_unused=True)
+    for (i, t), g in zip(wanted, grads):
+        if g is not None and g.dtype != t.dtype:
+            return _fail(f"Gradient has dtype mismatch: input #{i} is {t.dtype}, its gradient "
+                         f"{g.dtype}", raise_exception)
+    return True
+
+
 def _check_projection(fn, inputs, wanted, outputs, shapes, eps, atol, rtol, raise_exception):
     """Fast mode: vᵀ(J u) by differences against (vᵀJ)·u by backward, random u and v."""
     rng = np.random.default_rng(0)
@@ -144,9 +185,22 @@ def _check_projection(fn, inputs, wanted, outputs, shapes, eps, atol, rtol, rais
     return True
 
 
-def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
-                  raise_exception=True, nondet_tol=0.0, fast_mode=False):
-    """gradcheck of the gradient: checks second derivatives through create_graph=True."""
+def gradgradcheck(func, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e-3,
+                  gen_non_contig_grad_outputs=False, raise_exception=True, nondet_tol=0.0,
+                  check_undefined_grad=True, check_grad_dtypes=False, check_batched_grad=False,
+                  check_fwd_over_rev=False, check_rev_over_rev=True, fast_mode=False,
+                  masked=False):
+    """gradcheck of the gradient: checks second derivatives through create_graph=True.
+
+    ``gen_non_contig_grad_outputs`` makes the random output gradients non-contiguous;
+    ``check_rev_over_rev=False`` skips the check; the batched, forward-over-reverse and masked
+    checks raise NotImplementedError, as in ``gradcheck``."""
+    _refuse_modes("gradgradcheck", check_batched_grad=(check_batched_grad, "vmap"),
+                  check_fwd_over_rev=(check_fwd_over_rev, "forward-mode autograd"),
+                  masked=(masked, "sparse tensors"))
+    if not check_rev_over_rev:
+        return True
+    fn = func
     from . import grad as autograd_grad
     from ..tensor import Tensor
     inputs = _as_tuple(inputs)
@@ -155,7 +209,8 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
         outputs = _differentiable_outputs(fn, inputs)
     if grad_outputs is None:
         rng = np.random.default_rng(1)
-        grad_outputs = [Tensor._make(rng.standard_normal(o.shape).astype(o._data.dtype),
+        grad_outputs = [Tensor._make(_random_array(rng, o.shape, o._data.dtype,
+                                                   gen_non_contig_grad_outputs),
                                      requires_grad=True) for o in outputs]
     grad_outputs = list(_as_tuple(grad_outputs))
     count = len(inputs)
@@ -177,4 +232,11 @@ def gradgradcheck(fn, inputs, grad_outputs=None, *, eps=1e-6, atol=1e-5, rtol=1e
 
     return gradcheck(first_gradients, tuple(inputs) + tuple(grad_outputs), eps=eps, atol=atol,
                      rtol=rtol, raise_exception=raise_exception, nondet_tol=nondet_tol,
-                     fast_mode=fast_mode)
+                     check_grad_dtypes=check_grad_dtypes, fast_mode=fast_mode)
+
+
+def _random_array(rng, shape, dtype, non_contiguous):
+    """Standard-normal values; with ``non_contiguous``, every other element of a wider array."""
+    if not non_contiguous or not shape:
+        return rng.standard_normal(shape).astype(dtype)
+    return rng.standard_normal(tuple(shape[:-1]) + (2 * shape[-1],)).astype(dtype)[..., ::2]

@@ -17,7 +17,7 @@ May import: numpy, ``minitorch.tensor``, ``minitorch.optim.optimizer``.
 import numpy as np
 
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, implementation_options
 
 
 class Adagrad(Optimizer):
@@ -29,10 +29,12 @@ class Adagrad(Optimizer):
     """
 
     def __init__(self, params, lr=1e-2, lr_decay=0, weight_decay=0, initial_accumulator_value=0,
-                 eps=1e-10, *, maximize=False):
+                 eps=1e-10, foreach=None, *, maximize=False, differentiable=False, fused=None):
         defaults = dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
                         initial_accumulator_value=initial_accumulator_value, eps=eps,
-                        maximize=maximize)
+                        maximize=maximize,
+                        **implementation_options(foreach=foreach, differentiable=differentiable,
+                                                 fused=fused))
         super().__init__(params, defaults)
 
     def add_param_group(self, param_group):

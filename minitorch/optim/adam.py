@@ -18,7 +18,7 @@ May import: numpy, ``minitorch.optim.optimizer``.
 """
 import numpy as np
 
-from .optimizer import Optimizer
+from .optimizer import Optimizer, implementation_options
 
 
 class Adam(Optimizer):
@@ -26,14 +26,17 @@ class Adam(Optimizer):
 
     State per parameter: ``"step"`` (an int), ``"exp_avg"``, ``"exp_avg_sq"`` and, with
     ``amsgrad``, ``"max_exp_avg_sq"`` (tensors shaped like the parameter).
+    ``decoupled_weight_decay=True`` makes it AdamW.
     """
 
-    _decoupled_weight_decay = False
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=0,
-                 amsgrad=False, maximize=False):
+                 amsgrad=False, *, foreach=None, maximize=False, capturable=False,
+                 differentiable=False, fused=None, decoupled_weight_decay=False):
         defaults = dict(lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-                        amsgrad=amsgrad, maximize=maximize)
+                        amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay,
+                        **implementation_options(foreach=foreach, capturable=capturable,
+                                                 differentiable=differentiable, fused=fused))
         super().__init__(params, defaults)
 
     def _check_hyperparameters(self, group):
@@ -66,7 +69,7 @@ class Adam(Optimizer):
             if maximize:
                 grad = -grad
             if weight_decay != 0:
-                if self._decoupled_weight_decay:
+                if group["decoupled_weight_decay"]:
                     data *= 1 - lr * weight_decay
                 else:
                     grad = grad + weight_decay * data
@@ -105,12 +108,13 @@ class AdamW(Adam):
     scaling; the default ``weight_decay`` is 1e-2.
     """
 
-    _decoupled_weight_decay = True
-
     def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2,
-                 amsgrad=False, maximize=False):
+                 amsgrad=False, *, maximize=False, foreach=None, capturable=False,
+                 differentiable=False, fused=None):
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, maximize=maximize, foreach=foreach,
+                         capturable=capturable, differentiable=differentiable, fused=fused,
+                         decoupled_weight_decay=True)
 
 
 def _lerp_(start, end, weight, scratch):

@@ -29,6 +29,16 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
+def implementation_options(**options):
+    """PyTorch's choices among its own implementations of a step (``foreach``, ``fused``,
+    ``capturable``), as the group entries PyTorch keeps: minitorch has one implementation, so
+    they are accepted and change nothing; ``differentiable=True`` is refused (no such step)."""
+    if options.get("differentiable"):
+        raise NotImplementedError("differentiable=True: minitorch's optimizer steps are not "
+                                  "recorded by autograd")
+    return options
+
+
 class Optimizer:
     """Base class of optimizers, as ``torch.optim.Optimizer``.
 

@@ -19,7 +19,7 @@ May import: numpy, ``minitorch.optim.optimizer``.
 import numpy as np
 
 from .adam import _lerp_
-from .optimizer import Optimizer
+from .optimizer import Optimizer, implementation_options
 
 
 class RMSprop(Optimizer):
@@ -32,9 +32,12 @@ class RMSprop(Optimizer):
     """
 
     def __init__(self, params, lr=1e-2, alpha=0.99, eps=1e-8, weight_decay=0, momentum=0,
-                 centered=False, *, maximize=False):
+                 centered=False, capturable=False, foreach=None, maximize=False,
+                 differentiable=False):
         defaults = dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                        momentum=momentum, centered=centered, maximize=maximize)
+                        momentum=momentum, centered=centered, maximize=maximize,
+                        **implementation_options(foreach=foreach, capturable=capturable,
+                                                 differentiable=differentiable))
         super().__init__(params, defaults)
 
     def _check_hyperparameters(self, group):

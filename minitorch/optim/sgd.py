@@ -13,7 +13,7 @@ May import: numpy, ``minitorch.tensor``, ``minitorch.optim.optimizer``.
 import numpy as np
 
 from ..tensor import Tensor
-from .optimizer import Optimizer
+from .optimizer import Optimizer, implementation_options
 
 
 class SGD(Optimizer):
@@ -23,9 +23,11 @@ class SGD(Optimizer):
     """
 
     def __init__(self, params, lr=1e-3, momentum=0, dampening=0, weight_decay=0, nesterov=False,
-                 maximize=False):
+                 *, maximize=False, foreach=None, differentiable=False, fused=None):
         defaults = dict(lr=lr, momentum=momentum, dampening=dampening,
-                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize)
+                        weight_decay=weight_decay, nesterov=nesterov, maximize=maximize,
+                        **implementation_options(foreach=foreach, differentiable=differentiable,
+                                                 fused=fused))
         super().__init__(params, defaults)
 
     def _check_hyperparameters(self, group):

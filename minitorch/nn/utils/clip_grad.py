@@ -45,7 +45,8 @@ def _vector_norm(array, norm_type):
     return (magnitudes ** norm_type).sum(dtype=array.dtype) ** (1.0 / norm_type)
 
 
-def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False):
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False,
+                    foreach=None):
     """Scale the gradients of ``parameters`` so that their total norm is at most ``max_norm``.
 
     The total norm is the ``norm_type``-norm of all gradients together (as if concatenated into
@@ -54,7 +55,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     a 0-d tensor of the gradients' dtype (``tensor(0.)`` when no parameter has a gradient).
 
     A NaN or infinite total norm raises RuntimeError (as PyTorch) if ``error_if_nonfinite``;
-    otherwise the gradients are scaled by it anyway (and so become NaN or 0).
+    otherwise the gradients are scaled by it anyway (and so become NaN or 0). ``foreach``
+    picks among PyTorch's implementations; minitorch has one, so it changes nothing.
     """
     grads = _grads(parameters, "clip_grad_norm_")
     max_norm, norm_type = float(max_norm), float(norm_type)
@@ -77,8 +79,9 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     return Tensor._make(np.array(total_norm, dtype=dtype))
 
 
-def clip_grad_value_(parameters, clip_value):
-    """Clamp every gradient element of ``parameters`` into ``[-clip_value, clip_value]``.
+def clip_grad_value_(parameters, clip_value, foreach=None):
+    """Clamp every gradient element of ``parameters`` into ``[-clip_value, clip_value]``
+    (``foreach``: PyTorch's choice of implementation, accepted and ignored).
 
     Differs from PyTorch only in refusing a negative ``clip_value`` (ValueError) instead of
     silently setting every gradient to it.
