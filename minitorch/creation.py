@@ -104,7 +104,7 @@ def full_like(input, fill_value, dtype=None, requires_grad=False, device=None,
                 requires_grad=requires_grad, device=device)
 
 
-def arange(start, end=None, step=1, dtype=None, requires_grad=False, device=None):
+def arange(start=0, end=None, step=1, *, dtype=None, requires_grad=False, device=None):
     if end is None:
         start, end = 0, start
     if step == 0:

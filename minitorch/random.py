@@ -40,8 +40,8 @@ def get_rng_state():
     return _generator.bit_generator.state
 
 
-def set_rng_state(state):
-    _generator.bit_generator.state = state
+def set_rng_state(new_state):
+    _generator.bit_generator.state = new_state
 
 
 class Generator:

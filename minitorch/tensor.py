@@ -153,7 +153,11 @@ class Tensor:
         return self.transpose(-2, -1)
 
     # ------------------------------------------------------------------ conversion
-    def numpy(self):
+    def numpy(self, *, force=False):
+        """The numpy array itself (shared memory); ``force=True`` gives a detached copy, as
+        PyTorch's, for a tensor that requires grad too."""
+        if force:
+            return self._data.copy()
         if self.requires_grad:
             raise RuntimeError("Can't call numpy() on a Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")

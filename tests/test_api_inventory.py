@@ -25,42 +25,49 @@ DIFFERENCES = {}  # "torch.max" -> why minitorch's parameters differ
 
 INVENTORY.update({
     "torch": """
-        Generator Size Tensor abs absolute add all allclose amax amin any
-        arange argmax argmin argsort as_tensor bmm bool broadcast_to cat ceil chunk clamp
-        clip clone cos cumprod cumsum diag div divide double dtype einsum empty empty_like
-        enable_grad eq erf exp eye flatten flip float float32 float64 floor fmod
-        from_dlpack from_numpy full full_like gather ge get_num_threads get_rng_state gt
-        index_add index_fill index_put index_select int64 is_grad_enabled isclose isfinite
-        isinf isnan le linspace load log log_softmax logical_and logical_not logical_or
-        logical_xor logsumexp long lt manual_seed masked_fill masked_select matmul max
-        maximum mean min minimum mm mul multinomial multiply narrow ne neg negative
-        no_grad nonzero ones ones_like outer permute pow rand rand_like randint randn
+        BFloat16Tensor BoolTensor ByteTensor CharTensor DoubleTensor FloatTensor Generator
+        HalfTensor IntTensor LongTensor ShortTensor Size Tensor abs absolute
+        add all allclose amax amin any arange argmax argmin argsort as_tensor bfloat16 bmm
+        bool broadcast_to can_cast cat ceil chunk clamp clip clone cos cumprod cumsum
+        device diag div divide double dtype einsum empty empty_like enable_grad eq erf exp
+        eye finfo flatten flip float float16 float32 float64 floor fmod from_dlpack
+        from_numpy full full_like gather ge get_default_dtype get_num_threads
+        get_rng_state gt half iinfo index_add index_fill index_put index_select
+        inference_mode int int16 int32 int64 int8 is_grad_enabled
+        is_inference_mode_enabled isclose isfinite isinf isnan le linspace load log
+        log_softmax logical_and logical_not logical_or logical_xor logsumexp long lt
+        manual_seed masked_fill masked_select matmul max maximum mean min minimum mm mul
+        multinomial multiply narrow ne neg negative no_grad nonzero numel ones ones_like
+        outer permute pow promote_types rand rand_like randint randint_like randn
         randn_like randperm relu remainder repeat_interleave reshape rms_norm roll round
-        rsqrt save scatter scatter_add seed set_grad_enabled set_num_threads set_rng_state
-        sigmoid sign sin softmax sort split sqrt square squeeze stack std sub subtract sum
-        swapaxes t tanh tensor tile topk transpose tril triu trunc unbind unflatten unique
-        unsqueeze var where zeros zeros_like""",
+        rsqrt save scatter scatter_add seed set_default_dtype set_grad_enabled
+        set_num_threads set_rng_state short sigmoid sign sin softmax sort split sqrt
+        square squeeze stack std sub subtract sum swapaxes t tanh tensor tile topk
+        transpose tril triu trunc uint8 unbind unflatten unique unsqueeze var where zeros
+        zeros_like""",
     "torch.Tensor": """
-        T __abs__ __add__ __and__ __eq__ __floordiv__ __ge__ __getitem__ __gt__ __iadd__
-        __imul__ __invert__ __isub__ __itruediv__ __le__ __lt__ __matmul__ __mod__ __mul__
-        __ne__ __neg__ __or__ __pow__ __radd__ __rmatmul__ __rmod__ __rmul__ __rpow__
-        __rsub__ __rtruediv__ __setitem__ __sub__ __truediv__ __xor__ abs absolute add
-        add_ all allclose amax amin any argmax argmin argsort backward bmm bool
-        broadcast_to ceil ceil_ chunk clamp clamp_ clip clip_ clone contiguous copy_ cos
-        cpu cumprod cumprod_ cumsum cumsum_ data data_ptr detach detach_ device diag dim
-        div div_ divide double dtype eq erf exp expand expand_as fill_ flatten flip float
-        floor floor_ fmod fmod_ gather ge grad grad_fn gt index_add index_add_ index_fill
-        index_fill_ index_put index_put_ index_select is_contiguous is_floating_point
-        is_leaf isclose isfinite isinf isnan item le log log_softmax logical_and
-        logical_not logical_or logical_xor logsumexp long lt mT masked_fill masked_fill_
-        masked_select matmul max maximum mean min minimum mm mul mul_ multiply narrow ndim
-        ne neg negative nonzero normal_ numel numpy outer permute pow pow_ register_hook
-        relu remainder remainder_ repeat repeat_interleave requires_grad requires_grad_
-        reshape reshape_as retain_grad retains_grad roll round round_ rsqrt scatter
-        scatter_ scatter_add scatter_add_ shape sigmoid sign sin size softmax sort split
-        sqrt square squeeze std stride sub sub_ subtract sum swapaxes t tanh tile to
-        tolist topk transpose tril triu trunc trunc_ type_as unbind unflatten uniform_
-        unique unsqueeze var view view_as where zero_""",
+        T __abs__ __add__ __and__ __eq__ __floordiv__ __format__ __ge__ __getitem__ __gt__
+        __iadd__ __imul__ __invert__ __isub__ __itruediv__ __le__ __lt__ __matmul__
+        __mod__ __mul__ __ne__ __neg__ __or__ __pow__ __radd__ __rmatmul__ __rmod__
+        __rmul__ __rpow__ __rsub__ __rtruediv__ __setitem__ __sub__ __truediv__ __xor__
+        abs absolute add add_ all allclose amax amin any argmax argmin argsort backward
+        bfloat16 bmm bool broadcast_to byte ceil ceil_ char chunk clamp clamp_ clip clip_
+        clone contiguous copy_ cos cpu cuda cumprod cumprod_ cumsum cumsum_ data data_ptr
+        detach detach_ device diag dim div div_ divide double dtype element_size eq erf
+        exp expand expand_as fill_ flatten flip float floor floor_ fmod fmod_ gather ge
+        get_device grad grad_fn gt half index_add index_add_ index_fill index_fill_
+        index_put index_put_ index_select int is_contiguous is_cpu is_cuda
+        is_floating_point is_leaf isclose isfinite isinf isnan item itemsize le log
+        log_softmax logical_and logical_not logical_or logical_xor logsumexp long lt mT
+        masked_fill masked_fill_ masked_select matmul max maximum mean min minimum mm mul
+        mul_ multiply narrow nbytes ndim ne neg negative nelement new_empty new_full
+        new_ones new_tensor new_zeros nonzero normal_ numel numpy outer permute pow pow_
+        register_hook relu remainder remainder_ repeat repeat_interleave requires_grad
+        requires_grad_ reshape reshape_as retain_grad retains_grad roll round round_ rsqrt
+        scatter scatter_ scatter_add scatter_add_ shape short sigmoid sign sin size
+        softmax sort split sqrt square squeeze std stride sub sub_ subtract sum swapaxes t
+        tanh tile to tolist topk transpose tril triu trunc trunc_ type type_as unbind
+        unflatten uniform_ unique unsqueeze var view view_as where zero_""",
     "torch.nn": """
         BCELoss BCEWithLogitsLoss CrossEntropyLoss Dropout Embedding Flatten GELU
         HuberLoss Identity KLDivLoss L1Loss LayerNorm Linear LogSoftmax MSELoss Mish
@@ -95,8 +102,12 @@ INVENTORY.update({
         RandomSampler Sampler SequentialSampler StackDataset Subset SubsetRandomSampler
         TensorDataset WeightedRandomSampler default_collate default_convert
         get_worker_info random_split""",
-    # torch.cuda: No module named 'minitorch.cuda'
-    # torch.backends.cudnn: No module named 'minitorch.backends.cudnn'
+    "torch.cuda": """
+        current_device device_count empty_cache get_device_name is_available
+        is_bf16_supported is_initialized manual_seed manual_seed_all seed seed_all
+        set_device synchronize""",
+    "torch.backends.cudnn": """
+        allow_tf32 benchmark deterministic enabled is_available version""",
 })
 
 

@@ -263,7 +263,7 @@ def test_default_collate_stacks_leaves_by_structure():
     arrays = default_collate([np.ones(2, np.float32), np.zeros(2, np.float32)])
     assert arrays.dtype == minitorch.float32 and arrays.shape == (2, 2)
     assert default_collate([np.float64(1.0), np.float64(2.0)]).dtype == minitorch.float64
-    assert default_collate([np.int32(1), np.int32(2)]).dtype == minitorch.int64
+    assert default_collate([np.int32(1), np.int32(2)]).dtype == minitorch.int32
     stacked = default_collate([minitorch.ones(2, 3), minitorch.zeros(2, 3)])
     assert stacked.shape == (2, 2, 3) and stacked[0].sum().item() == 6
 

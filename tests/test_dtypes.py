@@ -572,7 +572,7 @@ def test_generator_streams_are_separate_and_reproducible():
     g.set_state(state)
     assert mt.randn(4, generator=g).tolist() == a
     assert g.initial_seed() == 3
-    with pytest.raises(TypeError, match="generator: expected a minitorch.Generator"):
+    with pytest.raises(TypeError, match="generator must be a minitorch.Generator"):
         mt.randn(2, generator=np.random.default_rng(0))
 
 

@@ -5,7 +5,7 @@ was overwritten) and leave the tensor's history as it was, as in PyTorch.
 """
 import numpy as np
 
-from ..random import generator
+from ..random import numpy_generator
 from ..tensor import Tensor, check_fits
 from .registry import check_inplace, tensor_method
 
@@ -36,10 +36,20 @@ def fill_(self, value):
 
 
 @tensor_method("uniform_")
-def uniform_(self, a=0.0, b=1.0):
-    return _write(self, generator().uniform(a, b, self.shape))
+def uniform_(self, *bounds, generator=None, **names):
+    """Uniform values in [from, to): ``uniform_(0, 1)`` or PyTorch's ``uniform_(**{"from": 0,
+    "to": 1})`` (``from`` is a Python keyword, so it can only come by ``**``)."""
+    low, high = _bounds(bounds, names)
+    return _write(self, numpy_generator(generator).uniform(low, high, self.shape))
+
+
+def _bounds(bounds, names):
+    if len(bounds) > 2 or set(names) - {"from", "to"}:
+        raise TypeError(f"uniform_: expected (from=0, to=1), got {bounds} and {sorted(names)}")
+    low, high = (tuple(bounds) + (0.0, 1.0)[len(bounds):])
+    return names.get("from", low), names.get("to", high)
 
 
 @tensor_method("normal_")
-def normal_(self, mean=0.0, std=1.0):
-    return _write(self, generator().normal(mean, std, self.shape))
+def normal_(self, mean=0.0, std=1.0, *, generator=None):
+    return _write(self, numpy_generator(generator).normal(mean, std, self.shape))

@@ -120,36 +120,39 @@ def _check_operands(name, operands, ndim):
                            f"{a.dtype} and {b.dtype}")
 
 
-def _product(a, b):
+def _product(a, b, out_dtype=None):
     """a @ b for operands already checked: the GEMM for floats, numpy for integers (which
-    carry no gradient; PyTorch multiplies them as integers too)."""
+    carry no gradient; PyTorch multiplies them as integers too); cast to ``out_dtype``."""
     if a.dtype.is_floating_point:
-        return MatMul.apply(a, b)
-    return Tensor._make(np.matmul(a._data, b._data))
+        product = MatMul.apply(a, b)
+    else:
+        product = Tensor._make(np.matmul(a._data, b._data))
+    return product if out_dtype is None else product.to(out_dtype)
 
 
 @op()
-def mm(input, mat2):
-    """The matrix product of two 2-d tensors of one dtype (no broadcasting, unlike matmul)."""
+def mm(input, mat2, *, out_dtype=None):
+    """The matrix product of two 2-d tensors of one dtype (no broadcasting, unlike matmul);
+    ``out_dtype``: the result's dtype, if not the inputs'."""
     _check_operands("mm", (("input", input), ("mat2", mat2)), 2)
     if input.shape[1] != mat2.shape[0]:
         raise RuntimeError(f"mm: input and mat2 shapes cannot be multiplied "
                            f"({input.shape[0]}x{input.shape[1]} and "
                            f"{mat2.shape[0]}x{mat2.shape[1]})")
-    return _product(input, mat2)
+    return _product(input, mat2, out_dtype)
 
 
 @op()
-def bmm(input, mat2):
+def bmm(input, mat2, *, out_dtype=None):
     """Batched matrix product of (b, n, m) and (b, m, p) tensors of one dtype: (b, n, p), with
-    no broadcasting of the batch (unlike matmul)."""
+    no broadcasting of the batch (unlike matmul); ``out_dtype`` as in ``mm``."""
     _check_operands("bmm", (("input", input), ("mat2", mat2)), 3)
     expected = (input.shape[0], input.shape[2])
     if tuple(mat2.shape[:2]) != expected:
         raise RuntimeError(f"bmm: expected the first two dims of mat2 to be {list(expected)} "
                            f"for input of shape {tuple(input.shape)}, got shape "
                            f"{tuple(mat2.shape)}")
-    return _product(input, mat2)
+    return _product(input, mat2, out_dtype)
 
 
 @op()
