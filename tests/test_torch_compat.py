@@ -22,6 +22,7 @@ both libraries' back afterwards. Skipped as a whole when PyTorch is not installe
 import ast
 import contextlib
 import importlib
+import inspect
 import math
 import re
 import sys
@@ -59,16 +60,23 @@ FEATURES = {
     "Tensor.index_fill_": lambda: hasattr(minitorch.Tensor, "index_fill_"),
     "nn.CrossEntropyLoss": lambda: hasattr(minitorch.nn, "CrossEntropyLoss"),
     "nn.KLDivLoss": lambda: hasattr(minitorch.nn, "KLDivLoss"),
+    "Module.register_forward_hook": lambda: hasattr(minitorch.nn.Module,
+                                                    "register_forward_hook"),
+    "minitorch.load(map_location=)": lambda: "map_location" in inspect.signature(
+        minitorch.load).parameters,
+    "minitorch.inference_mode": lambda: hasattr(minitorch, "inference_mode"),
     "nn.utils.rnn.pad_sequence": lambda: _module_exists("minitorch.nn.utils.rnn"),
     "minitorch.utils.data (Dataset, DataLoader)": lambda: _module_exists("minitorch.utils.data"),
 }
 USES = {
     "gpt": ["minitorch.set_default_dtype", "minitorch.cuda.is_available",
-            "Tensor.__format__ (f'{loss:.4f}')", "minitorch.topk"],
+            "Tensor.__format__ (f'{loss:.4f}')", "minitorch.load(map_location=)",
+            "Module.register_forward_hook", "minitorch.topk"],
     "seq2seq_transformer": ["minitorch.set_default_dtype", "minitorch.cuda.is_available",
                             "nn.utils.rnn.pad_sequence",
                             "minitorch.utils.data (Dataset, DataLoader)",
-                            "nn.CrossEntropyLoss", "Tensor.type(dtype)"],
+                            "nn.CrossEntropyLoss", "minitorch.inference_mode",
+                            "Tensor.type(dtype)"],
     "annotated_transformer": ["minitorch.set_default_dtype", "Tensor.type(dtype)",
                               "minitorch.uint8", "minitorch.LongTensor", "nn.KLDivLoss",
                               "minitorch.nonzero", "Tensor.scatter_", "Tensor.index_fill_"],

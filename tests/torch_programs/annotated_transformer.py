@@ -465,6 +465,9 @@ def main(model, report):
     with torch.no_grad():
         report("greedy decoding", greedy_decode(model, src, src_mask, max_len=max_len,
                                                 start_symbol=1))
+    # The attention maps the article draws: each attention module keeps its last p_attn.
+    report("encoder self-attention", model.encoder.layers[0].self_attn.attn)
+    report("decoder source attention", model.decoder.layers[-1].src_attn.attn)
 
 
 def print_text(name, value):

@@ -3,7 +3,8 @@ sample.py, shrunk): token and learned position embeddings, pre-LayerNorm blocks 
 self-attention (by hand with a registered triangular buffer, masked_fill and softmax, or
 through F.scaled_dot_product_attention) and a GELU MLP, the language-model head tied to the
 token embedding, AdamW with decay / no-decay parameter groups, a warmup-cosine learning rate
-set by hand on every group, gradient clipping, and generate() with temperature and top-k.
+set by hand on every group, gradient clipping, a checkpoint saved and training resumed from
+it, forward hooks, and generate() with temperature and top-k.
 
 A PyTorch program: tests/test_torch_compat.py runs it as it is, and again with only its import
 lines rewritten to minitorch's, from the same initial weights, and compares what each run hands
@@ -14,8 +15,10 @@ random stream. ``python gpt.py`` runs it alone.
 """
 import inspect
 import math
+import os
 import random
-from dataclasses import dataclass
+import tempfile
+from dataclasses import asdict, dataclass
 
 import torch
 import torch.nn as nn
@@ -232,11 +235,11 @@ class GPT(nn.Module):
 
 # training settings (train.py's, scaled down)
 batch_size = 4
-max_iters = 6
+max_iters = 40
 eval_iters = 2
-learning_rate = 1e-2
-warmup_iters = 2
-lr_decay_iters = 6
+learning_rate = 3e-2
+warmup_iters = 4
+lr_decay_iters = 40
 min_lr = 1e-3
 weight_decay = 1e-1
 beta1, beta2 = 0.9, 0.95
@@ -282,7 +285,33 @@ def estimate_loss(model, rng):
 
 
 def build_model():
-    return GPT(GPTConfig()).to(device)
+    # train.py's bias=False; with biases, the key projection's (whose gradient is zero but for
+    # rounding: softmax ignores a shift of all scores) would drift on rounding noise under
+    # AdamW, differently in each library
+    return GPT(GPTConfig(bias=False)).to(device)
+
+
+def train(model, optimizer, iter_num, end_iter, rng, report):
+    """Train.py's loop from iter_num to end_iter; returns the next iteration's number."""
+    model.train()
+    while iter_num < end_iter:
+        lr = get_lr(iter_num)
+        for param_group in optimizer.param_groups:
+            param_group["lr"] = lr
+        X, Y = get_batch("train", rng)
+        logits, loss = model(X, Y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        if iter_num == 0:
+            report("logits", logits)
+            report("gradients", {name: p.grad for name, p in model.named_parameters()})
+        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
+        optimizer.step()
+        report(f"iter {iter_num}", f"loss {loss.item():.4f}, lr {lr:.4e}, norm {norm:.4f}")
+        report(f"iter {iter_num} loss", loss.item())
+        report(f"iter {iter_num} gradient norm", norm)
+        iter_num += 1
+    return iter_num
 
 
 def main(model, report):
@@ -291,23 +320,7 @@ def main(model, report):
     report("lm_head and wte are one tensor", model.lm_head.weight is model.transformer.wte.weight)
     optimizer = model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), device)
     report("param group sizes", [len(g["params"]) for g in optimizer.param_groups])
-    model.train()
-    for it in range(max_iters):
-        lr = get_lr(it)
-        for param_group in optimizer.param_groups:
-            param_group["lr"] = lr
-        X, Y = get_batch("train", rng)
-        logits, loss = model(X, Y)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if it == 0:
-            report("logits", logits)
-            report("gradients", {name: p.grad for name, p in model.named_parameters()})
-        norm = torch.nn.utils.clip_grad_norm_(model.parameters(), grad_clip)
-        optimizer.step()
-        report(f"iter {it}", f"loss {loss.item():.4f}, lr {lr:.4e}, norm {norm:.4f}")
-        report(f"iter {it} loss", loss.item())
-        report(f"iter {it} gradient norm", norm)
+    iter_num = train(model, optimizer, 0, max_iters, rng, report)
     report("parameters after training", model.state_dict())
     report("optimizer state",
            {i: s["exp_avg_sq"] for i, s in enumerate(optimizer.state.values())})
@@ -315,14 +328,47 @@ def main(model, report):
     report("estimated losses", f"train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
     report("estimated loss values", losses)
 
-    # The written-out attention gives what F.scaled_dot_product_attention gives.
+    # A checkpoint as train.py writes it, and training resumed from it as train.py resumes.
+    with tempfile.TemporaryDirectory() as out_dir:
+        ckpt_path = os.path.join(out_dir, "ckpt.pt")
+        torch.save({"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                    "model_args": asdict(model.config), "iter_num": iter_num,
+                    "best_val_loss": losses["val"]}, ckpt_path)
+        checkpoint = torch.load(ckpt_path, map_location=device)
+    model = GPT(GPTConfig(**checkpoint["model_args"])).to(device)
+    model.load_state_dict(checkpoint["model"])
+    report("lm_head and wte are one tensor after loading",
+           model.lm_head.weight is model.transformer.wte.weight)
+    optimizer = model.configure_optimizers(weight_decay, learning_rate, (beta1, beta2), device)
+    optimizer.load_state_dict(checkpoint["optimizer"])
+    iter_num, best_val_loss = checkpoint["iter_num"], checkpoint["best_val_loss"]
+    report("resuming", f"iter {iter_num}, best val loss {best_val_loss:.4f}")
+    train(model, optimizer, iter_num, iter_num + 2, rng, report)
+    report("parameters after resuming", model.state_dict())
+
+    # Each block's output, caught by forward hooks; the written-out attention gives what
+    # F.scaled_dot_product_attention gives.
     model.eval()
     X, _ = get_batch("val", rng)
+    activations = {}
+
+    def save_output(name):
+        def hook(module, input, output):
+            activations[name] = output.detach()
+        return hook
+
+    handles = [block.register_forward_hook(save_output(f"h.{i}"))
+               for i, block in enumerate(model.transformer.h)]
     with torch.no_grad():
         flash_logits = model(X)[0]
+        for handle in handles:
+            handle.remove()
+        report("block outputs (forward hooks)", activations)
+        activations.clear()
         for block in model.transformer.h:
             block.attn.flash = False
         manual_logits = model(X)[0]
+    report("hooks removed", len(activations))
     report("last-position logits (flash attention)", flash_logits)
     report("last-position logits (attention written out)", manual_logits)
 

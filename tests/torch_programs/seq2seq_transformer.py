@@ -202,7 +202,7 @@ def main(model, report):
     report("parameters after training", model.state_dict())
 
     model.eval()
-    with torch.no_grad():
+    with torch.inference_mode():
         val_loss = 0.0
         for src, tgt in val_loader:
             tgt_input = tgt[:, :-1]
