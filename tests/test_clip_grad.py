@@ -145,3 +145,21 @@ def test_clip_grad_value_matches_pytorch(dtype):
     clip_grad_value_(mine, 0.7)
     torch.nn.utils.clip_grad_value_([theirs], 0.7)
     np.testing.assert_array_equal(mine[0].grad.numpy(), theirs.grad.numpy())
+
+
+def test_foreach_is_accepted_and_changes_nothing():
+    for foreach in (None, True, False):
+        params = params_with_grads([[3.0, 0.0], [[0.0], [4.0]]])
+        assert clip_grad_norm_(params, 1.0, foreach=foreach).item() == 5.0
+        clip_grad_value_(params, 0.1, foreach=foreach)
+        np.testing.assert_allclose(params[0].grad.numpy(), [0.1, 0.0])
+
+
+def test_signatures_match_pytorchs():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: parity test skipped")
+    import inspect
+
+    for mine, theirs in [(clip_grad_norm_, torch.nn.utils.clip_grad_norm_),
+                         (clip_grad_value_, torch.nn.utils.clip_grad_value_)]:
+        assert ([(p.name, p.default) for p in inspect.signature(mine).parameters.values()]
+                == [(p.name, p.default) for p in inspect.signature(theirs).parameters.values()])

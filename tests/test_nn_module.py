@@ -241,6 +241,18 @@ def test_embedding_module(backend):
     assert abs(big.weight.detach().numpy().std() - 1.0) < 0.05
 
 
+def test_embedding_from_pretrained():
+    table = mt.tensor([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+    emb = nn.Embedding.from_pretrained(table, padding_idx=1, norm_type=2.0, sparse=False)
+    assert emb.padding_idx == 1 and not emb.weight.requires_grad
+    assert emb(mt.tensor([2, 0])).tolist() == [[5.0, 6.0], [1.0, 2.0]]
+    assert nn.Embedding.from_pretrained(table, freeze=False).weight.requires_grad
+    with pytest.raises(NotImplementedError, match="max_norm"):
+        nn.Embedding.from_pretrained(table, max_norm=1.0)
+    with pytest.raises(ValueError, match="2-D"):
+        nn.Embedding.from_pretrained(mt.zeros(3))
+
+
 @pytest.mark.parametrize("affine,bias,shape", [(True, True, 4), (False, True, 4),
                                                (True, False, (3, 4))])
 def test_layer_norm_module_gradcheck(backend, affine, bias, shape):

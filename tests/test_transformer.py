@@ -115,6 +115,21 @@ def test_transformer_errors_and_mask():
         nn.TransformerEncoderLayer(4, 2, activation="swish")
     m = nn.Transformer.generate_square_subsequent_mask(3).numpy()
     assert m[0, 1] == -math.inf and m[1, 0] == 0 and m[2, 2] == 0 and m.dtype == np.float32
+    assert nn.Transformer.generate_square_subsequent_mask(0, device="cpu").shape == (0, 0)
+
+
+@pytest.mark.xfail(not hasattr(mt, "set_default_dtype"), strict=True,
+                   reason="needs minitorch.set_default_dtype")
+def test_square_subsequent_mask_has_the_default_dtype():
+    """As PyTorch's: without dtype=, the mask has the default float dtype."""
+    previous = mt.get_default_dtype()
+    mt.set_default_dtype(mt.float64)
+    try:
+        mask = nn.Transformer.generate_square_subsequent_mask(2)
+    finally:
+        mt.set_default_dtype(previous)
+    assert mask.dtype == mt.float64
+    assert mask.tolist() == [[0.0, -math.inf], [0.0, 0.0]]
 
 
 def test_transformer_dropout_trains_and_evals(backend):

@@ -122,3 +122,65 @@ def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     return normal_(tensor, 0.0, std)
+
+
+def eye_(tensor):
+    """The identity matrix (ones on the main diagonal of a 2-D tensor, of any shape)."""
+    if tensor.ndim != 2:
+        raise ValueError(f"eye_: only tensors with 2 dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    return _write(tensor, np.eye(*tensor.shape))
+
+
+def dirac_(tensor, groups=1):
+    """The Dirac delta of a 3-, 4- or 5-D convolution weight (out, in, *kernel): output channel
+    d of each of the ``groups`` groups copies input channel d at the kernel's centre."""
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError(f"dirac_: only tensors with 3, 4, or 5 dimensions are supported, got "
+                         f"shape {tuple(tensor.shape)}")
+    sizes = tuple(tensor.shape)
+    if not isinstance(groups, int) or groups <= 0 or sizes[0] % groups:
+        raise ValueError(f"dirac_: dim 0 ({sizes[0]}) must be divisible by groups, got "
+                         f"groups={groups!r}")
+    out_per_group = sizes[0] // groups
+    values = np.zeros(sizes)
+    centre = tuple(size // 2 for size in sizes[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, sizes[1])):
+            values[(g * out_per_group + d, d) + centre] = 1
+    return _write(tensor, values)
+
+
+def orthogonal_(tensor, gain=1):
+    """A (semi-)orthogonal matrix times ``gain`` (Saxe et al. 2013), the trailing dims flattened:
+    Q of the QR factorisation of a standard normal matrix, each column's sign set by R's
+    diagonal so that Q is uniformly distributed, as PyTorch does."""
+    if tensor.ndim < 2:
+        raise ValueError(f"orthogonal_: only tensors with 2 or more dimensions are supported, "
+                         f"got shape {tuple(tensor.shape)}")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flattened = generator().normal(0.0, 1.0, (rows, cols))
+    if rows < cols:
+        flattened = flattened.T
+    q, r = np.linalg.qr(flattened)
+    q *= np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    return _write(tensor, (q * gain).reshape(tensor.shape))
+
+
+def sparse_(tensor, sparsity, std=0.01):
+    """N(0, std²) values with ``ceil(sparsity · rows)`` zeros at random rows of each column of a
+    2-D tensor (Martens 2010)."""
+    if tensor.ndim != 2:
+        raise ValueError(f"sparse_: only tensors with 2 dimensions are supported, got shape "
+                         f"{tuple(tensor.shape)}")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    values = generator().normal(0.0, std, (rows, cols))
+    for col in range(cols):
+        values[generator().permutation(rows)[:num_zeros], col] = 0
+    return _write(tensor, values)

@@ -11,7 +11,8 @@ import copy
 
 import numpy as np
 
-from ..dtype import as_dtype, float32
+from ..creation import full
+from ..ops.shape import triu
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -285,7 +286,6 @@ class Transformer(Module):
 
     @staticmethod
     def generate_square_subsequent_mask(sz, device=None, dtype=None):
-        """(sz, sz) float mask: −inf above the diagonal (future positions), 0 elsewhere."""
-        dtype = float32 if dtype is None else as_dtype(dtype)
-        mask = np.triu(np.full((sz, sz), -np.inf), k=1)
-        return Tensor._make(mask.astype(dtype.numpy))
+        """(sz, sz) float mask: −inf above the diagonal (future positions), 0 elsewhere; of the
+        default float dtype unless ``dtype`` says otherwise (``full``'s default, as PyTorch)."""
+        return triu(full((sz, sz), float("-inf"), dtype=dtype, device=device), diagonal=1)

@@ -4,12 +4,15 @@
 Both work in place on each parameter's ``.grad`` storage, between ``backward()`` and
 ``optimizer.step()``.
 
-May import: math, numpy, ``minitorch.tensor``.
+``foreach`` (PyTorch's choice of a fused implementation) is accepted and changes nothing.
+
+May import: math, numpy, ``minitorch.tensor``, ``minitorch.creation``.
 """
 import math
 
 import numpy as np
 
+from ...creation import tensor
 from ...tensor import Tensor
 
 
@@ -52,7 +55,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     The total norm is the ``norm_type``-norm of all gradients together (as if concatenated into
     one vector; ``math.inf`` for the largest magnitude). Every gradient is multiplied by
     ``min(1, max_norm / (total_norm + 1e-6))``. Returns the total norm from *before* clipping,
-    a 0-d tensor of the gradients' dtype (``tensor(0.)`` when no parameter has a gradient).
+    a 0-d tensor of the gradients' dtype (``tensor(0.)``, of the default dtype, when no
+    parameter has a gradient).
 
     A NaN or infinite total norm raises RuntimeError (as PyTorch) if ``error_if_nonfinite``;
     otherwise the gradients are scaled by it anyway (and so become NaN or 0). ``foreach``
@@ -63,7 +67,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if max_norm < 0 or math.isnan(max_norm):
         raise ValueError(f"clip_grad_norm_: max_norm must be >= 0, got {max_norm}")
     if len(grads) == 0:
-        return Tensor._make(np.array(0.0, dtype=np.float32))
+        return tensor(0.0)
     dtype = np.result_type(*(g._data.dtype for g in grads))
     per_grad = np.array([_vector_norm(g._data, norm_type) for g in grads], dtype=dtype)
     total_norm = _vector_norm(per_grad, norm_type)
