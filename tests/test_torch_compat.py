@@ -21,8 +21,6 @@ both libraries' back afterwards. Skipped as a whole when PyTorch is not installe
 """
 import ast
 import contextlib
-import importlib
-import inspect
 import math
 import re
 import sys
@@ -42,64 +40,8 @@ RTOL = ATOL = 1e-10
 # nn.Transformer's evaluation through nested tensors says they are a prototype: not our concern.
 pytestmark = pytest.mark.filterwarnings("ignore:The PyTorch API of nested tensors")
 
-# What the programs use that minitorch may still lack (work in progress elsewhere), each with
-# how to tell whether it is there. While one a program uses is missing, that program's
-# comparison is an expected failure naming what it waits for; strict, so that it cannot pass
-# unnoticed; and the mark goes by itself once everything it names exists.
-FEATURES = {
-    "minitorch.set_default_dtype": lambda: hasattr(minitorch, "set_default_dtype"),
-    "minitorch.cuda.is_available": lambda: hasattr(minitorch, "cuda"),
-    "Tensor.__format__ (f'{loss:.4f}')": lambda: minitorch.Tensor.__format__
-    is not object.__format__,
-    "Tensor.type(dtype)": lambda: hasattr(minitorch.Tensor, "type"),
-    "minitorch.uint8": lambda: hasattr(minitorch, "uint8"),
-    "minitorch.LongTensor": lambda: hasattr(minitorch, "LongTensor"),
-    "minitorch.topk": lambda: hasattr(minitorch, "topk"),
-    "minitorch.nonzero": lambda: hasattr(minitorch, "nonzero"),
-    "Tensor.scatter_": lambda: hasattr(minitorch.Tensor, "scatter_"),
-    "Tensor.index_fill_": lambda: hasattr(minitorch.Tensor, "index_fill_"),
-    "nn.CrossEntropyLoss": lambda: hasattr(minitorch.nn, "CrossEntropyLoss"),
-    "nn.KLDivLoss": lambda: hasattr(minitorch.nn, "KLDivLoss"),
-    "Module.register_forward_hook": lambda: hasattr(minitorch.nn.Module,
-                                                    "register_forward_hook"),
-    "minitorch.load(map_location=)": lambda: "map_location" in inspect.signature(
-        minitorch.load).parameters,
-    "minitorch.inference_mode": lambda: hasattr(minitorch, "inference_mode"),
-    "nn.utils.rnn.pad_sequence": lambda: _module_exists("minitorch.nn.utils.rnn"),
-    "minitorch.utils.data (Dataset, DataLoader)": lambda: _module_exists("minitorch.utils.data"),
-}
-USES = {
-    "gpt": ["minitorch.set_default_dtype", "minitorch.cuda.is_available",
-            "Tensor.__format__ (f'{loss:.4f}')", "minitorch.load(map_location=)",
-            "Module.register_forward_hook", "minitorch.topk"],
-    "seq2seq_transformer": ["minitorch.set_default_dtype", "minitorch.cuda.is_available",
-                            "nn.utils.rnn.pad_sequence",
-                            "minitorch.utils.data (Dataset, DataLoader)",
-                            "nn.CrossEntropyLoss", "minitorch.inference_mode",
-                            "Tensor.type(dtype)"],
-    "annotated_transformer": ["minitorch.set_default_dtype", "Tensor.type(dtype)",
-                              "minitorch.uint8", "minitorch.LongTensor", "nn.KLDivLoss",
-                              "minitorch.nonzero", "Tensor.scatter_", "Tensor.index_fill_"],
-}
-
-
-def _module_exists(name):
-    try:
-        importlib.import_module(name)
-    except ImportError:
-        return False
-    return True
-
-
 def _program_params():
-    params = []
-    for path in sorted(PROGRAMS_DIR.glob("*.py")):
-        missing = [name for name in USES.get(path.stem, []) if not FEATURES[name]()]
-        # A missing name fails as one of these: any other failure is a failure.
-        marks = [pytest.mark.xfail(strict=True, raises=(AttributeError, ImportError, TypeError),
-                                   reason="needs " + ", ".join(missing))] if missing else []
-        params.append(pytest.param(path, id=path.stem, marks=marks))
-    return params
+    return [pytest.param(path, id=path.stem) for path in sorted(PROGRAMS_DIR.glob("*.py"))]
 
 
 # ---------------------------------------------------------------------- the import rewrite

@@ -118,8 +118,6 @@ def test_transformer_errors_and_mask():
     assert nn.Transformer.generate_square_subsequent_mask(0, device="cpu").shape == (0, 0)
 
 
-@pytest.mark.xfail(not hasattr(mt, "set_default_dtype"), strict=True,
-                   reason="needs minitorch.set_default_dtype")
 def test_square_subsequent_mask_has_the_default_dtype():
     """As PyTorch's: without dtype=, the mask has the default float dtype."""
     previous = mt.get_default_dtype()
