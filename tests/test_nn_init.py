@@ -86,3 +86,24 @@ def test_deterministic_initialisers_equal_pytorchs():
             call(torch.nn.init, torch)
         with pytest.raises(ValueError):
             call(nn.init, mt)
+
+
+@pytest.mark.parametrize("fill", [
+    lambda t, g: nn.init.uniform_(t, generator=g),
+    lambda t, g: nn.init.normal_(t, generator=g),
+    lambda t, g: nn.init.trunc_normal_(t, generator=g),
+    lambda t, g: nn.init.xavier_uniform_(t, generator=g),
+    lambda t, g: nn.init.xavier_normal_(t, generator=g),
+    lambda t, g: nn.init.kaiming_uniform_(t, generator=g),
+    lambda t, g: nn.init.kaiming_normal_(t, generator=g),
+    lambda t, g: nn.init.orthogonal_(t, generator=g),
+    lambda t, g: nn.init.sparse_(t, 0.5, generator=g),
+])
+def test_random_initialisers_draw_from_the_generator_given(fill):
+    first, second = mt.empty(4, 3), mt.empty(4, 3)
+    fill(first, mt.Generator().manual_seed(5))
+    mt.manual_seed(123)  # the global stream plays no part
+    fill(second, mt.Generator().manual_seed(5))
+    np.testing.assert_array_equal(first.numpy(), second.numpy())
+    fill(second, mt.Generator().manual_seed(6))
+    assert not np.array_equal(first.numpy(), second.numpy())

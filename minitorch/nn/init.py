@@ -1,5 +1,6 @@
 """Parameter initialisation, as ``torch.nn.init``: each function fills a tensor in place,
-under no_grad, from minitorch's global generator (so ``manual_seed`` fixes it), and returns it.
+under no_grad, from minitorch's global generator (so ``manual_seed`` fixes it) or the
+``generator=`` given, and returns it.
 
 Fan-in/fan-out and gains follow PyTorch exactly: for a weight of shape (out, in, *k),
 fan_in = in·prod(k) and fan_out = out·prod(k).
@@ -10,7 +11,7 @@ import math
 import numpy as np
 
 from ..autograd.grad_mode import no_grad
-from ..random import generator
+from ..random import numpy_generator
 
 
 def _write(tensor, values):
@@ -60,24 +61,24 @@ def _calculate_correct_fan(tensor, mode):
     return fan_in if mode == "fan_in" else fan_out
 
 
-def uniform_(tensor, a=0.0, b=1.0):
-    return _write(tensor, generator().uniform(a, b, tensor.shape))
+def uniform_(tensor, a=0.0, b=1.0, generator=None):
+    return _write(tensor, numpy_generator(generator).uniform(a, b, tensor.shape))
 
 
-def normal_(tensor, mean=0.0, std=1.0):
-    return _write(tensor, generator().normal(mean, std, tensor.shape))
+def normal_(tensor, mean=0.0, std=1.0, generator=None):
+    return _write(tensor, numpy_generator(generator).normal(mean, std, tensor.shape))
 
 
-def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0):
+def trunc_normal_(tensor, mean=0.0, std=1.0, a=-2.0, b=2.0, generator=None):
     """N(mean, std²) restricted to [a, b] (absolute bounds, as PyTorch), by redrawing outliers."""
     if not a < b:
         raise ValueError(f"trunc_normal_: need a < b, got a={a}, b={b}")
-    values = generator().normal(mean, std, tensor.shape)
+    values = numpy_generator(generator).normal(mean, std, tensor.shape)
     outside = (values < a) | (values > b)
     for _ in range(1000):
         if not outside.any():
             break
-        values[outside] = generator().normal(mean, std, int(outside.sum()))
+        values[outside] = numpy_generator(generator).normal(mean, std, int(outside.sum()))
         outside = (values < a) | (values > b)
     return _write(tensor, np.clip(values, a, b))
 
@@ -94,34 +95,34 @@ def ones_(tensor):
     return _write(tensor, 1)
 
 
-def xavier_uniform_(tensor, gain=1.0):
+def xavier_uniform_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
     bound = math.sqrt(3.0) * std
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def xavier_normal_(tensor, gain=1.0):
+def xavier_normal_(tensor, gain=1.0, generator=None):
     fan_in, fan_out = _calculate_fan_in_and_fan_out(tensor)
     std = gain * math.sqrt(2.0 / float(fan_in + fan_out))
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
-def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_uniform_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
     bound = math.sqrt(3.0) * std
-    return uniform_(tensor, -bound, bound)
+    return uniform_(tensor, -bound, bound, generator)
 
 
-def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu"):
+def kaiming_normal_(tensor, a=0, mode="fan_in", nonlinearity="leaky_relu", generator=None):
     if 0 in tuple(tensor.shape):
         return tensor
     fan = _calculate_correct_fan(tensor, mode)
     std = calculate_gain(nonlinearity, a) / math.sqrt(fan)
-    return normal_(tensor, 0.0, std)
+    return normal_(tensor, 0.0, std, generator)
 
 
 def eye_(tensor):
@@ -151,7 +152,7 @@ def dirac_(tensor, groups=1):
     return _write(tensor, values)
 
 
-def orthogonal_(tensor, gain=1):
+def orthogonal_(tensor, gain=1, generator=None):
     """A (semi-)orthogonal matrix times ``gain`` (Saxe et al. 2013), the trailing dims flattened:
     Q of the QR factorisation of a standard normal matrix, each column's sign set by R's
     diagonal so that Q is uniformly distributed, as PyTorch does."""
@@ -162,7 +163,7 @@ def orthogonal_(tensor, gain=1):
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flattened = generator().normal(0.0, 1.0, (rows, cols))
+    flattened = numpy_generator(generator).normal(0.0, 1.0, (rows, cols))
     if rows < cols:
         flattened = flattened.T
     q, r = np.linalg.qr(flattened)
@@ -172,7 +173,7 @@ def orthogonal_(tensor, gain=1):
     return _write(tensor, (q * gain).reshape(tensor.shape))
 
 
-def sparse_(tensor, sparsity, std=0.01):
+def sparse_(tensor, sparsity, std=0.01, generator=None):
     """N(0, std²) values with ``ceil(sparsity · rows)`` zeros at random rows of each column of a
     2-D tensor (Martens 2010)."""
     if tensor.ndim != 2:
@@ -180,7 +181,7 @@ def sparse_(tensor, sparsity, std=0.01):
                          f"{tuple(tensor.shape)}")
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
-    values = generator().normal(0.0, std, (rows, cols))
+    values = numpy_generator(generator).normal(0.0, std, (rows, cols))
     for col in range(cols):
-        values[generator().permutation(rows)[:num_zeros], col] = 0
+        values[numpy_generator(generator).permutation(rows)[:num_zeros], col] = 0
     return _write(tensor, values)
