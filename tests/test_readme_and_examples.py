@@ -29,7 +29,7 @@ def test_readme_gradcheck_example_fails_as_documented():
     namespace = {}
     exec(compile(blocks[0], "README.md:tour", "exec"), namespace)
     with pytest.raises(autograd.GradcheckError, match="Jacobian mismatch for output 0"):
-        exec(compile(blocks[1], "README.md:gradcheck", "exec"), namespace)
+        exec(compile(_block_with("WrongSquare"), "README.md:gradcheck", "exec"), namespace)
 
 
 def _block_with(text):
@@ -76,3 +76,10 @@ def test_mlp_example_loss_falls(tmp_path):
         sys.path.pop(0)
     losses = mlp_moons.main(["--epochs", "40", "--out", str(tmp_path)])
     assert losses[-1] < 0.5 * losses[0]
+
+
+def test_readme_pytorch_program_runs():
+    namespace = {}
+    exec(compile(_block_with("DataLoader(data"), "README.md:pytorch-program", "exec"), namespace)
+    assert len(namespace["loader"]) == 4 and namespace["scheduler"].last_epoch == 20
+    assert namespace["loss"].shape == () and namespace["loss"].isfinite().item()
