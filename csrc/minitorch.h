@@ -140,6 +140,45 @@ int mt_rms_norm_backward_f32(const float *dy, const float *x, const float *weigh
 int mt_rms_norm_backward_f64(const double *dy, const double *x, const double *weight,
                              const double *rstd, double *dx, double *dweight, int64_t rows,
                              int64_t cols);
+/* ---- elementwise activations and clamp (pointwise.c) ----
+ * n contiguous elements; an output may be its own input (in place). relu: y = max(x, 0),
+ * dx = dy where y > 0 else 0. sigmoid: y = 1 / (1 + exp(-x)), dx = dy y (1 - y) (from y).
+ * silu: y = x sigmoid(x), dx from x. gelu: y = x P(x), P the normal CDF (approximate 0), or
+ * its tanh form (approximate 1); dx from x. clamp: y = min(max(x, min), max) with the bounds
+ * rounded to the element type (+-inf for none; NaN bounds are MT_ERR_ARGS), dx = dy where
+ * min <= x <= max else 0. NaN inputs give NaN outputs (relu, clamp: NaN). */
+int mt_relu_forward_f32(const float *x, float *y, int64_t n);
+int mt_relu_forward_f64(const double *x, double *y, int64_t n);
+int mt_relu_backward_f32(const float *dy, const float *y, float *dx, int64_t n);
+int mt_relu_backward_f64(const double *dy, const double *y, double *dx, int64_t n);
+int mt_sigmoid_forward_f32(const float *x, float *y, int64_t n);
+int mt_sigmoid_forward_f64(const double *x, double *y, int64_t n);
+int mt_sigmoid_backward_f32(const float *dy, const float *y, float *dx, int64_t n);
+int mt_sigmoid_backward_f64(const double *dy, const double *y, double *dx, int64_t n);
+int mt_silu_forward_f32(const float *x, float *y, int64_t n);
+int mt_silu_forward_f64(const double *x, double *y, int64_t n);
+int mt_silu_backward_f32(const float *dy, const float *x, float *dx, int64_t n);
+int mt_silu_backward_f64(const double *dy, const double *x, double *dx, int64_t n);
+int mt_gelu_forward_f32(const float *x, float *y, int64_t n, int approximate);
+int mt_gelu_forward_f64(const double *x, double *y, int64_t n, int approximate);
+int mt_gelu_backward_f32(const float *dy, const float *x, float *dx, int64_t n,
+                         int approximate);
+int mt_gelu_backward_f64(const double *dy, const double *x, double *dx, int64_t n,
+                         int approximate);
+int mt_clamp_forward_f32(const float *x, float *y, int64_t n, double min, double max);
+int mt_clamp_forward_f64(const double *x, double *y, int64_t n, double min, double max);
+int mt_clamp_backward_f32(const float *dy, const float *x, float *dx, int64_t n, double min,
+                          double max);
+int mt_clamp_backward_f64(const double *dy, const double *x, double *dx, int64_t n,
+                          double min, double max);
+
+/* ---- reductions over the last dim (reduce_rows.c) ----
+ * x: rows x cols contiguous. sum_rows: y[r] = scale * sum_j x[r, j] (0 * scale for cols 0).
+ * amax_rows: y[r] = max_j (largest) or min_j x[r, j], NaN if the row holds one; cols >= 1. */
+int mt_sum_rows_f32(const float *x, float *y, int64_t rows, int64_t cols, double scale);
+int mt_sum_rows_f64(const double *x, double *y, int64_t rows, int64_t cols, double scale);
+int mt_amax_rows_f32(const float *x, float *y, int64_t rows, int64_t cols, int largest);
+int mt_amax_rows_f64(const double *x, double *y, int64_t rows, int64_t cols, int largest);
 /* END CDEF */
 
 #ifdef __cplusplus

@@ -4,6 +4,7 @@ import numpy as np
 
 FLOAT_DTYPES = (np.float32, np.float64)
 REDUCTIONS = ("mean", "sum", "none")
+GELU_APPROXIMATIONS = ("none", "tanh")
 
 
 def check_float(name, x, dtype=None):
@@ -89,3 +90,26 @@ def check_target(logits, target, ignore_index):
         raise IndexError(f"target value {value} is out of range [0, {n_classes}) "
                          f"and is not ignore_index ({ignore_index})")
     return target
+
+
+def check_gelu_approximate(approximate):
+    """approximate's index in GELU_APPROXIMATIONS ("none" 0, "tanh" 1)."""
+    if approximate not in GELU_APPROXIMATIONS:
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    return GELU_APPROXIMATIONS.index(approximate)
+
+
+def check_clamp_bounds(min, max):
+    """(min, max) as floats, -inf / +inf for None; TypeError for a non-number, ValueError for
+    NaN."""
+    bounds = []
+    for name, value, default in (("min", min, -np.inf), ("max", max, np.inf)):
+        if value is None:
+            value = default
+        elif isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a number or None, got {type(value).__name__}")
+        if np.isnan(value):
+            raise ValueError(f"{name} must not be NaN")
+        bounds.append(float(value))
+    return bounds

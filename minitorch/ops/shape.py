@@ -54,7 +54,7 @@ def _infer(shape, numel, name):
 class Reshape(Function):
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.shape = a.shape
+        ctx.shape = a._data.shape
         return _view(a._data.reshape(shape), a)
 
     @staticmethod
@@ -65,12 +65,12 @@ class Reshape(Function):
 class Permute(Function):
     @staticmethod
     def forward(ctx, a, dims):
-        ctx.inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
+        ctx.dims = dims
         return _view(a._data.transpose(dims), a)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.permute(ctx.inverse), None
+        return grad.permute(tuple(sorted(range(len(ctx.dims)), key=ctx.dims.__getitem__))), None
 
 
 class Expand(Function):
@@ -114,7 +114,7 @@ class GetItem(Function):
 
     @staticmethod
     def forward(ctx, a, index, index_tensors=()):
-        ctx.shape, ctx.index = a.shape, index
+        ctx.shape, ctx.index = a._data.shape, index
         _save_index(ctx, index_tensors)
         if _is_basic(index):
             # A trailing Ellipsis makes numpy return a 0-d view instead of a scalar copy.
@@ -220,16 +220,21 @@ def _along_axis(index, dim):
 
 def _is_basic(index):
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
-               for i in items)
+    for i in items:  # a loop with the common types first: this runs for every x[...]
+        if type(i) not in _BASIC_TYPES and not isinstance(i, (int, np.integer)):
+            return False
+    return True
+
+
+_BASIC_TYPES = frozenset([slice, int, type(None), type(Ellipsis)])
 
 
 # ----------------------------------------------------------------------------- functions
 
 @op()
 def reshape(a, *shape):
-    shape = _infer(_shape_arg(shape), a.numel(), "reshape")
-    if shape == tuple(a.shape):
+    shape = _infer(_shape_arg(shape), a._data.size, "reshape")
+    if shape == a._data.shape:
         return Reshape.apply(a, shape) if a.requires_grad else _view(a._data, a)
     return Reshape.apply(a, shape)
 
@@ -271,12 +276,20 @@ def permute(a, *dims):
 
 @op(aliases="swapaxes")
 def transpose(a, dim0, dim1):
-    if a.ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
-        return Reshape.apply(a, tuple(a.shape))
-    dims = list(range(a.ndim))
-    i, j = normalize_dim(dim0, a.ndim, "dim0"), normalize_dim(dim1, a.ndim, "dim1")
+    ndim = a._data.ndim
+    if ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
+        return Reshape.apply(a, a._data.shape)
+    dims = list(range(ndim))
+    i, j = _plain_dim(dim0, ndim, "dim0"), _plain_dim(dim1, ndim, "dim1")
     dims[i], dims[j] = dims[j], dims[i]
     return Permute.apply(a, tuple(dims))
+
+
+def _plain_dim(dim, ndim, name):
+    """normalize_dim, with the common case (a Python int in range) checked first."""
+    if type(dim) is int and -ndim <= dim < ndim:
+        return dim % ndim
+    return normalize_dim(dim, ndim, name)
 
 
 @op()
@@ -483,6 +496,17 @@ def unbind(a, dim=0):
     return Unbind.apply(a, d)
 
 
+def _is_plain_basic(index):
+    """Whether ``index`` is made of Python ints (not bools), slices, None and Ellipsis only:
+    then it needs no conversion and selects a view (numpy checks its range)."""
+    if type(index) is tuple:
+        for i in index:
+            if type(i) not in _BASIC_TYPES:
+                return False
+        return True
+    return type(index) in _BASIC_TYPES
+
+
 def _convert_index(index):
     """A user's index in numpy's terms, and the Tensors it holds (for ``_save_index``).
 
@@ -514,6 +538,12 @@ def _convert_index(index):
 
 @op(function=False, method=False, methods="__getitem__")
 def getitem(a, index):
+    if _is_plain_basic(index):  # ints, slices, None, ...: a view, numpy checks the index
+        try:
+            return GetItem.apply(a, index)
+        except IndexError as error:
+            raise IndexError(f"index {index!r} is out of range for a tensor of shape "
+                             f"{tuple(a.shape)}: {error}") from None
     index, index_tensors = _convert_index(index)
     # Index a zero-strided stand-in of the same shape first: numpy checks every index for
     # range and shape there, at no memory cost, and we can name the tensor's shape in the error.
