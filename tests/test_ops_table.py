@@ -7,9 +7,9 @@ column of a wider one). Every case is compared with numpy in float32 and float64
 differentiable case with at least one element is gradchecked in float64, and every differentiable
 row is gradgradchecked on its first non-empty case. The kernel-backed rows (matmul, softmax,
 log_softmax, layer_norm, rms_norm, cross_entropy, attention, and the rows flagged kernel=True:
-relu, sigmoid, silu, gelu, clamp, sum, mean, amax, amin, var, std) run on every built backend
-through the ``backend`` fixture, and their values at every ISA level of the C backend with 1
-and 2 threads. Integer and bool inputs (targets, indices, masks) are given as ``const``
+relu, sigmoid, silu, gelu, clamp, rsqrt, sum, mean, amax, amin, var, std) run on every built
+backend through the ``backend`` fixture, and their values at every ISA level of the C backend
+with 1 and 2 threads. Integer and bool inputs (targets, indices, masks) are given as ``const``
 arrays and are not differentiated. Every op declared in ``minitorch/ops`` (its registry) must
 have a row here, or be listed in ``COVERED_ELSEWHERE`` with the test that covers it.
 """
@@ -320,7 +320,7 @@ OPS = [
     _unary("exp", mt.exp, np.exp),
     _unary("log", mt.log, np.log, domain="positive"),
     _unary("sqrt", mt.sqrt, np.sqrt, domain="positive"),
-    _unary("rsqrt", mt.rsqrt, lambda x: 1 / np.sqrt(x), domain="positive"),
+    _unary("rsqrt", mt.rsqrt, lambda x: 1 / np.sqrt(x), domain="positive", kernel=True),
     _unary("sin", mt.sin, np.sin),
     _unary("cos", mt.cos, np.cos),
     _unary("tanh", mt.tanh, np.tanh),

@@ -30,6 +30,12 @@ MT_INLINE static T V(exp)(T x) {
     return x > overflow ? (T)INFINITY : e;
 }
 
+#ifndef MT_POINTWISE_SQRT_ONCE
+#define MT_POINTWISE_SQRT_ONCE
+MT_INLINE static float mt_sqrt_f32(float x) { return __builtin_sqrtf(x); }
+MT_INLINE static double mt_sqrt_f64(double x) { return __builtin_sqrt(x); }
+#endif
+
 MT_INLINE static T V(sigmoid)(T x) { return (T)1 / ((T)1 + V(exp)(-x)); }
 
 /* erfc(z) for z >= 0: Numerical Recipes' erfcc, t exp(-z^2 + poly(t)), t = 1 / (1 + z/2) */
@@ -143,6 +149,13 @@ int V(tuned_gelu_backward)(const T *dy, const T *x, T *dx, int64_t n, int approx
 
 #undef SQRT_2_PI
 #undef KAPPA
+
+int V(tuned_rsqrt_forward)(const T *x, T *y, int64_t n) {
+    int nt = mt_threads_for(n);
+#pragma omp parallel for simd schedule(static) num_threads(nt)
+    for (int64_t j = 0; j < n; ++j) y[j] = (T)1 / MT_CAT(mt_sqrt, SFX)(x[j]); /* -fno-math-errno: a vector sqrt */
+    return 0;
+}
 
 int V(tuned_clamp_forward)(const T *x, T *y, int64_t n, T lo, T hi) {
     int nt = mt_threads_for(n);

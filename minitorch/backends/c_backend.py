@@ -27,7 +27,7 @@ from minitorch._C import ffi, lib
 from .checks import (FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
                      broadcast_shape, check_clamp_bounds, check_float, check_gelu_approximate,
                      check_gemm_operands, check_label_smoothing, check_matmul_operands,
-                     check_reduction, check_same_shape, check_target)
+                     check_reduction, check_row_indices, check_same_shape, check_target)
 from . import large_buffers
 from .large_buffers import empty, empty_like
 
@@ -707,6 +707,10 @@ def gelu_backward(dy, x, approximate="none"):
     return _elementwise("gelu_backward", dy, check_gelu_approximate(approximate), others=[("x", x)])
 
 
+def rsqrt_forward(x):
+    return _elementwise("rsqrt_forward", x)
+
+
 def clamp_forward(x, min=None, max=None):
     return _elementwise("clamp_forward", x, *check_clamp_bounds(min, max))
 
@@ -748,3 +752,18 @@ def amax_rows(x, largest=True):
         status = _kernel("amax_rows", x.dtype)(_ptr(x), _ptr(y), rows, cols, int(bool(largest)))
         _check_status(status, "amax_rows")
     return y
+
+
+# ---------------------------------------------------------------------------------------------
+# Adding rows at indices
+# ---------------------------------------------------------------------------------------------
+def index_add_rows(src, rows, out_rows):
+    check_row_indices(src, rows, out_rows)
+    out = np.zeros((int(out_rows),) + src.shape[1:], src.dtype)
+    cols = int(np.prod(src.shape[1:]))
+    if src.size:
+        src, rows = _contiguous(src), _contiguous(rows)
+        status = _kernel("index_add_rows", src.dtype)(_ptr(src), _ptr(rows), _ptr(out),
+                                                      src.shape[0], cols, int(out_rows))
+        _check_status(status, "index_add_rows")
+    return out

@@ -113,3 +113,21 @@ def check_clamp_bounds(min, max):
             raise ValueError(f"{name} must not be NaN")
         bounds.append(float(value))
     return bounds
+
+
+def check_row_indices(src, rows, out_rows):
+    """rows: int64, one per row of src (a float array of >= 1 dim), each in [0, out_rows)."""
+    check_float("src", src)
+    if src.ndim < 1:
+        raise ValueError(f"src must have at least 1 dim, got shape {src.shape}")
+    if not isinstance(rows, np.ndarray) or rows.dtype != np.int64:
+        raise TypeError(f"rows must be an int64 numpy.ndarray, got "
+                        f"{getattr(rows, 'dtype', type(rows).__name__)}")
+    if rows.shape != src.shape[:1]:
+        raise ValueError(f"rows must have shape {src.shape[:1]} (one per row of src), got "
+                         f"{rows.shape}")
+    if isinstance(out_rows, bool) or not isinstance(out_rows, (int, np.integer)) or out_rows < 0:
+        raise ValueError(f"out_rows must be a non-negative int, got {out_rows!r}")
+    if rows.size and (rows.min() < 0 or rows.max() >= out_rows):
+        raise IndexError(f"rows must lie in [0, {out_rows}), got values from {rows.min()} to "
+                         f"{rows.max()}")

@@ -8,8 +8,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
-  relu / sigmoid / silu / gelu / clamp _forward and _backward (elementwise), sum_rows and
-  amax_rows (reductions over the last dim).
+  relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward (elementwise), sum_rows and
+  amax_rows (reductions over the last dim), index_add_rows (rows added at indices).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -26,7 +26,7 @@ import math
 import numpy as np
 
 from .checks import (FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS, check_clamp_bounds,  # noqa: F401
-                     check_float, check_gelu_approximate, check_gemm_operands,
+                     check_float, check_gelu_approximate, check_gemm_operands, check_row_indices,
                      check_label_smoothing, check_matmul_operands, check_reduction,
                      check_same_shape, check_target)
 
@@ -461,6 +461,13 @@ def _gelu_slope64(x, approximate):
     return _normal_cdf64(x64) + x64 * np.exp(-0.5 * x64 * x64) / np.sqrt(2.0 * np.pi)
 
 
+def rsqrt_forward(x):
+    """y = 1 / sqrt(x)."""
+    check_float("x", x)
+    with np.errstate(divide="ignore", invalid="ignore"):  # inf at 0, NaN below
+        return (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype)
+
+
 def _clamp_bounds(dtype, min, max):
     """The bounds as numbers of x's dtype (rounded as the kernels round them)."""
     return [np.dtype(dtype).type(bound) for bound in check_clamp_bounds(min, max)]
@@ -501,3 +508,15 @@ def amax_rows(x, largest=True):
     if x.shape[-1] == 0:
         raise ValueError(f"x: cannot take the extreme of an empty last dim, shape {x.shape}")
     return (np.max if largest else np.min)(x, axis=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adding rows at indices
+# ---------------------------------------------------------------------------------------------
+def index_add_rows(src, rows, out_rows):
+    """out = zeros((out_rows,) + src.shape[1:]); out[rows[i]] += src[i] for every i (repeated
+    rows add up)."""
+    check_row_indices(src, rows, out_rows)
+    out = np.zeros((out_rows,) + src.shape[1:], src.dtype)
+    np.add.at(out, rows, src)
+    return out

@@ -22,6 +22,12 @@ from .registry import apply_inplace, op, tensor_method
 _make = Tensor._make
 
 
+def _kernels():
+    """The backend whose kernels the activations, clamp and rsqrt run on (C, or the numpy
+    reference)."""
+    return backends.current()
+
+
 def _grads(ctx, grad_a, grad_b):
     """Return the gradient of each input that needs one, reduced to that input's shape."""
     shape_a, shape_b = ctx.shapes
@@ -215,11 +221,11 @@ class Sqrt(Function):
 
 
 class Rsqrt(Function):
-    """1 / sqrt(a) in one pass of each (not a sqrt node and a division node)."""
+    """1 / sqrt(a), on the backend's kernel (not a sqrt node and a division node)."""
 
     @staticmethod
     def forward(ctx, a):
-        out = _make(_power(a._data, -0.5))
+        out = _make(_kernels().rsqrt_forward(a._data))
         ctx.save_for_backward(out)
         return out
 
@@ -264,11 +270,6 @@ class Tanh(Function):
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
         return grad * (1.0 - out * out)
-
-
-def _kernels():
-    """The backend whose kernels the activations below run on (C, or the numpy reference)."""
-    return backends.current()
 
 
 class Sigmoid(Function):
@@ -664,7 +665,13 @@ def gelu(input, approximate="none"):
 
 @op()
 def sign(a):
-    return _make(np.sign(a._data))
+    x = a._data
+    if x.dtype.kind != "f":
+        return _make(np.sign(x))
+    # (x > 0) - (x < 0) on bytes: np.sign's float loop is ~5x slower (abs's backward uses
+    # this); NaN gives 0, as in PyTorch
+    positive, negative = np.asarray(x > 0), np.asarray(x < 0)
+    return _make((positive.view(np.int8) - negative.view(np.int8)).astype(x.dtype))
 
 
 @op(aliases="clip", inplace="clamp_ clip_")

@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from .. import backends
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import normalize_dim
@@ -136,11 +137,14 @@ class IndexAdd(Function):
     def forward(ctx, grad, shape, index, index_tensors=()):
         ctx.index = index
         _save_index(ctx, index_tensors)
+        if _is_row_index(index, shape) and grad._data.dtype.kind == "f":
+            return _make(_add_rows(grad._data, index, shape))
         out = np.zeros(shape, dtype=grad._data.dtype)
         if _is_basic(index):
             out[index] = grad._data
         elif _is_row_index(index, shape):
-            _add_rows(out, index, grad._data)
+            np.add.at(out, index.reshape(-1) % shape[0],
+                      grad._data.reshape(index.size, *shape[1:]))
         else:
             np.add.at(out, index, grad._data)
         return _make(out)
@@ -199,16 +203,14 @@ def _is_row_index(index, shape):
             and len(shape) > 0)
 
 
-def _add_rows(out, rows, values):
-    """``np.add.at(out, rows, values)`` for an int array picking rows of ``out`` (embedding
-    gradients): sort the rows, sum each run of equal rows with ``reduceat``, add once per row.
-    np.add.at is an unbuffered element-by-element loop, tens of times slower."""
-    rows = rows.reshape(-1) % out.shape[0]  # negative rows: the same row as their positive twin
-    values = values.reshape(rows.size, *out.shape[1:])
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_rows[1:] != sorted_rows[:-1])))
-    out[sorted_rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
+def _add_rows(values, rows, shape):
+    """zeros(shape) with the rows of ``values`` added at the rows of dim 0 that the int array
+    ``rows`` picks (repeats add up): the backend's ``index_add_rows`` (np.add.at is an
+    unbuffered element-by-element loop, tens of times slower)."""
+    rows = rows.reshape(-1) % shape[0]  # negative rows: the same row as their positive twin
+    values = values.reshape(rows.size, *shape[1:])
+    return backends.current().index_add_rows(values, rows.astype(np.int64, copy=False),
+                                             shape[0])
 
 
 def _along_axis(index, dim):
