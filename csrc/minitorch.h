@@ -191,6 +191,15 @@ int mt_index_add_rows_f32(const float *src, const int64_t *rows, float *out, int
                           int64_t cols, int64_t out_rows);
 int mt_index_add_rows_f64(const double *src, const int64_t *rows, double *out, int64_t n,
                           int64_t cols, int64_t out_rows);
+
+/* ---- arithmetic on every thread (arith.c) ----
+ * y = a (op) b over rows x cols, op 0 add, 1 sub, 2 mul, 3 div. Operand layouts: 0 full
+ * (rows x cols), 1 row (cols values repeated on every row), 2 scalar (one value); at least one
+ * operand is full. y is full, and may be a full operand. */
+int mt_arith_f32(int op, const float *a, int a_layout, const float *b, int b_layout, float *y,
+                 int64_t rows, int64_t cols);
+int mt_arith_f64(int op, const double *a, int a_layout, const double *b, int b_layout,
+                 double *y, int64_t rows, int64_t cols);
 /* END CDEF */
 
 #ifdef __cplusplus

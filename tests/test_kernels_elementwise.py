@@ -1,4 +1,4 @@
-"""Kernel tests of the elementwise and row-reduction kernels (csrc/pointwise.c,
+"""Kernel tests of the elementwise and row-reduction kernels (csrc/pointwise.c, csrc/arith.c,
 csrc/reduce_rows.c, csrc/index_add_rows.c), in the manner of test_kernels.py:
 
 - every C function equals the numpy reference (numpy_backend) on drawn sizes (hypothesis: the
@@ -145,6 +145,69 @@ def test_tuned_levels_match_the_reference_level(dtype, isa):
         if name.startswith("sum"):
             close["atol"] = 1e-4 if dtype == np.float32 else 1e-11
         np.testing.assert_allclose(tuned, reference, **close, err_msg=f"{name} at {isa}")
+
+
+def arith_operands(rng, shape, dtype, layout):
+    """(a, b) for the arith kernel: both full, or one of them a row or a scalar."""
+    full = rng.standard_normal(shape).astype(dtype)
+    other_shape = {"full": shape, "row": shape[-1:], "scalar": (),
+                   "row with ones": (1,) * (len(shape) - 1) + shape[-1:],
+                   "size-1": (1,) * len(shape)}[layout]
+    other = np.asarray(rng.standard_normal(other_shape) + 0.5, dtype)  # away from 0: division
+    return full, other
+
+
+ARITH_LAYOUTS = ["full", "row", "row with ones", "scalar", "size-1"]
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(data=st.data())
+def test_arith_kernel_matches_numpy(dtype, isa, data):
+    shape = data.draw(st.sampled_from([(1,), (7,), (3, 5), (2, 3, 33), (40_001,), (70, 1000)]),
+                      label="shape")
+    layout = data.draw(st.sampled_from(ARITH_LAYOUTS), label="layout")
+    swap = data.draw(st.booleans(), label="other operand first")
+    threads = data.draw(st.sampled_from(THREADS), label="threads")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    a, b = arith_operands(rng, shape, dtype, layout)
+    if swap:
+        a, b = b, a
+    for op in ("add", "sub", "mul", "div"):
+        with c_threads(threads, isa):
+            got = C.arith(op, a, b)
+            in_place = (a if a.shape == got.shape else b).copy()
+            C.arith(op, *((in_place, b) if a.shape == got.shape else (a, in_place)),
+                    out=in_place)
+        expected = N.arith(op, a, b)
+        assert got.shape == expected.shape == np.broadcast_shapes(a.shape, b.shape)
+        np.testing.assert_array_equal(got, expected, err_msg=f"{op}, {layout}")
+        np.testing.assert_array_equal(in_place, expected, err_msg=f"{op} in place, {layout}")
+
+
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+def test_large_tensor_arithmetic_and_its_gradients_run_on_the_kernel(threads):
+    """From 65536 elements the ops call the arith kernel: values and gradients as numpy's."""
+    import minitorch as mt
+    rng = np.random.default_rng(11)
+    x_np, y_np = rng.standard_normal((64, 1030)), rng.standard_normal((64, 1030)) + 3.0
+    bias_np = rng.standard_normal(1030)
+    previous = mt.get_num_threads()
+    mt.set_num_threads(threads)
+    try:
+        x, y = mt.tensor(x_np, requires_grad=True), mt.tensor(y_np, requires_grad=True)
+        bias = mt.tensor(bias_np, requires_grad=True)
+        out = (x + bias) * y - 1.5 / y + x ** 3
+        np.testing.assert_allclose(out.detach().numpy(),
+                                   (x_np + bias_np) * y_np - 1.5 / y_np + x_np ** 3, rtol=1e-12)
+        out.sum().backward()
+        np.testing.assert_allclose(x.grad.numpy(), y_np + 3 * x_np ** 2, rtol=1e-12)
+        np.testing.assert_allclose(y.grad.numpy(), x_np + bias_np + 1.5 / y_np ** 2, rtol=1e-12)
+        np.testing.assert_allclose(bias.grad.numpy(), y_np.sum(0), rtol=1e-12)
+    finally:
+        mt.set_num_threads(previous)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -313,6 +376,15 @@ BAD_CALLS = [
      "rows"),
     ("rows shape", lambda B: B.index_add_rows(F64, np.array([0, 1, 1]), 4), ValueError, "rows"),
     ("out_rows", lambda B: B.index_add_rows(F64, np.array([0, 1]), -1), ValueError, "out_rows"),
+    ("arith op", lambda B: B.arith("pow", F64, F64), ValueError, "op"),
+    ("arith dtypes", lambda B: B.arith("add", F64, F64.astype(np.float32)), TypeError, "b"),
+    ("arith shapes", lambda B: B.arith("add", F64, np.ones((3, 2))), ValueError, "a and b"),
+    ("arith leading row", lambda B: B.arith("add", F64, np.ones((2, 1))), ValueError, "a and b"),
+    ("arith strided", lambda B: B.arith("mul", np.ones((2, 6))[:, ::2], F64), ValueError,
+     "a and b"),
+    ("arith out shape", lambda B: B.arith("sub", F64, F64, out=np.ones(6)), ValueError, "out"),
+    ("arith out read-only", lambda B: B.arith("div", F64, F64, out=np.broadcast_to(1.0, (2, 3))),
+     ValueError, "out"),
 ]
 
 
@@ -336,4 +408,6 @@ def test_c_entry_points_reject_what_python_should_have():
     assert lib.mt_amax_rows_f64(p, p, 2, 0, 1) == -2
     rows = np.array([0, 5], np.int64)
     assert lib.mt_index_add_rows_f64(p, ffi.from_buffer("int64_t[]", rows), p, 2, 1, 4) == -2
+    assert lib.mt_arith_f64(4, p, 0, p, 0, p, 1, 4) == -2  # no such op
+    assert lib.mt_arith_f64(0, p, 2, p, 1, p, 1, 4) == -2  # no full operand
     np.testing.assert_array_equal(out, 0)  # a rejected call writes nothing

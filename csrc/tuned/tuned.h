@@ -66,3 +66,5 @@ MT_DECLARE_TUNED(tuned_clamp_forward, (const T *x, T *y, int64_t n, T lo, T hi))
 MT_DECLARE_TUNED(tuned_clamp_backward, (const T *dy, const T *x, T *dx, int64_t n, T lo, T hi))
 MT_DECLARE_TUNED(tuned_sum_rows, (const T *x, T *y, int64_t rows, int64_t cols, double scale))
 MT_DECLARE_TUNED(tuned_amax_rows, (const T *x, T *y, int64_t rows, int64_t cols, int largest))
+MT_DECLARE_TUNED(tuned_arith, (int op, const T *a, int a_layout, const T *b, int b_layout, T *y,
+                               int64_t rows, int64_t cols))

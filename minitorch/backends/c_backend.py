@@ -24,7 +24,8 @@ import numpy as np
 
 from minitorch._C import ffi, lib
 
-from .checks import (FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
+from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
+                     check_arith,
                      broadcast_shape, check_clamp_bounds, check_float, check_gelu_approximate,
                      check_gemm_operands, check_label_smoothing, check_matmul_operands,
                      check_reduction, check_row_indices, check_same_shape, check_target)
@@ -766,4 +767,19 @@ def index_add_rows(src, rows, out_rows):
         status = _kernel("index_add_rows", src.dtype)(_ptr(src), _ptr(rows), _ptr(out),
                                                       src.shape[0], cols, int(out_rows))
         _check_status(status, "index_add_rows")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic on every thread
+# ---------------------------------------------------------------------------------------------
+def arith(op, a, b, out=None):
+    (rows, cols, a_layout, b_layout), shape = check_arith(op, a, b, out)
+    a, b = _contiguous(a), _contiguous(b)
+    if out is None:
+        out = empty(shape, a.dtype)
+    if out.size:
+        status = _kernel("arith", a.dtype)(ARITH_OPS.index(op), _ptr(a), a_layout, _ptr(b),
+                                           b_layout, _ptr(out), rows, cols)
+        _check_status(status, "arith")
     return out

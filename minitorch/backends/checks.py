@@ -131,3 +131,53 @@ def check_row_indices(src, rows, out_rows):
     if rows.size and (rows.min() < 0 or rows.max() >= out_rows):
         raise IndexError(f"rows must lie in [0, {out_rows}), got values from {rows.min()} to "
                          f"{rows.max()}")
+
+
+ARITH_OPS = ("add", "sub", "mul", "div")
+# Operand layouts of the arith kernel: the whole broadcast shape, one row of it repeated, one value
+ARITH_FULL, ARITH_ROW, ARITH_SCALAR = 0, 1, 2
+
+
+def arith_layout(a, b):
+    """(rows, cols, a_layout, b_layout) for the arith kernel, or None where it cannot take a and
+    b: one of them must have the broadcast shape (full) and be C-contiguous, the other the same
+    shape, one value, or the full shape's trailing dims (a row, C-contiguous)."""
+    if a.shape == b.shape:
+        if a.size == 0 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+            return None
+        return 1, a.size, ARITH_FULL, ARITH_FULL
+    swapped = (b.size, b.ndim) > (a.size, a.ndim)
+    full, other = (b, a) if swapped else (a, b)
+    if full.size == 0 or other.ndim > full.ndim or not (full.flags.c_contiguous
+                                                         and other.flags.c_contiguous):
+        return None
+    if other.size == 1:
+        rows, cols, layout = 1, full.size, ARITH_SCALAR
+    else:
+        trailing = other.shape[next(i for i, n in enumerate(other.shape) if n != 1):]
+        if trailing != full.shape[full.ndim - len(trailing):]:
+            return None
+        rows, cols, layout = full.size // other.size, other.size, ARITH_ROW
+    return (rows, cols, layout, ARITH_FULL) if swapped else (rows, cols, ARITH_FULL, layout)
+
+
+def check_arith(op, a, b, out):
+    """The layout of a valid arith call (ValueError naming what is wrong) and its result
+    shape."""
+    if op not in ARITH_OPS:
+        raise ValueError(f"op must be one of {ARITH_OPS}, got {op!r}")
+    check_float("a", a)
+    check_float("b", b, a.dtype)
+    layout = arith_layout(a, b)
+    if layout is None:
+        raise ValueError(f"a and b: shapes {a.shape} and {b.shape} (C-contiguous: "
+                         f"{a.flags.c_contiguous}, {b.flags.c_contiguous}) are not equal "
+                         "contiguous arrays, an array and one value, or an array and a "
+                         "contiguous trailing row")
+    shape = a.shape if layout[2] == ARITH_FULL else b.shape
+    if out is not None:
+        check_float("out", out, a.dtype)
+        check_same_shape("out", out, shape)
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("out must be a writeable C-contiguous array")
+    return layout, shape

@@ -9,7 +9,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward (elementwise), sum_rows and
-  amax_rows (reductions over the last dim), index_add_rows (rows added at indices).
+  amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
+  (add / sub / mul / div of the layouts the C kernel takes).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -25,7 +26,8 @@ import math
 
 import numpy as np
 
-from .checks import (FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS, check_clamp_bounds,  # noqa: F401
+from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS, check_arith,  # noqa: F401
+                     check_clamp_bounds,
                      check_float, check_gelu_approximate, check_gemm_operands, check_row_indices,
                      check_label_smoothing, check_matmul_operands, check_reduction,
                      check_same_shape, check_target)
@@ -520,3 +522,17 @@ def index_add_rows(src, rows, out_rows):
     out = np.zeros((out_rows,) + src.shape[1:], src.dtype)
     np.add.at(out, rows, src)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic
+# ---------------------------------------------------------------------------------------------
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+
+def arith(op, a, b, out=None):
+    """a (op) b for op in add, sub, mul, div, on the layouts of checks.arith_layout (equal
+    shapes, an array and one value, an array and a trailing row); into out if given."""
+    _, shape = check_arith(op, a, b, out)
+    result = _UFUNCS[op](a, b, out=out)
+    return np.asarray(result).reshape(shape)

@@ -3,9 +3,9 @@
 Each op is a Function whose forward computes on the numpy arrays and whose backward is written
 in Tensor ops (so it is differentiable again), reducing the gradient of a broadcast input back to
 its shape with ``unbroadcast``. Comparisons and logical ops produce bool tensors and no graph.
-The activations numpy computes slowly (relu, sigmoid, silu, gelu) and clamp run on the backend's
-kernels, forward and backward; their backward is a Function of its own whose derivative
-autograd takes over the formula in Tensor ops (as the fused kernels in fused.py do).
+The activations numpy computes slowly (relu, sigmoid, silu, gelu), clamp and rsqrt run on the
+backend's kernels for float tensors, forward and backward; their backward is a Function of its
+own whose derivative autograd takes over the formula in Tensor ops (as fused.py's kernels do).
 """
 import math
 
@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
+from ..backends.checks import arith_layout
 from ..dtype import float32, int64
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, to_tensor, unbroadcast
@@ -28,6 +29,20 @@ def _kernels():
     return backends.current()
 
 
+# From this many elements, arithmetic on float arrays of the layouts the backend's arith kernel
+# takes (equal shapes, one value, a trailing row) runs there, on every thread; below, numpy's
+# loop costs less to call and waking a thread team would not pay.
+_THREADED_ARITH_MIN = 1 << 16
+
+
+def _arith(op, ufunc, x, y, out=None):
+    """ufunc(x, y, out=out), on the backend's arith kernel where it pays (_THREADED_ARITH_MIN)."""
+    if ((x.size >= _THREADED_ARITH_MIN or y.size >= _THREADED_ARITH_MIN)
+            and x.dtype.kind == "f" and x.dtype == y.dtype and arith_layout(x, y) is not None):
+        return _kernels().arith(op, x, y, out=out)
+    return ufunc(x, y, out=out)
+
+
 def _grads(ctx, grad_a, grad_b):
     """Return the gradient of each input that needs one, reduced to that input's shape."""
     shape_a, shape_b = ctx.shapes
@@ -39,7 +54,7 @@ class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
-        return _make(a._data + b._data)
+        return _make(_arith("add", np.add, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -50,7 +65,7 @@ class Sub(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
-        return _make(a._data - b._data)
+        return _make(_arith("sub", np.subtract, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -64,7 +79,7 @@ class Mul(Function):
         # Save only what the needed gradients read, so in-place edits of the rest stay legal.
         ctx.save_for_backward(b if ctx.needs_input_grad[0] else None,
                               a if ctx.needs_input_grad[1] else None)
-        return _make(a._data * b._data)
+        return _make(_arith("mul", np.multiply, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -77,7 +92,7 @@ class Div(Function):
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
-        return _make(a._data / b._data)
+        return _make(_arith("div", np.divide, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -128,12 +143,12 @@ def _integer_power(x, n):
     if n == 1:
         return x.copy()
     if n < 4:
-        result = np.multiply(x, x)
+        result = _arith("mul", np.multiply, x, x)
     else:
         result = _integer_power(x, n // 2)
-        np.multiply(result, result, out=result)
+        _arith("mul", np.multiply, result, result, out=result)
     if n & 1:
-        np.multiply(result, x, out=result)
+        _arith("mul", np.multiply, result, x, out=result)
     return result
 
 
@@ -334,6 +349,8 @@ class SiLUBackward(Function):
 class ReLU(Function):
     @staticmethod
     def forward(ctx, a):
+        if a._data.dtype.kind != "f":  # integers: no gradient, numpy's max
+            return _make(np.maximum(a._data, 0))
         out = _make(_kernels().relu_forward(a._data))
         ctx.save_for_backward(out)
         return out

@@ -413,7 +413,25 @@ def stack(tensors, dim=0):
             raise ValueError(f"stack: tensors[{i}] has shape {tuple(t_.shape)}, expected "
                              f"{tuple(tensors[0].shape)} (all equal)")
     d = normalize_dim(dim, tensors[0].ndim + 1)
-    return cat([unsqueeze(t_, d) for t_ in tensors], d)
+    from ._helpers import promote_types
+    dtype = tensors[0].dtype
+    for t_ in tensors[1:]:
+        dtype = promote_types(dtype, t_.dtype)
+    return Stack.apply(*[t_.to(dtype) for t_ in tensors], dim=d)
+
+
+class Stack(Function):
+    """The tensors along a new dim, in one node (not an unsqueeze per tensor and a cat): its
+    backward unbinds the gradient into views, in one node too."""
+
+    @staticmethod
+    def forward(ctx, *tensors, dim):
+        ctx.dim = dim
+        return _make(np.stack([t_._data for t_ in tensors], axis=dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Unbind.apply(grad, ctx.dim)
 
 
 @op()
