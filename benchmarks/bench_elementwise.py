@@ -19,8 +19,8 @@ defects. PyTorch's columns are empty ("-") where ``import torch`` fails. The tab
 docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
 
 Run from the repository root (after ``python setup.py build_ext --inplace``):
-    PYTHONPATH=. python benchmarks/bench_elementwise.py            # ~8 minutes
-    PYTHONPATH=. python benchmarks/bench_elementwise.py --quick    # 1 round: ~3 minutes
+    PYTHONPATH=. python benchmarks/bench_elementwise.py            # 3 rounds: ~5 minutes
+    PYTHONPATH=. python benchmarks/bench_elementwise.py --quick    # 1 round: ~2 minutes
     PYTHONPATH=. python benchmarks/bench_elementwise.py --only pow gelu --threads 2 --no-report
 """
 import argparse
@@ -264,8 +264,11 @@ def bench(case_list, threads_list, rounds, budget, data):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="one round, a third of the timing budget (~3 minutes)")
+                        help="one round instead of three (~2 minutes)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--rounds", type=int,
+                        help="timing rounds per op (default 3, --quick 1): on a shared machine, "
+                             "more rounds give each column more chances of a quiet moment")
     parser.add_argument("--only", nargs="+", metavar="OP",
                         help="the ops whose name starts with one of these (e.g. pow gelu sum)")
     report.add_no_report_flag(parser)
@@ -283,19 +286,20 @@ def main(argv=None):
           f"{bk.mt.get_isa()}, OpenMP {bk.mt.has_openmp()}")
     if bk.torch is None:
         print(f"NOTE: PyTorch columns omitted ({bk.TORCH_ERROR})")
-    if hasattr(os, "getloadavg"):
-        load = os.getloadavg()[0]
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if load is not None:
         print(f"load average (1 min): {load:.2f}" + (
             "  WARNING: the machine is busy; every column below is unreliable"
             if load > 0.5 * (os.cpu_count() or 1) else ""))
+    rounds = args.rounds or (1 if args.quick else 3)
     with np.errstate(all="ignore"):  # the numpy composites of gelu/sigmoid may overflow exp
-        rows = bench(case_list, args.threads, rounds=1 if args.quick else 3,
-                     budget=0.1 if args.quick else 0.3, data=arrays())
+        rows = bench(case_list, args.threads, rounds=rounds, budget=0.1 * rounds, data=arrays())
     flagged = sorted({f"{r[1]} ({r[2]}, {r[0]} thr)" for r in rows if r[-1]})
     print(f"\nover {DEFECT_RATIO:g}x PyTorch's time: " + (", ".join(flagged) or "none"))
     if not args.no_report:
-        notes = [NOTE] + ([] if bk.torch is not None
-                          else [f"PyTorch columns empty: {bk.TORCH_ERROR}"])
+        notes = [NOTE, f"{rounds} rounds; load average at the start: "
+                       f"{'unknown' if load is None else f'{load:.2f}'}"]
+        notes += [] if bk.torch is not None else [f"PyTorch columns empty: {bk.TORCH_ERROR}"]
         path = report.write_table("bench_elementwise.py", COLUMNS, rows, threads=args.threads,
                                   notes=notes)
         print(f"table written to {path}")

@@ -188,8 +188,9 @@ def test_arith_kernel_matches_numpy(dtype, isa, data):
 
 @needs_c
 @pytest.mark.parametrize("threads", THREADS)
-def test_large_tensor_arithmetic_and_its_gradients_run_on_the_kernel(threads):
-    """From 65536 elements the ops call the arith kernel: values and gradients as numpy's."""
+def test_large_tensor_arithmetic_and_its_gradients(threads):
+    """From 65536 elements and with 2 threads the ops call the arith kernel (with 1, numpy):
+    values and gradients as numpy's either way."""
     import minitorch as mt
     rng = np.random.default_rng(11)
     x_np, y_np = rng.standard_normal((64, 1030)), rng.standard_normal((64, 1030)) + 3.0

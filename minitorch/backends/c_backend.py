@@ -25,10 +25,10 @@ import numpy as np
 from minitorch._C import ffi, lib
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     check_arith,
-                     broadcast_shape, check_clamp_bounds, check_float, check_gelu_approximate,
-                     check_gemm_operands, check_label_smoothing, check_matmul_operands,
-                     check_reduction, check_row_indices, check_same_shape, check_target)
+                     broadcast_shape, check_arith, check_clamp_bounds, check_float,
+                     check_gelu_approximate, check_gemm_operands, check_label_smoothing,
+                     check_matmul_operands, check_reduction, check_row_indices,
+                     check_same_shape, check_target)
 from . import large_buffers
 from .large_buffers import empty, empty_like
 

@@ -26,11 +26,10 @@ import math
 
 import numpy as np
 
-from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS, check_arith,  # noqa: F401
-                     check_clamp_bounds,
-                     check_float, check_gelu_approximate, check_gemm_operands, check_row_indices,
-                     check_label_smoothing, check_matmul_operands, check_reduction,
-                     check_same_shape, check_target)
+from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
+                     check_arith, check_clamp_bounds, check_float, check_gelu_approximate,
+                     check_gemm_operands, check_label_smoothing, check_matmul_operands,
+                     check_reduction, check_row_indices, check_same_shape, check_target)
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
