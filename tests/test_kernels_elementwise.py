@@ -48,7 +48,8 @@ def c_threads(n, isa=None):
 
 
 def tol(dtype):
-    return dict(rtol=3e-6, atol=3e-7) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
+    # float32 atol: GELU's derivative crosses 0 at x = -0.75 as a difference of two ~0.2 terms
+    return dict(rtol=3e-6, atol=1e-6) if dtype == np.float32 else dict(rtol=1e-11, atol=1e-13)
 
 
 def elementwise_calls(rng, n, dtype):
