@@ -1,7 +1,7 @@
 /* pointwise.c — elementwise activations and clamp, forward and backward, for float and double:
  * the maps numpy computes slowly (a Python erf per element for GELU, several passes and
- * temporaries for sigmoid, a scalar loop for max(x, 0) and clip, two passes for 1 / sqrt)
- * and on one core.
+ * temporaries for sigmoid, a scalar loop for max(x, 0) and clip, two passes for 1 / sqrt, a
+ * pass per multiplication for x^k, four for a sign) and on one core.
  *
  *   relu      y = max(x, 0) (NaN stays NaN)            dx = 0 if y <= 0 else dy
  *   sigmoid   y = s(x) = 1 / (1 + exp(-x))             dx = dy * y * (1 - y)
@@ -14,9 +14,11 @@
  *                                                           + x / 2 * (1 - tanh^2 u) * du/dx)
  *   clamp     y = min(max(x, lo), hi) (NaN stays NaN)  dx = dy if lo <= x <= hi else 0
  *   rsqrt     y = 1 / sqrt(x)                          (its backward is Tensor ops)
+ *   pow_int   y = x^k, k an integer in [-64, 64]       (its backward is pow_int again)
+ *   abs       (its forward is numpy's)                 dx = dy * sign(x), 0 at 0 and NaN
  *
  * (PyTorch's formulas, with its names: F.relu, torch.sigmoid, F.silu, F.gelu and its
- * approximate="tanh", torch.clamp, torch.rsqrt; lo and hi are rounded to T first, as PyTorch casts its
+ * approximate="tanh", torch.clamp, torch.rsqrt, torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its
  * scalars to the tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n contiguous elements; an output may be the input
  * it is computed from (in place). The reference bodies below evaluate each formula in double
  * with libm; the tuned ones (tuned/pointwise_tuned.c) vectorize them. This file is its own
@@ -134,6 +136,20 @@ int F(mt_rsqrt_forward)(const T *x, T *y, int64_t n) {
     if (n < 0) return MT_ERR_ARGS;
     MT_RUN_TUNED(tuned_rsqrt_forward, x, y, n);
     MT_POINTWISE_LOOP(n, { y[j] = (T)(1.0 / sqrt((double)x[j])); });
+    return 0;
+}
+
+int F(mt_pow_int_forward)(const T *x, T *y, int64_t n, int exponent) {
+    if (n < 0 || exponent < -64 || exponent > 64) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_pow_int_forward, x, y, n, exponent);
+    MT_POINTWISE_LOOP(n, { y[j] = (T)pow((double)x[j], (double)exponent); });
+    return 0;
+}
+
+int F(mt_abs_backward)(const T *dy, const T *x, T *dx, int64_t n) {
+    if (n < 0) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_abs_backward, dy, x, dx, n);
+    MT_POINTWISE_LOOP(n, { dx[j] = x[j] > 0 ? dy[j] : x[j] < 0 ? -dy[j] : 0; });
     return 0;
 }
 

@@ -72,6 +72,11 @@ def elementwise_calls(rng, n, dtype):
         "clamp min only": ("clamp_forward", (x, 0.3, None)),
         "clamp backward": ("clamp_backward", (dy, x, -0.5, 1.25)),
         "rsqrt": ("rsqrt_forward", (positive,)),
+        "pow_int 3": ("pow_int_forward", (x, 3)),
+        "pow_int -2": ("pow_int_forward", (positive, -2)),
+        "pow_int 11": ("pow_int_forward", (x / 4, 11)),
+        "pow_int 0": ("pow_int_forward", (x, 0)),
+        "abs backward": ("abs_backward", (dy, x)),
     }
 
 
@@ -227,6 +232,25 @@ def _torch_cases(torch):
             "clamp": (lambda t: t.clamp(-0.5, 1.25), "clamp", (-0.5, 1.25))}
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("exponent", [-3, -2, -1, 0, 1, 2, 3, 4, 7])
+def test_integer_powers_and_abs_gradient_give_pytorchs_results(dtype, exponent):
+    torch = pytest.importorskip("torch")
+    x = np.array(SPECIAL, dtype)
+    t = torch.from_numpy(x.copy()).requires_grad_()
+    y = t.abs()
+    y.backward(torch.ones_like(y))
+    expected_pow = torch.from_numpy(x).pow(exponent).numpy()
+    for backend in _backends():
+        with c_threads(2) if backend is C else contextlib.nullcontext():
+            with np.errstate(all="ignore"):
+                got = backend.pow_int_forward(x, exponent)
+                got_abs = backend.abs_backward(np.ones_like(x), x)
+        np.testing.assert_allclose(got, expected_pow, rtol=4e-7 * (1 + abs(exponent)),
+                                   atol=1e-37, equal_nan=True, err_msg=str(backend))
+        np.testing.assert_array_equal(got_abs, t.grad.numpy(), err_msg=str(backend))
+
+
 def _backends():
     return [N] + ([C] if C is not None else [])
 
@@ -378,6 +402,9 @@ BAD_CALLS = [
      "rows"),
     ("rows shape", lambda B: B.index_add_rows(F64, np.array([0, 1, 1]), 4), ValueError, "rows"),
     ("out_rows", lambda B: B.index_add_rows(F64, np.array([0, 1]), -1), ValueError, "out_rows"),
+    ("pow_int exponent range", lambda B: B.pow_int_forward(F64, 65), ValueError, "exponent"),
+    ("pow_int exponent type", lambda B: B.pow_int_forward(F64, 2.0), TypeError, "exponent"),
+    ("abs backward shapes", lambda B: B.abs_backward(F64, np.ones(6)), ValueError, "x"),
     ("arith op", lambda B: B.arith("pow", F64, F64), ValueError, "op"),
     ("arith dtypes", lambda B: B.arith("add", F64, F64.astype(np.float32)), TypeError, "b"),
     ("arith shapes", lambda B: B.arith("add", F64, np.ones((3, 2))), ValueError, "a and b"),
@@ -410,6 +437,8 @@ def test_c_entry_points_reject_what_python_should_have():
     assert lib.mt_amax_rows_f64(p, p, 2, 0, 1) == -2
     rows = np.array([0, 5], np.int64)
     assert lib.mt_index_add_rows_f64(p, ffi.from_buffer("int64_t[]", rows), p, 2, 1, 4) == -2
+    assert lib.mt_pow_int_forward_f64(p, p, 4, 65) == -2
+    assert lib.mt_abs_backward_f64(p, p, p, -4) == -2
     assert lib.mt_arith_f64(4, p, 0, p, 0, p, 1, 4) == -2  # no such op
     assert lib.mt_arith_f64(0, p, 2, p, 1, p, 1, 4) == -2  # no full operand
     np.testing.assert_array_equal(out, 0)  # a rejected call writes nothing

@@ -6,10 +6,9 @@ broadcast cases, and non-contiguous inputs (``T``: a transposed array; ``step``:
 column of a wider one). Every case is compared with numpy in float32 and float64; every
 differentiable case with at least one element is gradchecked in float64, and every differentiable
 row is gradgradchecked on its first non-empty case. The kernel-backed rows (matmul, softmax,
-log_softmax, layer_norm, rms_norm, cross_entropy, attention, and the rows flagged kernel=True:
-relu, sigmoid, silu, gelu, clamp, rsqrt, sum, mean, amax, amin, var, std) run on every built
-backend through the ``backend`` fixture, and their values at every ISA level of the C backend
-with 1 and 2 threads. Integer and bool inputs (targets, indices, masks) are given as ``const``
+log_softmax, layer_norm, rms_norm, cross_entropy, attention, kernel=True) run on every backend via
+the ``backend`` fixture, and their values at every ISA level of the C backend with 1 and 2
+threads. Integer and bool inputs (targets, indices, masks) are given as ``const``
 arrays and are not differentiated. Every op declared in ``minitorch/ops`` (its registry) must
 have a row here, or be listed in ``COVERED_ELSEWHERE`` with the test that covers it.
 """
@@ -308,7 +307,9 @@ OPS = [
     _binary("pow", lambda a, b: a ** b, np.power, domains=("positive", None)),
     Op("pow_scalar", lambda a, e: a ** e, lambda x, e: x ** e,
        [case((3,), e=2), case((2, 3), e=3.0), case((), e=0.5), case(T(2, 2), e=-1),
-        case((0,), e=2)], domains=("positive",)),
+        case((0,), e=2), case((2, 3), e=5), case(step(2, 3), e=-3), case((3,), e=0),
+        case((), e=-2), case((2, 2), e=-0.5), case((3,), e=2.5)], domains=("positive",),
+       kernel=True),
     Op("rpow", lambda a: 2.0 ** a, lambda x: 2.0 ** x, [case((3,)), case(())]),
     Op("scalar_ops", lambda a: (1.5 - a) * 2 / (a + 3.0), lambda x: (1.5 - x) * 2 / (x + 3.0),
        [case((4,)), case(T(2, 2))], domains=("positive",)),
@@ -316,7 +317,7 @@ OPS = [
     _binary("minimum", mt.minimum, np.minimum),
     # unary math and activations
     _unary("neg", lambda a: -a, np.negative),
-    _unary("abs", mt.abs, np.abs, domain="nonzero"),
+    _unary("abs", mt.abs, np.abs, domain="nonzero", kernel=True),
     _unary("exp", mt.exp, np.exp),
     _unary("log", mt.log, np.log, domain="positive"),
     _unary("sqrt", mt.sqrt, np.sqrt, domain="positive"),

@@ -157,6 +157,72 @@ int V(tuned_rsqrt_forward)(const T *x, T *y, int64_t n) {
     return 0;
 }
 
+/* x^k for |k| <= 4 in one expression, 1 / that for k < 0 (0^-k = inf, as 1 / 0) */
+#define MT_POW_SMALL(K, EXPR)                                                          \
+    case K: {                                                                          \
+        _Pragma("omp parallel for simd schedule(static) num_threads(nt)")             \
+        for (int64_t j = 0; j < n; ++j) {                                              \
+            const T v = x[j], p = EXPR;                                                \
+            y[j] = exponent < 0 ? (T)1 / p : p;                                        \
+        }                                                                              \
+        return 0;                                                                      \
+    }
+
+/* x^k for |k| <= 64: up to 4 in one expression (the common cases), beyond by repeated
+ * squaring a block of elements at a time, each squaring and multiplication a vector loop over
+ * a block that stays in L1 (GCC does not vectorize a loop over the exponent's bits inside the
+ * loop over elements), so that memory is still read and written once. */
+#ifndef MT_POW_INT_BLOCK
+#define MT_POW_INT_BLOCK 512
+#endif
+int V(tuned_pow_int_forward)(const T *x, T *y, int64_t n, int exponent) {
+    const int k = exponent < 0 ? -exponent : exponent;
+    int nt = mt_threads_for(n);
+    switch (k) {
+        MT_POW_SMALL(0, ((void)v, (T)1)) /* 1 for every x, NaN included */
+        MT_POW_SMALL(1, v)
+        MT_POW_SMALL(2, v * v)
+        MT_POW_SMALL(3, v * v * v)
+        MT_POW_SMALL(4, (v * v) * (v * v))
+    default: break;
+    }
+    const int64_t blocks = (n + MT_POW_INT_BLOCK - 1) / MT_POW_INT_BLOCK;
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t j0 = b * MT_POW_INT_BLOCK;
+        const int64_t len = n - j0 < MT_POW_INT_BLOCK ? n - j0 : MT_POW_INT_BLOCK;
+        T square[MT_POW_INT_BLOCK] __attribute__((aligned(64)));
+        T *out = y + j0;
+#pragma omp simd
+        for (int64_t j = 0; j < len; ++j) {
+            square[j] = x[j0 + j];
+            out[j] = 1;
+        }
+        for (int bits = k; bits; bits >>= 1) {
+            if (bits & 1) {
+#pragma omp simd
+                for (int64_t j = 0; j < len; ++j) out[j] *= square[j];
+            }
+            if (bits > 1) {
+#pragma omp simd
+                for (int64_t j = 0; j < len; ++j) square[j] *= square[j];
+            }
+        }
+        if (exponent < 0) {
+#pragma omp simd
+            for (int64_t j = 0; j < len; ++j) out[j] = (T)1 / out[j];
+        }
+    }
+    return 0;
+}
+
+int V(tuned_abs_backward)(const T *dy, const T *x, T *dx, int64_t n) {
+    int nt = mt_threads_for(n);
+#pragma omp parallel for simd schedule(static) num_threads(nt)
+    for (int64_t j = 0; j < n; ++j) dx[j] = x[j] > 0 ? dy[j] : x[j] < 0 ? -dy[j] : 0;
+    return 0;
+}
+
 int V(tuned_clamp_forward)(const T *x, T *y, int64_t n, T lo, T hi) {
     int nt = mt_threads_for(n);
 #pragma omp parallel for simd schedule(static) num_threads(nt)

@@ -26,7 +26,8 @@ from minitorch._C import ffi, lib
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
                      broadcast_shape, check_arith, check_clamp_bounds, check_float,
-                     check_gelu_approximate, check_gemm_operands, check_label_smoothing,
+                     check_gelu_approximate, check_gemm_operands, check_integer_exponent,
+                     check_label_smoothing,
                      check_matmul_operands, check_reduction, check_row_indices,
                      check_same_shape, check_target)
 from . import large_buffers
@@ -710,6 +711,14 @@ def gelu_backward(dy, x, approximate="none"):
 
 def rsqrt_forward(x):
     return _elementwise("rsqrt_forward", x)
+
+
+def pow_int_forward(x, exponent):
+    return _elementwise("pow_int_forward", x, check_integer_exponent(exponent))
+
+
+def abs_backward(dy, x):
+    return _elementwise("abs_backward", dy, others=[("x", x)])
 
 
 def clamp_forward(x, min=None, max=None):

@@ -181,3 +181,16 @@ def check_arith(op, a, b, out):
         if not out.flags.c_contiguous or not out.flags.writeable:
             raise ValueError("out must be a writeable C-contiguous array")
     return layout, shape
+
+
+POW_INT_LIMIT = 64  # the largest |exponent| of pow_int_forward
+
+
+def check_integer_exponent(exponent):
+    """exponent as an int in [-POW_INT_LIMIT, POW_INT_LIMIT] (TypeError / ValueError)."""
+    if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (int, np.integer)):
+        raise TypeError(f"exponent must be an int, got {type(exponent).__name__}")
+    if not -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
+        raise ValueError(f"exponent must be in [-{POW_INT_LIMIT}, {POW_INT_LIMIT}], got "
+                         f"{exponent}")
+    return int(exponent)

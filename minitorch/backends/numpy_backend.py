@@ -8,7 +8,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
-  relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward (elementwise), sum_rows and
+  relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, pow_int_forward,
+  abs_backward (elementwise), sum_rows and
   amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
   (add / sub / mul / div of the layouts the C kernel takes).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
@@ -28,7 +29,7 @@ import numpy as np
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
                      check_arith, check_clamp_bounds, check_float, check_gelu_approximate,
-                     check_gemm_operands, check_label_smoothing, check_matmul_operands,
+                     check_gemm_operands, check_integer_exponent, check_label_smoothing, check_matmul_operands,
                      check_reduction, check_row_indices, check_same_shape, check_target)
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
@@ -467,6 +468,20 @@ def rsqrt_forward(x):
     check_float("x", x)
     with np.errstate(divide="ignore", invalid="ignore"):  # inf at 0, NaN below
         return (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype)
+
+
+def pow_int_forward(x, exponent):
+    """y = x ** exponent for an integer exponent in [-64, 64] (0 ** -k = inf)."""
+    check_float("x", x)
+    exponent = check_integer_exponent(exponent)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.power(x.astype(np.float64), float(exponent)).astype(x.dtype)
+
+
+def abs_backward(dy, x):
+    """dx = dy * sign(x), 0 where x is 0 or NaN (as PyTorch's sgn)."""
+    _check_pair("dy", dy, "x", x)
+    return np.where(x > 0, dy, np.where(x < 0, -dy, 0)).astype(dy.dtype)
 
 
 def _clamp_bounds(dtype, min, max):

@@ -3,9 +3,10 @@
 Each op is a Function whose forward computes on the numpy arrays and whose backward is written
 in Tensor ops (so it is differentiable again), reducing the gradient of a broadcast input back to
 its shape with ``unbroadcast``. Comparisons and logical ops produce bool tensors and no graph.
-The activations numpy computes slowly (relu, sigmoid, silu, gelu), clamp and rsqrt run on the
-backend's kernels for float tensors, forward and backward; their backward is a Function of its
-own whose derivative autograd takes over the formula in Tensor ops (as fused.py's kernels do).
+The activations numpy computes slowly (relu, sigmoid, silu, gelu), clamp, rsqrt, integer powers
+and abs's backward run on the backend's kernels for float tensors; a kernel backward is a
+Function of its own whose derivative autograd takes over the formula in Tensor ops (as fused.py's
+kernels do). Arithmetic on large float arrays runs on the C arith kernel's threads (``_arith``).
 """
 import math
 
@@ -13,7 +14,7 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
-from ..backends.checks import arith_layout
+from ..backends.checks import POW_INT_LIMIT, arith_layout
 from ..dtype import float32, int64
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, to_tensor, unbroadcast
@@ -24,8 +25,8 @@ _make = Tensor._make
 
 
 def _kernels():
-    """The backend whose kernels the activations, clamp and rsqrt run on (C, or the numpy
-    reference)."""
+    """The backend whose kernels the activations, clamp, rsqrt and integer powers run on (C, or
+    the numpy reference)."""
     return backends.current()
 
 
@@ -123,39 +124,16 @@ class Pow(Function):
 def _power(x, exponent):
     """x ** exponent for a float array and a Python number, computed as PyTorch computes it
     where numpy's power is slow (a libm pow per element, ~1 ns, and ~10 ns on negative bases):
-    integer exponents up to 16 by multiplying squares, 1/that for negative ones, 0.5 and -0.5
+    integer exponents in one pass of multiplied squares (the backend's pow_int), 0.5 and -0.5
     by sqrt. Anything else goes to np.power in x's dtype."""
-    if x.ndim == 0:  # ufuncs return numpy scalars for 0-d input, which out= cannot take
-        return _power(x.reshape(1), exponent).reshape(())
-    if float(exponent).is_integer() and -_MULTIPLIED_POWERS <= exponent <= _MULTIPLIED_POWERS:
-        if exponent == 0:
-            return np.ones_like(x)  # 1 for every x, NaN included (as PyTorch and C's pow)
-        if exponent == -1:
-            return np.divide(1, x)
-        result = _integer_power(x, int(exponent) if exponent > 0 else -int(exponent))
-        return result if exponent > 0 else np.divide(1, result, out=result)
+    if float(exponent).is_integer() and -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
+        return _kernels().pow_int_forward(x, int(exponent))
     if exponent in (0.5, -0.5):
         root = np.sqrt(x)
-        return root if exponent > 0 else np.divide(1, root, out=root)
+        if exponent < 0:  # (0-d: ufuncs return a numpy scalar, which takes no out=)
+            root = np.divide(1, root, out=root) if root.ndim else 1 / root
+        return root
     return np.power(x, x.dtype.type(exponent))
-
-
-def _integer_power(x, n):
-    """x ** n (n >= 1) in a fresh array: the square of x ** (n // 2), times x if n is odd (one
-    pass over memory per multiplication, each in place but the first)."""
-    if n == 1:
-        return x.copy()
-    if n < 4:
-        result = _arith("mul", np.multiply, x, x)
-    else:
-        result = _integer_power(x, n // 2)
-        _arith("mul", np.multiply, result, result, out=result)
-    if n & 1:
-        _arith("mul", np.multiply, result, x, out=result)
-    return result
-
-
-_MULTIPLIED_POWERS = 16
 
 
 class PowScalar(Function):
@@ -181,7 +159,11 @@ class PowScalar(Function):
 class Neg(Function):
     @staticmethod
     def forward(ctx, a):
-        return _make(-a._data)
+        x = a._data
+        if x.dtype.kind != "f":
+            return _make(-x)
+        # times -1 (exact): on the arith kernel's threads where that pays
+        return _make(_arith("mul", np.multiply, x, np.asarray(-1, x.dtype)))
 
     @staticmethod
     def backward(ctx, grad):
@@ -197,7 +179,22 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return grad * a.sign()
+        return AbsBackward.apply(grad, a)
+
+
+class AbsBackward(Function):
+    """dx = dy * sign(x) (0 where x is 0 or NaN) on the backend's kernel. Its own derivative:
+    the same signs applied to the incoming gradient; x only selects."""
+
+    @staticmethod
+    def forward(ctx, dy, x):
+        ctx.save_for_backward(x)
+        return _make(_kernels().abs_backward(dy._data, x._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return AbsBackward.apply(grad, x), None
 
 
 class Exp(Function):
