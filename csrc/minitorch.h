@@ -140,6 +140,72 @@ int mt_rms_norm_backward_f32(const float *dy, const float *x, const float *weigh
 int mt_rms_norm_backward_f64(const double *dy, const double *x, const double *weight,
                              const double *rstd, double *dx, double *dweight, int64_t rows,
                              int64_t cols);
+
+/* ---- elementwise activations and clamp (pointwise.c) ----
+ * n contiguous elements; an output may be its own input (in place). relu: y = max(x, 0),
+ * dx = dy where y > 0 else 0. sigmoid: y = 1 / (1 + exp(-x)), dx = dy y (1 - y) (from y).
+ * silu: y = x sigmoid(x), dx from x. gelu: y = x P(x), P the normal CDF (approximate 0), or
+ * its tanh form (approximate 1); dx from x. clamp: y = min(max(x, min), max) with the bounds
+ * rounded to the element type (+-inf for none; NaN bounds are MT_ERR_ARGS), dx = dy where
+ * min <= x <= max else 0. rsqrt: y = 1 / sqrt(x). pow_int: y = x^exponent, exponent in
+ * [-64, 64] (else MT_ERR_ARGS). abs_backward: dx = dy * sign(x), 0 where x is 0 or NaN. NaN
+ * inputs give NaN outputs. */
+int mt_relu_forward_f32(const float *x, float *y, int64_t n);
+int mt_relu_forward_f64(const double *x, double *y, int64_t n);
+int mt_relu_backward_f32(const float *dy, const float *y, float *dx, int64_t n);
+int mt_relu_backward_f64(const double *dy, const double *y, double *dx, int64_t n);
+int mt_sigmoid_forward_f32(const float *x, float *y, int64_t n);
+int mt_sigmoid_forward_f64(const double *x, double *y, int64_t n);
+int mt_sigmoid_backward_f32(const float *dy, const float *y, float *dx, int64_t n);
+int mt_sigmoid_backward_f64(const double *dy, const double *y, double *dx, int64_t n);
+int mt_silu_forward_f32(const float *x, float *y, int64_t n);
+int mt_silu_forward_f64(const double *x, double *y, int64_t n);
+int mt_silu_backward_f32(const float *dy, const float *x, float *dx, int64_t n);
+int mt_silu_backward_f64(const double *dy, const double *x, double *dx, int64_t n);
+int mt_gelu_forward_f32(const float *x, float *y, int64_t n, int approximate);
+int mt_gelu_forward_f64(const double *x, double *y, int64_t n, int approximate);
+int mt_gelu_backward_f32(const float *dy, const float *x, float *dx, int64_t n,
+                         int approximate);
+int mt_gelu_backward_f64(const double *dy, const double *x, double *dx, int64_t n,
+                         int approximate);
+int mt_rsqrt_forward_f32(const float *x, float *y, int64_t n);
+int mt_rsqrt_forward_f64(const double *x, double *y, int64_t n);
+int mt_pow_int_forward_f32(const float *x, float *y, int64_t n, int exponent);
+int mt_pow_int_forward_f64(const double *x, double *y, int64_t n, int exponent);
+int mt_abs_backward_f32(const float *dy, const float *x, float *dx, int64_t n);
+int mt_abs_backward_f64(const double *dy, const double *x, double *dx, int64_t n);
+int mt_clamp_forward_f32(const float *x, float *y, int64_t n, double min, double max);
+int mt_clamp_forward_f64(const double *x, double *y, int64_t n, double min, double max);
+int mt_clamp_backward_f32(const float *dy, const float *x, float *dx, int64_t n, double min,
+                          double max);
+int mt_clamp_backward_f64(const double *dy, const double *x, double *dx, int64_t n,
+                          double min, double max);
+
+/* ---- reductions over the last dim (reduce_rows.c) ----
+ * x: rows x cols contiguous. sum_rows: y[r] = scale * sum_j x[r, j] (0 * scale for cols 0).
+ * amax_rows: y[r] = max_j (largest) or min_j x[r, j], NaN if the row holds one; cols >= 1. */
+int mt_sum_rows_f32(const float *x, float *y, int64_t rows, int64_t cols, double scale);
+int mt_sum_rows_f64(const double *x, double *y, int64_t rows, int64_t cols, double scale);
+int mt_amax_rows_f32(const float *x, float *y, int64_t rows, int64_t cols, int largest);
+int mt_amax_rows_f64(const double *x, double *y, int64_t rows, int64_t cols, int largest);
+
+/* ---- adding rows at indices (index_add_rows.c) ----
+ * out[rows[i], :] += src[i, :] for i in [0, n): out is out_rows x cols, src n x cols, both
+ * contiguous; indices may repeat. Every rows[i] must be in [0, out_rows) (else MT_ERR_ARGS,
+ * nothing written). Each element's additions happen in the order of i. */
+int mt_index_add_rows_f32(const float *src, const int64_t *rows, float *out, int64_t n,
+                          int64_t cols, int64_t out_rows);
+int mt_index_add_rows_f64(const double *src, const int64_t *rows, double *out, int64_t n,
+                          int64_t cols, int64_t out_rows);
+
+/* ---- arithmetic on every thread (arith.c) ----
+ * y = a (op) b over rows x cols, op 0 add, 1 sub, 2 mul, 3 div. Operand layouts: 0 full
+ * (rows x cols), 1 row (cols values repeated on every row), 2 scalar (one value); at least one
+ * operand is full. y is full, and may be a full operand. */
+int mt_arith_f32(int op, const float *a, int a_layout, const float *b, int b_layout, float *y,
+                 int64_t rows, int64_t cols);
+int mt_arith_f64(int op, const double *a, int a_layout, const double *b, int b_layout,
+                 double *y, int64_t rows, int64_t cols);
 /* END CDEF */
 
 #ifdef __cplusplus

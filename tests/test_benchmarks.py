@@ -95,3 +95,63 @@ def test_fresh_memory_bypasses_the_reused_blocks(monkeypatch):
     softmax = lambda: minitorch.backends.c_backend.softmax_forward(np.ones((64, 64)))  # noqa: E731
     assert not softmax().flags.owndata
     assert bench_large_outputs.with_fresh_memory(softmax)().flags.owndata
+
+
+# ---------------------------------------------------------------------------------------------
+# bench_elementwise.py: each op case computes the same thing in minitorch, numpy and PyTorch
+# ---------------------------------------------------------------------------------------------
+bench_elementwise = pytest.importorskip("bench_elementwise")
+
+
+@pytest.fixture(scope="module")
+def elementwise_setup():
+    data = bench_elementwise.arrays(shape=(4, 6, 8))
+    return data, bench_elementwise.libraries(data)
+
+
+def test_elementwise_cases_cover_the_issue_list():
+    names = [case.name for case in bench_elementwise.cases()]
+    wanted = """add sub mul div neg pow sqrt rsqrt exp log tanh sigmoid relu gelu silu abs clamp
+        where masked_fill sum mean amax var softmax log_softmax cat stack transpose slice
+        index""".split()
+    for op in wanted:
+        assert any(name.startswith(op) for name in names), op
+    for pass_of in ("scalar", "pow 2.0", "pow 3.0", "pow 0.5", "pow -1", "pow 2.5", "gelu tanh",
+                    "sum(-1)", "sum()", "mean(-1)", "mean()", "amax(-1)", "amax()"):
+        assert any(pass_of in name for name in names), pass_of
+
+
+def _as_arrays(result):
+    return [r.detach().numpy() if hasattr(r, "detach") else np.asarray(r) for r in result]
+
+
+def test_elementwise_forward_cases_compute_the_same_thing(elementwise_setup):
+    data, libs = elementwise_setup
+    for case in bench_elementwise.cases():
+        ours = _as_arrays([libs["minitorch"].forward(case)()])[0]
+        # numpy's erf for gelu is Abramowitz-Stegun's (1.5e-7): the same tolerance holds
+        expected = [bench_elementwise.numpy_forward(case, data)()]
+        if libs["torch"] is not None:
+            expected.append(_as_arrays([libs["torch"].forward(case)()])[0])
+        for other in expected:
+            np.testing.assert_allclose(ours, other, rtol=2e-5, atol=2e-6, err_msg=case.name)
+
+
+def test_elementwise_backward_cases_compute_torchs_gradients(elementwise_setup):
+    _, libs = elementwise_setup
+    if libs["torch"] is None:
+        pytest.skip("PyTorch is not installed")
+    for case in bench_elementwise.cases():
+        if not case.differentiable:
+            continue
+        ours_out, ours_grads = libs["minitorch"].forward_backward(case)()
+        torch_out, torch_grads = libs["torch"].forward_backward(case)()
+        assert len(ours_grads) == len(torch_grads) == (2 if case.uses_y else 1)
+        for ours, theirs in zip(_as_arrays((ours_out,) + ours_grads),
+                                _as_arrays((torch_out,) + torch_grads)):
+            np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-6, err_msg=case.name)
+
+
+def test_elementwise_only_names_the_ops():
+    with pytest.raises(SystemExit):
+        bench_elementwise.main(["--only", "no-such-op", "--no-report"])

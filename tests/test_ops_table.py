@@ -6,7 +6,7 @@ broadcast cases, and non-contiguous inputs (``T``: a transposed array; ``step``:
 column of a wider one). Every case is compared with numpy in float32 and float64; every
 differentiable case with at least one element is gradchecked in float64, and every differentiable
 row is gradgradchecked on its first non-empty case. The kernel-backed rows (matmul, softmax,
-log_softmax, layer_norm, rms_norm, cross_entropy, attention) run on every built backend through
+log_softmax, layer_norm, rms_norm, cross_entropy, attention, kernel=True) run on every backend via
 the ``backend`` fixture, and their values at every ISA level of the C backend with 1 and 2
 threads. Integer and bool inputs (targets, indices, masks) are given as ``const``
 arrays and are not differentiated. Every op declared in ``minitorch/ops`` (its registry) must
@@ -182,9 +182,9 @@ def _to_int64(a):
     return a.astype(np.int64)
 
 
-def _unary(name, mt_fn, np_fn, domain=None, gradgrad=True, differentiable=True):
+def _unary(name, mt_fn, np_fn, domain=None, gradgrad=True, differentiable=True, kernel=False):
     return Op(name, mt_fn, np_fn, UNARY_SHAPES, differentiable=differentiable,
-              gradgrad=gradgrad, domains=(domain,))
+              gradgrad=gradgrad, domains=(domain,), kernel=kernel)
 
 
 def _binary(name, mt_fn, np_fn, domains=(None, None), gradgrad=True, differentiable=True):
@@ -696,7 +696,9 @@ OPS = [
     _binary("pow", lambda a, b: a ** b, np.power, domains=("positive", None)),
     Op("pow_scalar", lambda a, e: a ** e, lambda x, e: x ** e,
        [case((3,), e=2), case((2, 3), e=3.0), case((), e=0.5), case(T(2, 2), e=-1),
-        case((0,), e=2)], domains=("positive",)),
+        case((0,), e=2), case((2, 3), e=5), case(step(2, 3), e=-3), case((3,), e=0),
+        case((), e=-2), case((2, 2), e=-0.5), case((3,), e=2.5)], domains=("positive",),
+       kernel=True),
     Op("rpow", lambda a: 2.0 ** a, lambda x: 2.0 ** x, [case((3,)), case(())]),
     Op("scalar_ops", lambda a: (1.5 - a) * 2 / (a + 3.0), lambda x: (1.5 - x) * 2 / (x + 3.0),
        [case((4,)), case(T(2, 2))], domains=("positive",)),
@@ -704,26 +706,27 @@ OPS = [
     _binary("minimum", mt.minimum, np.minimum),
     # unary math and activations
     _unary("neg", lambda a: -a, np.negative),
-    _unary("abs", mt.abs, np.abs, domain="nonzero"),
+    _unary("abs", mt.abs, np.abs, domain="nonzero", kernel=True),
     _unary("exp", mt.exp, np.exp),
     _unary("log", mt.log, np.log, domain="positive"),
     _unary("sqrt", mt.sqrt, np.sqrt, domain="positive"),
-    _unary("rsqrt", mt.rsqrt, lambda x: 1 / np.sqrt(x), domain="positive"),
+    _unary("rsqrt", mt.rsqrt, lambda x: 1 / np.sqrt(x), domain="positive", kernel=True),
     _unary("sin", mt.sin, np.sin),
     _unary("cos", mt.cos, np.cos),
     _unary("tanh", mt.tanh, np.tanh),
-    _unary("sigmoid", mt.sigmoid, _sigmoid),
-    _unary("relu", mt.relu, lambda x: np.maximum(x, 0), domain="nonzero"),
-    _unary("gelu", mt.gelu, _gelu),
+    _unary("sigmoid", mt.sigmoid, _sigmoid, kernel=True),
+    _unary("relu", mt.relu, lambda x: np.maximum(x, 0), domain="nonzero", kernel=True),
+    _unary("gelu", mt.gelu, _gelu, kernel=True),
     _unary("gelu_tanh", lambda a: mt.gelu(a, approximate="tanh"),
-           lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))),
+           lambda x: 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3))),
+           kernel=True),
     _unary("erf", mt.erf, _erf),
     _unary("sign", mt.sign, np.sign, differentiable=False),
     _unary("square", mt.square, np.square),
-    _unary("silu", F.silu, lambda x: x * _sigmoid(x)),
+    _unary("silu", F.silu, lambda x: x * _sigmoid(x), kernel=True),
     Op("clamp", lambda a, **k: a.clamp(**k), lambda x, min=None, max=None: np.clip(x, min, max),
        [case((4,), min=-0.5, max=0.5), case((2, 3), min=0.1), case(T(2, 3), max=-0.1),
-        case((), min=-0.3)]),
+        case((), min=-0.3), case((2, 3), min=0.4, max=-0.2)], kernel=True),
     Op("clamp_tensor_bounds", lambda a, lo, hi: mt.clamp(a, lo, hi),
        lambda x, lo, hi: np.minimum(np.maximum(x, lo), hi),
        [case((2, 3), (3,), (2, 1))]),
@@ -752,10 +755,11 @@ OPS = [
        [case((2, 3), (2, 3)), case((2, 3), (3,)), case(T(2, 3), (2, 1)), case((), ())]),
     # reductions
     Op("sum", lambda a, **k: a.sum(**k), _np_reduce(np.sum), REDUCE_CASES + [
-        case((0, 3), dim=0), case((0,))]),
-    Op("mean", lambda a, **k: a.mean(**k), _np_reduce(np.mean), REDUCE_CASES),
-    Op("amax", lambda a, **k: a.amax(**k), _np_reduce(np.max), REDUCE_CASES),
-    Op("amin", lambda a, **k: a.amin(**k), _np_reduce(np.min), REDUCE_CASES),
+        case((0, 3), dim=0), case((0,)), case((2, 0), dim=1), case(step(2, 3), dim=-1)],
+       kernel=True),
+    Op("mean", lambda a, **k: a.mean(**k), _np_reduce(np.mean), REDUCE_CASES, kernel=True),
+    Op("amax", lambda a, **k: a.amax(**k), _np_reduce(np.max), REDUCE_CASES, kernel=True),
+    Op("amin", lambda a, **k: a.amin(**k), _np_reduce(np.min), REDUCE_CASES, kernel=True),
     Op("max_dim", _max_values, _np_reduce(np.max),
        [case((2, 3), dim=1), case((2, 3), dim=0, keepdim=True), case(T(3, 2), dim=-1),
         case((), dim=0)], op="max"),
@@ -780,10 +784,10 @@ OPS = [
            x, axis=dim if dim is None or isinstance(dim, int) else tuple(dim), ddof=correction,
            keepdims=keepdim),
        [case((4,)), case((2, 3), dim=1), case((2, 3), dim=0, keepdim=True),
-        case((2, 3, 2), dim=(0, 2)), case(T(3, 2), dim=-1, correction=0)]),
+        case((2, 3, 2), dim=(0, 2)), case(T(3, 2), dim=-1, correction=0)], kernel=True),
     Op("std", lambda a, **k: a.std(**k),
        lambda x, dim=None, keepdim=False: np.std(x, axis=dim, ddof=1, keepdims=keepdim),
-       [case((4,)), case((2, 3), dim=1)]),
+       [case((4,)), case((2, 3), dim=1)], kernel=True),
     Op("logsumexp", lambda a, **k: a.logsumexp(**k), _logsumexp,
        [case((4,), dim=0), case((2, 3), dim=1), case((2, 3), dim=0, keepdim=True),
         case((2, 3, 2), dim=(0, 2)), case(T(3, 2), dim=-1), case((0, 3), dim=0)]),
@@ -849,6 +853,9 @@ KERNEL_OPS = [
        [case((2, 2, 3), (2, 3, 4)), case(T(2, 3, 2), step(2, 2, 4)), case((0, 2, 3), (0, 3, 1)),
         case((3, 1, 2), (3, 2, 1))], kernel=True),
 ]
+# The rows of OPS on the backend's kernels (kernel=True) are tested as kernel rows.
+KERNEL_OPS += [op for op in OPS if op.kernel]
+OPS = [op for op in OPS if not op.kernel]
 
 
 # ----------------------------------------------------------------------------- the checks

@@ -52,3 +52,21 @@ MT_DECLARE_TUNED(tuned_layer_norm_forward,
 MT_DECLARE_TUNED(tuned_layer_norm_backward,
                  (const T *dy, const T *x, const T *weight, const T *mean, const T *rstd, T *dx,
                   T *dweight, T *dbias, int64_t rows, int64_t cols))
+MT_DECLARE_TUNED(tuned_relu_forward, (const T *x, T *y, int64_t n))
+MT_DECLARE_TUNED(tuned_relu_backward, (const T *dy, const T *y, T *dx, int64_t n))
+MT_DECLARE_TUNED(tuned_sigmoid_forward, (const T *x, T *y, int64_t n))
+MT_DECLARE_TUNED(tuned_sigmoid_backward, (const T *dy, const T *y, T *dx, int64_t n))
+MT_DECLARE_TUNED(tuned_silu_forward, (const T *x, T *y, int64_t n))
+MT_DECLARE_TUNED(tuned_silu_backward, (const T *dy, const T *x, T *dx, int64_t n))
+MT_DECLARE_TUNED(tuned_gelu_forward, (const T *x, T *y, int64_t n, int approximate))
+MT_DECLARE_TUNED(tuned_gelu_backward,
+                 (const T *dy, const T *x, T *dx, int64_t n, int approximate))
+MT_DECLARE_TUNED(tuned_rsqrt_forward, (const T *x, T *y, int64_t n))
+MT_DECLARE_TUNED(tuned_pow_int_forward, (const T *x, T *y, int64_t n, int exponent))
+MT_DECLARE_TUNED(tuned_abs_backward, (const T *dy, const T *x, T *dx, int64_t n))
+MT_DECLARE_TUNED(tuned_clamp_forward, (const T *x, T *y, int64_t n, T lo, T hi))
+MT_DECLARE_TUNED(tuned_clamp_backward, (const T *dy, const T *x, T *dx, int64_t n, T lo, T hi))
+MT_DECLARE_TUNED(tuned_sum_rows, (const T *x, T *y, int64_t rows, int64_t cols, double scale))
+MT_DECLARE_TUNED(tuned_amax_rows, (const T *x, T *y, int64_t rows, int64_t cols, int largest))
+MT_DECLARE_TUNED(tuned_arith, (int op, const T *a, int a_layout, const T *b, int b_layout, T *y,
+                               int64_t rows, int64_t cols))

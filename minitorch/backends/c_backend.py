@@ -24,9 +24,12 @@ import numpy as np
 
 from minitorch._C import ffi, lib
 
-from .checks import (FLOAT_DTYPES, REDUCTIONS, broadcast_shape, check_float,  # noqa: F401
-                     check_gemm_operands, check_label_smoothing, check_matmul_operands,
-                     check_reduction, check_same_shape, check_target)
+from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
+                     broadcast_shape, check_arith, check_clamp_bounds, check_float,
+                     check_gelu_approximate, check_gemm_operands, check_integer_exponent,
+                     check_label_smoothing,
+                     check_matmul_operands, check_reduction, check_row_indices,
+                     check_same_shape, check_target)
 from . import large_buffers
 from .large_buffers import empty, empty_like
 
@@ -653,3 +656,139 @@ def rms_norm_backward(dy, x, weight, rstd):
         x.size // cols, cols)
     _check_status(status, "rms_norm_backward")
     return dx, dweight
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise activations and clamp
+# ---------------------------------------------------------------------------------------------
+def _elementwise(name, x, *args, others=()):
+    """The kernel mt_<name>_<dtype>(x, *others, out, n, *args) on x (any float array) and the
+    arrays `others` of x's shape and dtype (named by their (name, array) pairs); the result has
+    x's shape, C-contiguous."""
+    check_float("x" if not others else "dy", x)
+    for other_name, other in others:
+        check_float(other_name, other, x.dtype)
+        check_same_shape(other_name, other, x.shape)
+    out = empty(x.shape, x.dtype)
+    if x.size:
+        arrays = [_contiguous(a) for a in (x,) + tuple(a for _, a in others)]
+        status = _kernel(name, x.dtype)(*[_ptr(a) for a in arrays], _ptr(out), x.size, *args)
+        _check_status(status, name)
+    return out
+
+
+def relu_forward(x):
+    return _elementwise("relu_forward", x)
+
+
+def relu_backward(dy, y):
+    return _elementwise("relu_backward", dy, others=[("y", y)])
+
+
+def sigmoid_forward(x):
+    return _elementwise("sigmoid_forward", x)
+
+
+def sigmoid_backward(dy, y):
+    return _elementwise("sigmoid_backward", dy, others=[("y", y)])
+
+
+def silu_forward(x):
+    return _elementwise("silu_forward", x)
+
+
+def silu_backward(dy, x):
+    return _elementwise("silu_backward", dy, others=[("x", x)])
+
+
+def gelu_forward(x, approximate="none"):
+    return _elementwise("gelu_forward", x, check_gelu_approximate(approximate))
+
+
+def gelu_backward(dy, x, approximate="none"):
+    return _elementwise("gelu_backward", dy, check_gelu_approximate(approximate), others=[("x", x)])
+
+
+def rsqrt_forward(x):
+    return _elementwise("rsqrt_forward", x)
+
+
+def pow_int_forward(x, exponent):
+    return _elementwise("pow_int_forward", x, check_integer_exponent(exponent))
+
+
+def abs_backward(dy, x):
+    return _elementwise("abs_backward", dy, others=[("x", x)])
+
+
+def clamp_forward(x, min=None, max=None):
+    return _elementwise("clamp_forward", x, *check_clamp_bounds(min, max))
+
+
+def clamp_backward(dy, x, min=None, max=None):
+    return _elementwise("clamp_backward", dy, *check_clamp_bounds(min, max), others=[("x", x)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions over the last dim
+# ---------------------------------------------------------------------------------------------
+def _rows_of(x):
+    """x (float, >= 1 dim) as a contiguous array and its (rows, cols)."""
+    check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+    cols = x.shape[-1]
+    rows = x.size // cols if cols else int(np.prod(x.shape[:-1]))
+    return _contiguous(x), rows, cols
+
+
+def sum_rows(x, scale=1.0):
+    x, rows, cols = _rows_of(x)
+    y = np.empty(x.shape[:-1], x.dtype)
+    if cols == 0:  # the sum of nothing; NaN for a mean (scale NaN)
+        y.fill(0.0 * float(scale))
+    elif rows:
+        status = _kernel("sum_rows", x.dtype)(_ptr(x), _ptr(y), rows, cols, float(scale))
+        _check_status(status, "sum_rows")
+    return y
+
+
+def amax_rows(x, largest=True):
+    x, rows, cols = _rows_of(x)
+    if cols == 0:
+        raise ValueError(f"x: cannot take the extreme of an empty last dim, shape {x.shape}")
+    y = np.empty(x.shape[:-1], x.dtype)
+    if rows:
+        status = _kernel("amax_rows", x.dtype)(_ptr(x), _ptr(y), rows, cols, int(bool(largest)))
+        _check_status(status, "amax_rows")
+    return y
+
+
+# ---------------------------------------------------------------------------------------------
+# Adding rows at indices
+# ---------------------------------------------------------------------------------------------
+def index_add_rows(src, rows, out_rows):
+    check_row_indices(src, rows, out_rows)
+    out = np.zeros((int(out_rows),) + src.shape[1:], src.dtype)
+    cols = int(np.prod(src.shape[1:]))
+    if src.size:
+        src, rows = _contiguous(src), _contiguous(rows)
+        status = _kernel("index_add_rows", src.dtype)(_ptr(src), _ptr(rows), _ptr(out),
+                                                      src.shape[0], cols, int(out_rows))
+        _check_status(status, "index_add_rows")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic on every thread
+# ---------------------------------------------------------------------------------------------
+def arith(op, a, b, out=None):
+    (rows, cols, a_layout, b_layout), shape = check_arith(op, a, b, out)
+    a, b = _contiguous(a), _contiguous(b)
+    if out is None:
+        out = empty(shape, a.dtype)
+    if out.size:
+        status = _kernel("arith", a.dtype)(ARITH_OPS.index(op), _ptr(a), a_layout, _ptr(b),
+                                           b_layout, _ptr(out), rows, cols)
+        _check_status(status, "arith")
+    return out

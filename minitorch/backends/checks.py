@@ -4,6 +4,7 @@ import numpy as np
 
 FLOAT_DTYPES = (np.float32, np.float64)
 REDUCTIONS = ("mean", "sum", "none")
+GELU_APPROXIMATIONS = ("none", "tanh")
 
 
 def check_float(name, x, dtype=None):
@@ -89,3 +90,107 @@ def check_target(logits, target, ignore_index):
         raise IndexError(f"target value {value} is out of range [0, {n_classes}) "
                          f"and is not ignore_index ({ignore_index})")
     return target
+
+
+def check_gelu_approximate(approximate):
+    """approximate's index in GELU_APPROXIMATIONS ("none" 0, "tanh" 1)."""
+    if approximate not in GELU_APPROXIMATIONS:
+        raise ValueError(f"approximate must be 'none' or 'tanh', got {approximate!r}")
+    return GELU_APPROXIMATIONS.index(approximate)
+
+
+def check_clamp_bounds(min, max):
+    """(min, max) as floats, -inf / +inf for None; TypeError for a non-number, ValueError for
+    NaN."""
+    bounds = []
+    for name, value, default in (("min", min, -np.inf), ("max", max, np.inf)):
+        if value is None:
+            value = default
+        elif isinstance(value, (bool, np.bool_)) or not isinstance(
+                value, (int, float, np.integer, np.floating)):
+            raise TypeError(f"{name} must be a number or None, got {type(value).__name__}")
+        if np.isnan(value):
+            raise ValueError(f"{name} must not be NaN")
+        bounds.append(float(value))
+    return bounds
+
+
+def check_row_indices(src, rows, out_rows):
+    """rows: int64, one per row of src (a float array of >= 1 dim), each in [0, out_rows)."""
+    check_float("src", src)
+    if src.ndim < 1:
+        raise ValueError(f"src must have at least 1 dim, got shape {src.shape}")
+    if not isinstance(rows, np.ndarray) or rows.dtype != np.int64:
+        raise TypeError(f"rows must be an int64 numpy.ndarray, got "
+                        f"{getattr(rows, 'dtype', type(rows).__name__)}")
+    if rows.shape != src.shape[:1]:
+        raise ValueError(f"rows must have shape {src.shape[:1]} (one per row of src), got "
+                         f"{rows.shape}")
+    if isinstance(out_rows, bool) or not isinstance(out_rows, (int, np.integer)) or out_rows < 0:
+        raise ValueError(f"out_rows must be a non-negative int, got {out_rows!r}")
+    if rows.size and (rows.min() < 0 or rows.max() >= out_rows):
+        raise IndexError(f"rows must lie in [0, {out_rows}), got values from {rows.min()} to "
+                         f"{rows.max()}")
+
+
+ARITH_OPS = ("add", "sub", "mul", "div")
+# Operand layouts of the arith kernel: the whole broadcast shape, one row of it repeated, one value
+ARITH_FULL, ARITH_ROW, ARITH_SCALAR = 0, 1, 2
+
+
+def arith_layout(a, b):
+    """(rows, cols, a_layout, b_layout) for the arith kernel, or None where it cannot take a and
+    b: one of them must have the broadcast shape (full) and be C-contiguous, the other the same
+    shape, one value, or the full shape's trailing dims (a row, C-contiguous)."""
+    if a.shape == b.shape:
+        if a.size == 0 or not (a.flags.c_contiguous and b.flags.c_contiguous):
+            return None
+        return 1, a.size, ARITH_FULL, ARITH_FULL
+    swapped = (b.size, b.ndim) > (a.size, a.ndim)
+    full, other = (b, a) if swapped else (a, b)
+    if full.size == 0 or other.ndim > full.ndim or not (full.flags.c_contiguous
+                                                         and other.flags.c_contiguous):
+        return None
+    if other.size == 1:
+        rows, cols, layout = 1, full.size, ARITH_SCALAR
+    else:
+        trailing = other.shape[next(i for i, n in enumerate(other.shape) if n != 1):]
+        if trailing != full.shape[full.ndim - len(trailing):]:
+            return None
+        rows, cols, layout = full.size // other.size, other.size, ARITH_ROW
+    return (rows, cols, layout, ARITH_FULL) if swapped else (rows, cols, ARITH_FULL, layout)
+
+
+def check_arith(op, a, b, out):
+    """The layout of a valid arith call (ValueError naming what is wrong) and its result
+    shape."""
+    if op not in ARITH_OPS:
+        raise ValueError(f"op must be one of {ARITH_OPS}, got {op!r}")
+    check_float("a", a)
+    check_float("b", b, a.dtype)
+    layout = arith_layout(a, b)
+    if layout is None:
+        raise ValueError(f"a and b: shapes {a.shape} and {b.shape} (C-contiguous: "
+                         f"{a.flags.c_contiguous}, {b.flags.c_contiguous}) are not equal "
+                         "contiguous arrays, an array and one value, or an array and a "
+                         "contiguous trailing row")
+    shape = a.shape if layout[2] == ARITH_FULL else b.shape
+    if out is not None:
+        check_float("out", out, a.dtype)
+        check_same_shape("out", out, shape)
+        if not out.flags.c_contiguous or not out.flags.writeable:
+            raise ValueError("out must be a writeable C-contiguous array")
+    return layout, shape
+
+
+POW_INT_LIMIT = 64  # the largest |exponent| of pow_int_forward
+
+
+def check_integer_exponent(exponent):
+    """exponent as an int in [-POW_INT_LIMIT, POW_INT_LIMIT] (TypeError / ValueError)."""
+    if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (int, np.integer)):
+        raise TypeError(f"exponent must be an int, got {type(exponent).__name__}")
+    if not -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
+        raise ValueError(f"exponent must be in [-{POW_INT_LIMIT}, {POW_INT_LIMIT}], got "
+                         f"{exponent}")
+    return int(exponent)

@@ -7,7 +7,11 @@ Imports: numpy (and threadpoolctl for the BLAS thread count), never the rest of 
 API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
-  layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward.
+  layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
+  relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, pow_int_forward,
+  abs_backward (elementwise), sum_rows and
+  amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
+  (add / sub / mul / div of the layouts the C kernel takes).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -19,11 +23,14 @@ log where |m| >> 1 (log-softmax of [1e17, 1e17] is -log 2, not 0). cross_entropy
 returns them for backward as lse, (N, 2) float64 for both dtypes: rounded to float32 near
 |x| ~ 1e4 they would be off by ~5e-4, and the gradient exp(x - lse) by as much.
 """
+import math
+
 import numpy as np
 
-from .checks import (FLOAT_DTYPES, REDUCTIONS, check_float, check_gemm_operands,  # noqa: F401
-                     check_label_smoothing, check_matmul_operands, check_reduction,
-                     check_same_shape, check_target)
+from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
+                     check_arith, check_clamp_bounds, check_float, check_gelu_approximate,
+                     check_gemm_operands, check_integer_exponent, check_label_smoothing, check_matmul_operands,
+                     check_reduction, check_row_indices, check_same_shape, check_target)
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -351,3 +358,195 @@ def rms_norm_backward(dy, x, weight, rstd):
         return dx.astype(x.dtype), None
     dweight = (dy64 * xhat).reshape(-1, x.shape[-1]).sum(axis=0)
     return dx.astype(x.dtype), dweight.astype(x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Elementwise activations and clamp (PyTorch's formulas, in float64)
+# ---------------------------------------------------------------------------------------------
+_SQRT_2_PI = np.sqrt(2.0 / np.pi)
+_GELU_KAPPA = 0.044715
+
+
+def _check_pair(name_a, a, name_b, b):
+    """b of a's float dtype and shape."""
+    check_float(name_a, a)
+    check_float(name_b, b, a.dtype)
+    check_same_shape(name_b, b, a.shape)
+
+
+def relu_forward(x):
+    """y = max(x, 0); NaN stays NaN."""
+    check_float("x", x)
+    return np.where(x < 0, 0, x).astype(x.dtype)
+
+
+def relu_backward(dy, y):
+    """dx = 0 where y <= 0, else dy (y: relu's output; where it is NaN, dy passes, as in
+    PyTorch)."""
+    _check_pair("dy", dy, "y", y)
+    return np.where(y <= 0, 0, dy).astype(dy.dtype)
+
+
+def _sigmoid64(x):
+    with np.errstate(over="ignore"):  # exp(-x) = inf for x << 0: the sigmoid is then 0
+        return 1.0 / (1.0 + np.exp(-x.astype(np.float64)))
+
+
+def sigmoid_forward(x):
+    """y = 1 / (1 + exp(-x))."""
+    check_float("x", x)
+    return _sigmoid64(x).astype(x.dtype)
+
+
+def sigmoid_backward(dy, y):
+    """dx = dy * y * (1 - y) (y: sigmoid's output)."""
+    _check_pair("dy", dy, "y", y)
+    y64 = y.astype(np.float64)
+    return (dy * y64 * (1.0 - y64)).astype(dy.dtype)
+
+
+def silu_forward(x):
+    """y = x * sigmoid(x) (NaN at -inf: -inf * 0)."""
+    check_float("x", x)
+    with np.errstate(invalid="ignore"):
+        return (x * _sigmoid64(x)).astype(x.dtype)
+
+
+def silu_backward(dy, x):
+    """dx = dy * s * (1 + x * (1 - s)), s = sigmoid(x)."""
+    _check_pair("dy", dy, "x", x)
+    s = _sigmoid64(x)
+    with np.errstate(invalid="ignore"):  # NaN at +-inf: inf * 0
+        return (dy * s * (1.0 + x * (1.0 - s))).astype(dy.dtype)
+
+
+def _normal_cdf64(x):
+    """P(x) = erfc(-x / sqrt 2) / 2 (no cancellation where P is tiny), math.erfc per element:
+    numpy has no erf."""
+    erfc = np.vectorize(math.erfc, otypes=[np.float64])
+    return 0.5 * erfc(-x.astype(np.float64) / np.sqrt(2.0))
+
+
+def gelu_forward(x, approximate="none"):
+    """y = x * P(x), P the normal CDF; approximate="tanh": x / 2 * (1 + tanh(u)),
+    u = sqrt(2/pi) * (x + 0.044715 x^3)."""
+    check_float("x", x)
+    check_gelu_approximate(approximate)
+    x64 = x.astype(np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):  # -inf * 0 = NaN at x = -inf
+        y = _gelu64(x64, approximate)
+    return y.astype(x.dtype)
+
+
+def _gelu64(x64, approximate):
+    if approximate == "tanh":
+        return 0.5 * x64 * (1.0 + np.tanh(_SQRT_2_PI * (x64 + _GELU_KAPPA * x64 ** 3)))
+    return x64 * _normal_cdf64(x64)
+
+
+def gelu_backward(dy, x, approximate="none"):
+    """dx = dy * (P(x) + x * p(x)), p(x) = exp(-x^2 / 2) / sqrt(2 pi); approximate="tanh":
+    dx = dy * ((1 + tanh u) / 2 + x / 2 * (1 - tanh^2 u) * du/dx)."""
+    _check_pair("dy", dy, "x", x)
+    check_gelu_approximate(approximate)
+    with np.errstate(invalid="ignore", over="ignore"):  # inf * 0 = NaN at x = +-inf
+        return (dy * _gelu_slope64(x, approximate)).astype(dy.dtype)
+
+
+def _gelu_slope64(x, approximate):
+    x64 = x.astype(np.float64)
+    if approximate == "tanh":
+        th = np.tanh(_SQRT_2_PI * (x64 + _GELU_KAPPA * x64 ** 3))
+        # x^2 in x's dtype, as PyTorch's: where it overflows, du is inf and dx NaN (0 * inf)
+        du = _SQRT_2_PI * (1.0 + 3.0 * _GELU_KAPPA * (x * x).astype(np.float64))
+        return 0.5 * (1.0 + th) + 0.5 * x64 * (1.0 - th * th) * du
+    return _normal_cdf64(x64) + x64 * np.exp(-0.5 * x64 * x64) / np.sqrt(2.0 * np.pi)
+
+
+def rsqrt_forward(x):
+    """y = 1 / sqrt(x)."""
+    check_float("x", x)
+    with np.errstate(divide="ignore", invalid="ignore"):  # inf at 0, NaN below
+        return (1.0 / np.sqrt(x.astype(np.float64))).astype(x.dtype)
+
+
+def pow_int_forward(x, exponent):
+    """y = x ** exponent for an integer exponent in [-64, 64] (0 ** -k = inf)."""
+    check_float("x", x)
+    exponent = check_integer_exponent(exponent)
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.power(x.astype(np.float64), float(exponent)).astype(x.dtype)
+
+
+def abs_backward(dy, x):
+    """dx = dy * sign(x), 0 where x is 0 or NaN (as PyTorch's sgn)."""
+    _check_pair("dy", dy, "x", x)
+    return np.where(x > 0, dy, np.where(x < 0, -dy, 0)).astype(dy.dtype)
+
+
+def _clamp_bounds(dtype, min, max):
+    """The bounds as numbers of x's dtype (rounded as the kernels round them)."""
+    return [np.dtype(dtype).type(bound) for bound in check_clamp_bounds(min, max)]
+
+
+def clamp_forward(x, min=None, max=None):
+    """y = min(max(x, min), max), the bounds rounded to x's dtype; NaN stays NaN."""
+    check_float("x", x)
+    lo, hi = _clamp_bounds(x.dtype, min, max)
+    return np.where(x > hi, hi, np.where(x < lo, lo, x)).astype(x.dtype)
+
+
+def clamp_backward(dy, x, min=None, max=None):
+    """dx = dy where min <= x <= max, else 0 (NaN: 0)."""
+    _check_pair("dy", dy, "x", x)
+    lo, hi = _clamp_bounds(x.dtype, min, max)
+    return np.where((x >= lo) & (x <= hi), dy, 0).astype(dy.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions over the last dim
+# ---------------------------------------------------------------------------------------------
+def _check_rows(x):
+    check_float("x", x)
+    if x.ndim < 1:
+        raise ValueError(f"x must have at least 1 dim, got shape {x.shape}")
+
+
+def sum_rows(x, scale=1.0):
+    """y = scale * sum_j x[..., j] (shape x.shape[:-1]), summed in float64."""
+    _check_rows(x)
+    return (float(scale) * np.sum(x, axis=-1, dtype=np.float64)).astype(x.dtype)
+
+
+def amax_rows(x, largest=True):
+    """y = max_j x[..., j] (min_j with largest=False); NaN where the row holds one."""
+    _check_rows(x)
+    if x.shape[-1] == 0:
+        raise ValueError(f"x: cannot take the extreme of an empty last dim, shape {x.shape}")
+    return (np.max if largest else np.min)(x, axis=-1)
+
+
+# ---------------------------------------------------------------------------------------------
+# Adding rows at indices
+# ---------------------------------------------------------------------------------------------
+def index_add_rows(src, rows, out_rows):
+    """out = zeros((out_rows,) + src.shape[1:]); out[rows[i]] += src[i] for every i (repeated
+    rows add up)."""
+    check_row_indices(src, rows, out_rows)
+    out = np.zeros((out_rows,) + src.shape[1:], src.dtype)
+    np.add.at(out, rows, src)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Arithmetic
+# ---------------------------------------------------------------------------------------------
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+
+
+def arith(op, a, b, out=None):
+    """a (op) b for op in add, sub, mul, div, on the layouts of checks.arith_layout (equal
+    shapes, an array and one value, an array and a trailing row); into out if given."""
+    _, shape = check_arith(op, a, b, out)
+    result = _UFUNCS[op](a, b, out=out)
+    return np.asarray(result).reshape(shape)

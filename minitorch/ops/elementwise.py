@@ -3,18 +3,48 @@
 Each op is a Function whose forward computes on the numpy arrays and whose backward is written
 in Tensor ops (so it is differentiable again), reducing the gradient of a broadcast input back to
 its shape with ``unbroadcast``. Comparisons and logical ops produce bool tensors and no graph.
+The activations numpy computes slowly (relu, sigmoid, silu, gelu), clamp, rsqrt, integer powers
+and abs's backward run on the backend's kernels for float tensors; a kernel backward is a
+Function of its own whose derivative autograd takes over the formula in Tensor ops (as fused.py's
+kernels do). Arithmetic on large float arrays runs on the C arith kernel's threads (``_arith``).
 """
 import math
 
 import numpy as np
 
+from .. import backends
 from ..autograd.function import Function
+from ..backends.checks import POW_INT_LIMIT, arith_layout
 from ..dtype import get_default_dtype, int64
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, to_tensor, unbroadcast
+from .fused import _differentiate_composite
 from .registry import apply_inplace, op, tensor_method
 
 _make = Tensor._make
+
+
+def _kernels():
+    """The backend whose kernels the activations, clamp, rsqrt and integer powers run on (C, or
+    the numpy reference)."""
+    return backends.current()
+
+
+# From this many elements, arithmetic on float arrays of the layouts the C arith kernel takes
+# (equal shapes, one value, a trailing row) runs there when it has threads to run on; below,
+# numpy's loop costs less to call, and waking a thread team would not pay. (On one thread
+# numpy's loop is ~10% faster: it stays on numpy then.)
+_THREADED_ARITH_MIN = 1 << 16
+
+
+def _arith(op, ufunc, x, y, out=None):
+    """ufunc(x, y, out=out), or the C backend's arith kernel where a second thread pays."""
+    if ((x.size >= _THREADED_ARITH_MIN or y.size >= _THREADED_ARITH_MIN)
+            and x.dtype.kind == "f" and x.dtype == y.dtype and backends.backend() == "c"):
+        kernels = _kernels()
+        if kernels.get_num_threads() > 1 and arith_layout(x, y) is not None:
+            return kernels.arith(op, x, y, out=out)
+    return ufunc(x, y, out=out)
 
 
 def _grads(ctx, grad_a, grad_b):
@@ -28,7 +58,7 @@ class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
-        return _make(a._data + b._data)
+        return _make(_arith("add", np.add, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -39,7 +69,7 @@ class Sub(Function):
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
-        return _make(a._data - b._data)
+        return _make(_arith("sub", np.subtract, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -53,7 +83,7 @@ class Mul(Function):
         # Save only what the needed gradients read, so in-place edits of the rest stay legal.
         ctx.save_for_backward(b if ctx.needs_input_grad[0] else None,
                               a if ctx.needs_input_grad[1] else None)
-        return _make(a._data * b._data)
+        return _make(_arith("mul", np.multiply, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -66,7 +96,7 @@ class Div(Function):
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
-        return _make(a._data / b._data)
+        return _make(_arith("div", np.divide, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -91,25 +121,49 @@ class Pow(Function):
         return _grads(ctx, lambda: grad * b * a ** (b - 1), lambda: grad * a ** b * safe_log)
 
 
+def _power(x, exponent):
+    """x ** exponent for a float array and a Python number, computed as PyTorch computes it
+    where numpy's power is slow (a libm pow per element, ~1 ns, and ~10 ns on negative bases):
+    integer exponents in one pass of multiplied squares (the backend's pow_int), 0.5 and -0.5
+    by sqrt. Anything else goes to np.power in x's dtype."""
+    if float(exponent).is_integer() and -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
+        return _kernels().pow_int_forward(x, int(exponent))
+    if exponent in (0.5, -0.5):
+        root = np.sqrt(x)
+        if exponent < 0:  # (0-d: ufuncs return a numpy scalar, which takes no out=)
+            root = np.divide(1, root, out=root) if root.ndim else 1 / root
+        return root
+    return np.power(x, x.dtype.type(exponent))
+
+
 class PowScalar(Function):
     @staticmethod
     def forward(ctx, a, exponent):
         ctx.exponent = exponent
         ctx.save_for_backward(a)
-        return _make(np.power(a._data, a._data.dtype.type(exponent)))
+        if a._data.dtype.kind != "f":  # integers: numpy's exact power (and its errors)
+            return _make(np.power(a._data, a._data.dtype.type(exponent)))
+        return _make(_power(a._data, exponent))
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        if ctx.exponent == 0:
+        e = ctx.exponent
+        if e == 0:
             return grad * 0.0, None
-        return grad * ctx.exponent * a ** (ctx.exponent - 1), None
+        if e == 2:  # d/da a^2 = 2a, without a power of 1 (a copy)
+            return grad * (a * 2.0), None
+        return grad * (PowScalar.apply(a, e - 1) * float(e)), None
 
 
 class Neg(Function):
     @staticmethod
     def forward(ctx, a):
-        return _make(-a._data)
+        x = a._data
+        if x.dtype.kind != "f":
+            return _make(-x)
+        # times -1 (exact): on the arith kernel's threads where that pays
+        return _make(_arith("mul", np.multiply, x, np.asarray(-1, x.dtype)))
 
     @staticmethod
     def backward(ctx, grad):
@@ -125,7 +179,22 @@ class Abs(Function):
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        return grad * a.sign()
+        return AbsBackward.apply(grad, a)
+
+
+class AbsBackward(Function):
+    """dx = dy * sign(x) (0 where x is 0 or NaN) on the backend's kernel. Its own derivative:
+    the same signs applied to the incoming gradient; x only selects."""
+
+    @staticmethod
+    def forward(ctx, dy, x):
+        ctx.save_for_backward(x)
+        return _make(_kernels().abs_backward(dy._data, x._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return AbsBackward.apply(grad, x), None
 
 
 class Exp(Function):
@@ -166,6 +235,21 @@ class Sqrt(Function):
         return grad / (2.0 * out)
 
 
+class Rsqrt(Function):
+    """1 / sqrt(a), on the backend's kernel (not a sqrt node and a division node)."""
+
+    @staticmethod
+    def forward(ctx, a):
+        out = _make(_kernels().rsqrt_forward(a._data))
+        ctx.save_for_backward(out)
+        return out
+
+    @staticmethod
+    def backward(ctx, grad):
+        (out,) = ctx.saved_tensors
+        return grad * (out ** 3 * -0.5)
+
+
 class Sin(Function):
     @staticmethod
     def forward(ctx, a):
@@ -203,49 +287,93 @@ class Tanh(Function):
         return grad * (1.0 - out * out)
 
 
-def _sigmoid(x):
-    # Two branches so exp never overflows: 1/(1+e^-x) for x >= 0, e^x/(1+e^x) otherwise.
-    e = np.exp(-np.abs(x))
-    return np.where(x >= 0, 1.0 / (1.0 + e), e / (1.0 + e)).astype(x.dtype, copy=False)
-
-
 class Sigmoid(Function):
     @staticmethod
     def forward(ctx, a):
-        out = _make(_sigmoid(a._data))
+        out = _make(_kernels().sigmoid_forward(a._data))
         ctx.save_for_backward(out)
         return out
 
     @staticmethod
     def backward(ctx, grad):
         (out,) = ctx.saved_tensors
-        return grad * out * (1.0 - out)
+        return SigmoidBackward.apply(grad, out)
+
+
+class SigmoidBackward(Function):
+    """dx = dy * y * (1 - y), y = sigmoid(x), on the backend's kernel."""
+
+    @staticmethod
+    def forward(ctx, dy, y):
+        ctx.save_for_backward(dy, y)
+        return _make(_kernels().sigmoid_backward(dy._data, y._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _differentiate_composite(lambda dy, y: dy * y * (1.0 - y), ctx.saved_tensors,
+                                        ctx.needs_input_grad, (grad,))
 
 
 class SiLU(Function):
-    """x·σ(x); its derivative σ(x)·(1 + x·(1 − σ(x))) is written in Tensor ops."""
+    """x·σ(x), on the backend's kernel."""
 
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return _make(a._data * _sigmoid(a._data))
+        return _make(_kernels().silu_forward(a._data))
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        s = sigmoid(a)
-        return grad * s * (1.0 + a * (1.0 - s))
+        return SiLUBackward.apply(grad, a)
+
+
+def _silu_slope(x):
+    """d/dx x·σ(x) = σ(x)·(1 + x·(1 − σ(x))), in Tensor ops."""
+    s = sigmoid(x)
+    return s * (1.0 + x * (1.0 - s))
+
+
+class SiLUBackward(Function):
+    @staticmethod
+    def forward(ctx, dy, x):
+        ctx.save_for_backward(dy, x)
+        return _make(_kernels().silu_backward(dy._data, x._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return _differentiate_composite(lambda dy, x: dy * _silu_slope(x), ctx.saved_tensors,
+                                        ctx.needs_input_grad, (grad,))
 
 
 class ReLU(Function):
     @staticmethod
     def forward(ctx, a):
-        ctx.positive = _make((a._data > 0).astype(a._data.dtype))
-        return _make(np.maximum(a._data, 0))
+        if a._data.dtype.kind != "f":  # integers: no gradient, numpy's max
+            return _make(np.maximum(a._data, 0))
+        out = _make(_kernels().relu_forward(a._data))
+        ctx.save_for_backward(out)
+        return out
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * ctx.positive
+        (out,) = ctx.saved_tensors
+        return ReLUBackward.apply(grad, out)
+
+
+class ReLUBackward(Function):
+    """dx = 0 where relu's output y <= 0, else dy. Its own derivative: the same mask applied to
+    the incoming gradient; y only selects (zero derivative almost everywhere)."""
+
+    @staticmethod
+    def forward(ctx, dy, y):
+        ctx.save_for_backward(y)
+        return _make(_kernels().relu_backward(dy._data, y._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (y,) = ctx.saved_tensors
+        return ReLUBackward.apply(grad, y), None
 
 
 _erf_object = np.frompyfunc(math.erf, 1, 1)
@@ -269,37 +397,92 @@ class Erf(Function):
 
 
 class GELU(Function):
-    """Exact GELU, x·Φ(x); its derivative Φ(x) + x·φ(x) is written in Tensor ops."""
+    """x·Φ(x) (``approximate="none"``) or its tanh form, on the backend's kernel."""
 
     @staticmethod
-    def forward(ctx, a):
+    def forward(ctx, a, approximate):
+        ctx.approximate = approximate
         ctx.save_for_backward(a)
-        x = a._data
-        return _make((0.5 * x * (1.0 + _erf(x / math.sqrt(2.0)).astype(x.dtype))).astype(x.dtype))
+        return _make(_kernels().gelu_forward(a._data, approximate))
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
-        cdf = 0.5 * (1.0 + Erf.apply(a * (1.0 / math.sqrt(2.0))))
-        pdf = (-0.5 * a * a).exp() * (1.0 / math.sqrt(2.0 * math.pi))
-        return grad * (cdf + a * pdf)
+        return GELUBackward.apply(grad, a, ctx.approximate), None
+
+
+def _gelu_slope(x, approximate):
+    """The derivative of GELU in Tensor ops: Φ(x) + x·φ(x), or that of the tanh form."""
+    if approximate == "tanh":
+        k = math.sqrt(2.0 / math.pi)
+        th = tanh(k * (x + 0.044715 * x * x * x))
+        return 0.5 * (1.0 + th) + 0.5 * x * (1.0 - th * th) * (k * (1.0 + 3 * 0.044715 * x * x))
+    cdf = 0.5 * (1.0 + Erf.apply(x * (1.0 / math.sqrt(2.0))))
+    pdf = (-0.5 * x * x).exp() * (1.0 / math.sqrt(2.0 * math.pi))
+    return cdf + x * pdf
+
+
+class GELUBackward(Function):
+    @staticmethod
+    def forward(ctx, dy, x, approximate):
+        ctx.approximate = approximate
+        ctx.save_for_backward(dy, x)
+        return _make(_kernels().gelu_backward(dy._data, x._data, approximate))
+
+    @staticmethod
+    def backward(ctx, grad):
+        approximate = ctx.approximate
+        return _differentiate_composite(lambda dy, x: dy * _gelu_slope(x, approximate),
+                                        ctx.saved_tensors, ctx.needs_input_grad[:2],
+                                        (grad,)) + (None,)
 
 
 class Clamp(Function):
+    """Clamp to number bounds (None: no bound): float tensors on the backend's kernel, others
+    (integers; NaN bounds) with numpy."""
+
     @staticmethod
     def forward(ctx, a, low, high):
         x = a._data
-        inside = np.ones(x.shape, dtype=bool)
-        if low is not None:
-            inside &= x >= low
-        if high is not None:
-            inside &= x <= high
-        ctx.inside = _make(inside.astype(x.dtype))
+        ctx.bounds = low, high
+        ctx.save_for_backward(a)
+        if x.dtype.kind == "f" and _kernel_bound(low) and _kernel_bound(high):
+            return _make(_kernels().clamp_forward(x, low, high))
         return _make(np.clip(x, low, high).astype(x.dtype, copy=False))
 
     @staticmethod
     def backward(ctx, grad):
-        return grad * ctx.inside, None, None
+        (a,) = ctx.saved_tensors
+        return ClampBackward.apply(grad, a, *ctx.bounds), None, None
+
+
+def _kernel_bound(bound):
+    """Whether the clamp kernels take this bound: None or a number that is not NaN."""
+    return bound is None or (isinstance(bound, (int, float, np.integer, np.floating))
+                             and not isinstance(bound, bool) and bound == bound)
+
+
+class ClampBackward(Function):
+    """dx = dy where low <= x <= high, else 0. Its own derivative: the same mask applied to the
+    incoming gradient; x only selects."""
+
+    @staticmethod
+    def forward(ctx, dy, x, low, high):
+        ctx.bounds = low, high
+        ctx.save_for_backward(x)
+        if _kernel_bound(low) and _kernel_bound(high):
+            return _make(_kernels().clamp_backward(dy._data, x._data, low, high))
+        inside = np.ones(x._data.shape, dtype=bool)  # (a NaN bound: nothing is inside)
+        if low is not None:
+            inside &= x._data >= low
+        if high is not None:
+            inside &= x._data <= high
+        return _make(np.where(inside, dy._data, 0).astype(dy._data.dtype))
+
+    @staticmethod
+    def backward(ctx, grad):
+        (x,) = ctx.saved_tensors
+        return ClampBackward.apply(grad, x, *ctx.bounds), None, None, None
 
 
 class Maximum(Function):
@@ -448,7 +631,7 @@ def sqrt(a):
 
 @op()
 def rsqrt(a):
-    return 1.0 / sqrt(a)
+    return Rsqrt.apply(_floating(a))
 
 
 @op()
@@ -492,17 +675,20 @@ def erf(a):
 @op(functional=True)
 def gelu(input, approximate="none"):
     """x·Φ(x) (``approximate="none"``) or its tanh approximation (``"tanh"``)."""
-    if approximate == "none":
-        return GELU.apply(_floating(input))
-    if approximate == "tanh":
-        inner = math.sqrt(2.0 / math.pi) * (input + 0.044715 * input * input * input)
-        return 0.5 * input * (1.0 + tanh(inner))
-    raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return GELU.apply(_floating(input), approximate)
 
 
 @op()
 def sign(a):
-    return _make(np.sign(a._data))
+    x = a._data
+    if x.dtype.kind != "f":
+        return _make(np.sign(x))
+    # (x > 0) - (x < 0) on bytes: np.sign's float loop is ~5x slower (abs's backward uses
+    # this); NaN gives 0, as in PyTorch
+    positive, negative = np.asarray(x > 0), np.asarray(x < 0)
+    return _make((positive.view(np.int8) - negative.view(np.int8)).astype(x.dtype))
 
 
 @op(aliases="clip", inplace="clamp_ clip_")

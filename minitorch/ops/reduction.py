@@ -3,12 +3,17 @@ sum, mean, amax/amin, max/min (values and indices), argmax/argmin, var/std, logs
 
 The backward of a reduction spreads the gradient back over the reduced dims with ``expand``
 (itself an op whose backward is a sum), so every formula here differentiates again.
+Sums, means and amax/amin over the trailing dims of a contiguous float tensor (over the last
+dim, or over everything) run on the backend's row kernels (``sum_rows``, ``amax_rows``: on
+every thread, float32 summed in blocks added in double); other layouts reduce with numpy.
 """
 import builtins
 import collections
+import math
 
 import numpy as np
 
+from .. import backends
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -24,15 +29,54 @@ def _kept_shape(shape, dims):
     return tuple(1 if i in dims else n for i, n in enumerate(shape))
 
 
+def _trailing_rows(x, dims):
+    """(rows, cols) when ``dims`` are the trailing dims of a C-contiguous float array, so that
+    reducing over them is reducing each row of x.reshape(rows, cols); else None."""
+    if (not dims or x.dtype.kind != "f" or not x.flags.c_contiguous
+            or dims != tuple(range(x.ndim - len(dims), x.ndim))):
+        return None
+    split = x.ndim - len(dims)
+    return math.prod(x.shape[:split]), math.prod(x.shape[split:])
+
+
+def _reduced_shape(shape, dims, keepdim):
+    return _kept_shape(shape, dims) if keepdim else tuple(
+        n for i, n in enumerate(shape) if i not in dims)
+
+
+def _sum(x, dims, keepdim, scale):
+    """scale * the sum of x over dims."""
+    rows = _trailing_rows(x, dims)
+    if rows is not None:
+        out = backends.current().sum_rows(x.reshape(rows), scale)
+        return out.reshape(_reduced_shape(x.shape, dims, keepdim))
+    out = x.sum(axis=dims, keepdims=keepdim)
+    return out if scale == 1 else np.multiply(out, scale, dtype=x.dtype)
+
+
 class Sum(Function):
+    """scale * the sum over dims (``mean``: scale = 1 / count)."""
+
     @staticmethod
-    def forward(ctx, a, dims, keepdim):
-        ctx.shape, ctx.kept = a.shape, _kept_shape(a.shape, dims)
-        return _make(a._data.sum(axis=dims, keepdims=keepdim))
+    def forward(ctx, a, dims, keepdim, scale):
+        ctx.shape, ctx.kept, ctx.scale = a.shape, _kept_shape(a.shape, dims), scale
+        return _make(_sum(a._data, dims, keepdim, scale))
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.kept).expand(ctx.shape), None, None
+        grad = grad.reshape(ctx.kept)
+        if ctx.scale != 1:
+            grad = grad * ctx.scale
+        return grad.expand(ctx.shape), None, None, None
+
+
+def _extreme_values(x, dims, largest):
+    """max (or min) of x over dims, kept dims; NaN where a NaN is among the values."""
+    rows = _trailing_rows(x, dims)
+    if rows is not None:
+        out = backends.current().amax_rows(x.reshape(rows), largest)
+        return out.reshape(_kept_shape(x.shape, dims))
+    return (np.max if largest else np.min)(x, axis=dims, keepdims=True)
 
 
 class Amax(Function):
@@ -41,16 +85,19 @@ class Amax(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim, largest):
         x = a._data
-        out = (np.max if largest else np.min)(x, axis=dims, keepdims=True)
-        hit = (x == out).astype(x.dtype)
-        ctx.share = _make(hit / np.sum(hit, axis=dims, keepdims=True))
-        ctx.kept = out.shape
-        return _make(out if keepdim else out.reshape([n for i, n in enumerate(x.shape)
-                                                      if i not in dims]))
+        out = _extreme_values(x, dims, largest)
+        result = _make(out if keepdim else out.reshape(_reduced_shape(x.shape, dims, False)))
+        ctx.dims, ctx.kept = dims, out.shape
+        ctx.save_for_backward(a, result)
+        return result
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.kept) * ctx.share, None, None, None
+        a, result = ctx.saved_tensors
+        # which entries are the extreme, each sharing evenly: a constant of the backward
+        hit = (a._data == result._data.reshape(ctx.kept)).astype(a._data.dtype)
+        share = _make(hit / np.sum(hit, axis=ctx.dims, keepdims=True))
+        return grad.reshape(ctx.kept) * share, None, None, None
 
 
 class LogSumExp(Function):
@@ -88,7 +135,7 @@ def sum(a, dim=None, keepdim=False, dtype=None):
         a = a.to(dtype)
     elif a.dtype.name == "bool":
         a = a.long()
-    return Sum.apply(a, normalize_dims(dim, a.ndim), keepdim)
+    return Sum.apply(a, normalize_dims(dim, a.ndim), keepdim, 1)
 
 
 @op()
@@ -99,7 +146,7 @@ def mean(a, dim=None, keepdim=False, dtype=None):
         raise TypeError(f"mean: input dtype should be floating point, got {a.dtype}")
     dims = normalize_dims(dim, a.ndim)
     count = int(np.prod([a.shape[d] for d in dims])) if dims else 1
-    return Sum.apply(a, dims, keepdim) * (1.0 / count if count else float("nan"))
+    return Sum.apply(a, dims, keepdim, 1.0 / count if count else float("nan"))
 
 
 def _check_nonempty(a, dims, name):
@@ -178,8 +225,8 @@ def var(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
     count = int(np.prod([a.shape[d] for d in dims])) if dims else 1
     centered = a - mean(a, dims, keepdim=True)
     denominator = count - correction
-    return Sum.apply(centered * centered, dims, keepdim) * (
-        1.0 / denominator if denominator > 0 else float("nan"))
+    return Sum.apply(centered * centered, dims, keepdim,
+                     1.0 / denominator if denominator > 0 else float("nan"))
 
 
 @op()

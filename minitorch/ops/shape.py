@@ -12,6 +12,7 @@ import operator
 
 import numpy as np
 
+from .. import backends
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import normalize_dim
@@ -54,7 +55,7 @@ def _infer(shape, numel, name):
 class Reshape(Function):
     @staticmethod
     def forward(ctx, a, shape):
-        ctx.shape = a.shape
+        ctx.shape = a._data.shape
         return _view(a._data.reshape(shape), a)
 
     @staticmethod
@@ -65,12 +66,12 @@ class Reshape(Function):
 class Permute(Function):
     @staticmethod
     def forward(ctx, a, dims):
-        ctx.inverse = tuple(sorted(range(len(dims)), key=dims.__getitem__))
+        ctx.dims = dims
         return _view(a._data.transpose(dims), a)
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.permute(ctx.inverse), None
+        return grad.permute(tuple(sorted(range(len(ctx.dims)), key=ctx.dims.__getitem__))), None
 
 
 class Expand(Function):
@@ -114,7 +115,7 @@ class GetItem(Function):
 
     @staticmethod
     def forward(ctx, a, index, index_tensors=()):
-        ctx.shape, ctx.index = a.shape, index
+        ctx.shape, ctx.index = a._data.shape, index
         _save_index(ctx, index_tensors)
         if _is_basic(index):
             # A trailing Ellipsis makes numpy return a 0-d view instead of a scalar copy.
@@ -136,11 +137,14 @@ class IndexAdd(Function):
     def forward(ctx, grad, shape, index, index_tensors=()):
         ctx.index = index
         _save_index(ctx, index_tensors)
+        if _is_row_index(index, shape) and grad._data.dtype.kind == "f":
+            return _make(_add_rows(grad._data, index, shape))
         out = np.zeros(shape, dtype=grad._data.dtype)
         if _is_basic(index):
             out[index] = grad._data
         elif _is_row_index(index, shape):
-            _add_rows(out, index, grad._data)
+            np.add.at(out, index.reshape(-1) % shape[0],
+                      grad._data.reshape(index.size, *shape[1:]))
         else:
             np.add.at(out, index, grad._data)
         return _make(out)
@@ -199,16 +203,14 @@ def _is_row_index(index, shape):
             and len(shape) > 0)
 
 
-def _add_rows(out, rows, values):
-    """``np.add.at(out, rows, values)`` for an int array picking rows of ``out`` (embedding
-    gradients): sort the rows, sum each run of equal rows with ``reduceat``, add once per row.
-    np.add.at is an unbuffered element-by-element loop, tens of times slower."""
-    rows = rows.reshape(-1) % out.shape[0]  # negative rows: the same row as their positive twin
-    values = values.reshape(rows.size, *out.shape[1:])
-    order = np.argsort(rows, kind="stable")
-    sorted_rows = rows[order]
-    starts = np.flatnonzero(np.concatenate(([True], sorted_rows[1:] != sorted_rows[:-1])))
-    out[sorted_rows[starts]] += np.add.reduceat(values[order], starts, axis=0)
+def _add_rows(values, rows, shape):
+    """zeros(shape) with the rows of ``values`` added at the rows of dim 0 that the int array
+    ``rows`` picks (repeats add up): the backend's ``index_add_rows`` (np.add.at is an
+    unbuffered element-by-element loop, tens of times slower)."""
+    rows = rows.reshape(-1) % shape[0]  # negative rows: the same row as their positive twin
+    values = values.reshape(rows.size, *shape[1:])
+    return backends.current().index_add_rows(values, rows.astype(np.int64, copy=False),
+                                             shape[0])
 
 
 def _along_axis(index, dim):
@@ -220,16 +222,21 @@ def _along_axis(index, dim):
 
 def _is_basic(index):
     items = index if isinstance(index, tuple) else (index,)
-    return all(i is None or i is Ellipsis or isinstance(i, (int, np.integer, slice))
-               for i in items)
+    for i in items:  # a loop with the common types first: this runs for every x[...]
+        if type(i) not in _BASIC_TYPES and not isinstance(i, (int, np.integer)):
+            return False
+    return True
+
+
+_BASIC_TYPES = frozenset([slice, int, type(None), type(Ellipsis)])
 
 
 # ----------------------------------------------------------------------------- functions
 
 @op()
 def reshape(a, *shape):
-    shape = _infer(_shape_arg(shape), a.numel(), "reshape")
-    if shape == tuple(a.shape):
+    shape = _infer(_shape_arg(shape), a._data.size, "reshape")
+    if shape == a._data.shape:
         return Reshape.apply(a, shape) if a.requires_grad else _view(a._data, a)
     return Reshape.apply(a, shape)
 
@@ -271,12 +278,20 @@ def permute(a, *dims):
 
 @op(aliases="swapaxes")
 def transpose(a, dim0, dim1):
-    if a.ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
-        return Reshape.apply(a, tuple(a.shape))
-    dims = list(range(a.ndim))
-    i, j = normalize_dim(dim0, a.ndim, "dim0"), normalize_dim(dim1, a.ndim, "dim1")
+    ndim = a._data.ndim
+    if ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
+        return Reshape.apply(a, a._data.shape)
+    dims = list(range(ndim))
+    i, j = _plain_dim(dim0, ndim, "dim0"), _plain_dim(dim1, ndim, "dim1")
     dims[i], dims[j] = dims[j], dims[i]
     return Permute.apply(a, tuple(dims))
+
+
+def _plain_dim(dim, ndim, name):
+    """normalize_dim, with the common case (a Python int in range) checked first."""
+    if type(dim) is int and -ndim <= dim < ndim:
+        return dim % ndim
+    return normalize_dim(dim, ndim, name)
 
 
 @op()
@@ -398,7 +413,25 @@ def stack(tensors, dim=0):
             raise ValueError(f"stack: tensors[{i}] has shape {tuple(t_.shape)}, expected "
                              f"{tuple(tensors[0].shape)} (all equal)")
     d = normalize_dim(dim, tensors[0].ndim + 1)
-    return cat([unsqueeze(t_, d) for t_ in tensors], d)
+    from ._helpers import promote_types
+    dtype = tensors[0].dtype
+    for t_ in tensors[1:]:
+        dtype = promote_types(dtype, t_.dtype)
+    return Stack.apply(*[t_.to(dtype) for t_ in tensors], dim=d)
+
+
+class Stack(Function):
+    """The tensors along a new dim, in one node (not an unsqueeze per tensor and a cat): its
+    backward unbinds the gradient into views, in one node too."""
+
+    @staticmethod
+    def forward(ctx, *tensors, dim):
+        ctx.dim = dim
+        return _make(np.stack([t_._data for t_ in tensors], axis=dim))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return Unbind.apply(grad, ctx.dim)
 
 
 @op()
@@ -483,6 +516,17 @@ def unbind(a, dim=0):
     return Unbind.apply(a, d)
 
 
+def _is_plain_basic(index):
+    """Whether ``index`` is made of Python ints (not bools), slices, None and Ellipsis only:
+    then it needs no conversion and selects a view (numpy checks its range)."""
+    if type(index) is tuple:
+        for i in index:
+            if type(i) not in _BASIC_TYPES:
+                return False
+        return True
+    return type(index) in _BASIC_TYPES
+
+
 def _convert_index(index):
     """A user's index in numpy's terms, and the Tensors it holds (for ``_save_index``).
 
@@ -516,6 +560,12 @@ def _convert_index(index):
 
 @op(function=False, method=False, methods="__getitem__")
 def getitem(a, index):
+    if _is_plain_basic(index):  # ints, slices, None, ...: a view, numpy checks the index
+        try:
+            return GetItem.apply(a, index)
+        except IndexError as error:
+            raise IndexError(f"index {index!r} is out of range for a tensor of shape "
+                             f"{tuple(a.shape)}: {error}") from None
     index, index_tensors = _convert_index(index)
     # Index a zero-strided stand-in of the same shape first: numpy checks every index for
     # range and shape there, at no memory cost, and we can name the tensor's shape in the error.
