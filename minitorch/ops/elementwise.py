@@ -529,10 +529,10 @@ def zeros_scalar(like):
 # ----------------------------------------------------------------------------- functions
 
 @op(methods="__add__", reflected="__radd__", inplace="add_ __iadd__")
-def add(a, b, alpha=1):
+def add(input, other, alpha=1):
     """a + alpha * b"""
-    a, b = broadcast_operands(a, b if alpha == 1 else _scaled(b, alpha), "add")
-    return Add.apply(a, b)
+    input, other = broadcast_operands(input, other if alpha == 1 else _scaled(other, alpha), "add")
+    return Add.apply(input, other)
 
 
 def _scaled(b, alpha):
@@ -540,16 +540,16 @@ def _scaled(b, alpha):
 
 
 @op(aliases="subtract", methods="__sub__", reflected="__rsub__", inplace="sub_ __isub__")
-def sub(a, b, alpha=1):
+def sub(input, other, alpha=1):
     """a - alpha * b"""
-    a, b = broadcast_operands(a, b if alpha == 1 else _scaled(b, alpha), "sub")
-    return Sub.apply(a, b)
+    input, other = broadcast_operands(input, other if alpha == 1 else _scaled(other, alpha), "sub")
+    return Sub.apply(input, other)
 
 
 @op(aliases="multiply", methods="__mul__", reflected="__rmul__", inplace="mul_ __imul__")
-def mul(a, b):
-    a, b = broadcast_operands(a, b, "mul")
-    return Mul.apply(a, b)
+def mul(input, other):
+    input, other = broadcast_operands(input, other, "mul")
+    return Mul.apply(input, other)
 
 
 @op(aliases="divide", methods="__truediv__", reflected="__rtruediv__",
@@ -574,40 +574,40 @@ def _floordiv(self, other):
 
 
 @op(methods="__pow__", reflected="__rpow__", inplace="pow_")
-def pow(a, exponent):
-    if isinstance(a, Tensor) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
-        if not a.dtype.is_floating_point and isinstance(exponent, float):
-            a = a.float()
-        return PowScalar.apply(a, exponent)
-    a, exponent = broadcast_operands(a, exponent, "pow")
-    return Pow.apply(a, exponent)
+def pow(input, exponent):
+    if isinstance(input, Tensor) and isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+        if not input.dtype.is_floating_point and isinstance(exponent, float):
+            input = input.float()
+        return PowScalar.apply(input, exponent)
+    input, exponent = broadcast_operands(input, exponent, "pow")
+    return Pow.apply(input, exponent)
 
 
 @op()
-def square(a):
-    return mul(a, a)
+def square(input):
+    return mul(input, input)
 
 
 @op()
-def maximum(a, b):
-    a, b = broadcast_operands(a, b, "maximum")
-    return Maximum.apply(a, b)
+def maximum(input, other):
+    input, other = broadcast_operands(input, other, "maximum")
+    return Maximum.apply(input, other)
 
 
 @op()
-def minimum(a, b):
-    a, b = broadcast_operands(a, b, "minimum")
-    return -Maximum.apply(-a, -b)
+def minimum(input, other):
+    input, other = broadcast_operands(input, other, "minimum")
+    return -Maximum.apply(-input, -other)
 
 
 @op(aliases="negative", methods="__neg__")
-def neg(a):
-    return Neg.apply(a)
+def neg(input):
+    return Neg.apply(input)
 
 
 @op(aliases="absolute", methods="__abs__")
-def abs(a):
-    return Abs.apply(a)
+def abs(input):
+    return Abs.apply(input)
 
 
 def _floating(a):
@@ -615,33 +615,33 @@ def _floating(a):
 
 
 @op()
-def exp(a):
-    return Exp.apply(_floating(a))
+def exp(input):
+    return Exp.apply(_floating(input))
 
 
 @op()
-def log(a):
-    return Log.apply(_floating(a))
+def log(input):
+    return Log.apply(_floating(input))
 
 
 @op()
-def sqrt(a):
-    return Sqrt.apply(_floating(a))
+def sqrt(input):
+    return Sqrt.apply(_floating(input))
 
 
 @op()
-def rsqrt(a):
-    return Rsqrt.apply(_floating(a))
+def rsqrt(input):
+    return Rsqrt.apply(_floating(input))
 
 
 @op()
-def sin(a):
-    return Sin.apply(_floating(a))
+def sin(input):
+    return Sin.apply(_floating(input))
 
 
 @op()
-def cos(a):
-    return Cos.apply(_floating(a))
+def cos(input):
+    return Cos.apply(_floating(input))
 
 
 @op(functional=True)
@@ -663,13 +663,13 @@ def silu(input, inplace=False):
 
 
 @op()
-def relu(a):
-    return ReLU.apply(a)
+def relu(input):
+    return ReLU.apply(input)
 
 
 @op()
-def erf(a):
-    return Erf.apply(_floating(a))
+def erf(input):
+    return Erf.apply(_floating(input))
 
 
 @op(functional=True)
@@ -681,8 +681,8 @@ def gelu(input, approximate="none"):
 
 
 @op()
-def sign(a):
-    x = a._data
+def sign(input):
+    x = input._data
     if x.dtype.kind != "f":
         return _make(np.sign(x))
     # (x > 0) - (x < 0) on bytes: np.sign's float loop is ~5x slower (abs's backward uses
@@ -692,32 +692,32 @@ def sign(a):
 
 
 @op(aliases="clip", inplace="clamp_ clip_")
-def clamp(a, min=None, max=None):
+def clamp(input, min=None, max=None):
     if min is None and max is None:
         raise ValueError("clamp: at least one of min and max must be given")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = a
+        out = input
         if min is not None:
             out = maximum(out, min)
         if max is not None:
             out = minimum(out, max)
         return out
-    return Clamp.apply(a, min, max)
+    return Clamp.apply(input, min, max)
 
 
 @op(method=False)
-def where(condition, a, b):
+def where(condition, input, other):
     condition = _as_bool(condition, "condition")
-    if not isinstance(a, Tensor) and not isinstance(b, Tensor):
-        dtype = Tensor._make(np.asarray(a)).dtype
-        a = to_tensor(a, dtype if dtype.is_floating_point else _default_float(a, b))
-    a, b = broadcast_operands(a, b, "where")
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        dtype = Tensor._make(np.asarray(input)).dtype
+        input = to_tensor(input, dtype if dtype.is_floating_point else _default_float(input, other))
+    input, other = broadcast_operands(input, other, "where")
     try:
-        np.broadcast_shapes(condition.shape, a.shape, b.shape)
+        np.broadcast_shapes(condition.shape, input.shape, other.shape)
     except ValueError:
         raise ValueError(f"where: condition of shape {tuple(condition.shape)} does not broadcast "
-                         f"with input {tuple(a.shape)} and other {tuple(b.shape)}") from None
-    return Where.apply(condition, a, b)
+                         f"with input {tuple(input.shape)} and other {tuple(other.shape)}") from None
+    return Where.apply(condition, input, other)
 
 
 @tensor_method("where")
@@ -731,22 +731,22 @@ def _default_float(a, b):
 
 
 @op(inplace="masked_fill_")
-def masked_fill(a, mask, value):
+def masked_fill(input, mask, value):
     """``a`` with ``value`` where ``mask`` (bool, broadcastable to a) is True."""
     mask = _as_bool(mask, "mask")
     try:
-        np.broadcast_shapes(mask.shape, a.shape)
+        np.broadcast_shapes(mask.shape, input.shape)
     except ValueError:
         raise ValueError(f"masked_fill: mask of shape {tuple(mask.shape)} does not broadcast to "
-                         f"the tensor's shape {tuple(a.shape)}") from None
+                         f"the tensor's shape {tuple(input.shape)}") from None
     if isinstance(value, Tensor):
         if value.ndim != 0:
             raise ValueError(f"masked_fill: value must be a 0-d tensor or a number, got shape "
                              f"{tuple(value.shape)}")
-        value = value.to(a.dtype)
+        value = value.to(input.dtype)
     else:
-        value = to_tensor(value, a.dtype)
-    return Where.apply(mask, value, a)
+        value = to_tensor(value, input.dtype)
+    return Where.apply(mask, value, input)
 
 
 def _as_bool(t, name):
@@ -779,20 +779,20 @@ logical_xor = _compare(np.logical_xor, "logical_xor", "__xor__")
 
 
 @op(methods="__invert__")
-def logical_not(a):
-    return _make(np.logical_not(a._data))
+def logical_not(input):
+    return _make(np.logical_not(input._data))
 
 
 @op()
-def isnan(a):
-    return _make(np.isnan(a._data))
+def isnan(input):
+    return _make(np.isnan(input._data))
 
 
 @op()
-def isinf(a):
-    return _make(np.isinf(a._data))
+def isinf(input):
+    return _make(np.isinf(input._data))
 
 
 @op()
-def isfinite(a):
-    return _make(np.isfinite(a._data))
+def isfinite(input):
+    return _make(np.isfinite(input._data))

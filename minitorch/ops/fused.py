@@ -251,34 +251,34 @@ def _mask_tensor(mask, x):
 
 
 @op()
-def softmax(x, dim=-1, *, scale=1.0, mask=None, causal=False):
+def softmax(input, dim=-1, *, scale=1.0, mask=None, causal=False):
     """softmax over ``dim``; ``scale``, ``mask`` and ``causal`` fuse the attention case.
 
     ``mask`` (minitorch's own, PyTorch's softmax has none) is True where excluded or a float
     added to the scores; a numpy array or nested list is taken as well as a Tensor."""
-    if not x.dtype.is_floating_point:
-        x = x.float()
-    mask = _mask_tensor(mask, x)
-    d = normalize_dim(dim, x.ndim)
-    if x.ndim == 0:
-        return Softmax.apply(x.reshape(1), scale, mask, causal).reshape(())
-    if d != x.ndim - 1:
+    if not input.dtype.is_floating_point:
+        input = input.float()
+    mask = _mask_tensor(mask, input)
+    d = normalize_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return Softmax.apply(input.reshape(1), scale, mask, causal).reshape(())
+    if d != input.ndim - 1:
         if mask is not None or causal:
             raise ValueError("softmax: mask and causal apply only when dim is the last dim")
-        return Softmax.apply(x.transpose(d, -1), scale, None, False).transpose(d, -1)
-    return Softmax.apply(x, scale, mask, causal)
+        return Softmax.apply(input.transpose(d, -1), scale, None, False).transpose(d, -1)
+    return Softmax.apply(input, scale, mask, causal)
 
 
 @op()
-def log_softmax(x, dim=-1):
-    if not x.dtype.is_floating_point:
-        x = x.float()
-    d = normalize_dim(dim, x.ndim)
-    if x.ndim == 0:
-        return LogSoftmax.apply(x.reshape(1)).reshape(())
-    if d != x.ndim - 1:
-        return LogSoftmax.apply(x.transpose(d, -1)).transpose(d, -1)
-    return LogSoftmax.apply(x)
+def log_softmax(input, dim=-1):
+    if not input.dtype.is_floating_point:
+        input = input.float()
+    d = normalize_dim(dim, input.ndim)
+    if input.ndim == 0:
+        return LogSoftmax.apply(input.reshape(1)).reshape(())
+    if d != input.ndim - 1:
+        return LogSoftmax.apply(input.transpose(d, -1)).transpose(d, -1)
+    return LogSoftmax.apply(input)
 
 
 @op(function=False, method=False, functional=True)

@@ -72,33 +72,33 @@ class Linear(Function):
 
 
 @op(methods="__matmul__", reflected="__rmatmul__")
-def matmul(a, b):
-    if type(a) is Tensor and type(b) is Tensor:
-        x, y = a._data, b._data
+def matmul(input, other):
+    if type(input) is Tensor and type(other) is Tensor:
+        x, y = input._data, other._data
         if (x.dtype == y.dtype and x.dtype.kind == "f" and x.ndim >= 2 and y.ndim >= 2
                 and x.shape[-1] == y.shape[-2]
                 and (x.ndim == 2 or y.ndim == 2 or x.shape[:-2] == y.shape[:-2])):
-            return MatMul.apply(a, b)  # the usual case, valid as it stands: skip the checks
-    a, b = as_operands(a, b)
-    if a.ndim == 0 or b.ndim == 0:
+            return MatMul.apply(input, other)  # the usual case, valid as it stands: skip the checks
+    input, other = as_operands(input, other)
+    if input.ndim == 0 or other.ndim == 0:
         raise ValueError(f"matmul: both arguments need at least 1 dim, got shapes "
-                         f"{tuple(a.shape)} and {tuple(b.shape)}")
-    if not a.dtype.is_floating_point:
-        a, b = a.float(), b.float()
-    left_vector, right_vector = a.ndim == 1, b.ndim == 1
+                         f"{tuple(input.shape)} and {tuple(other.shape)}")
+    if not input.dtype.is_floating_point:
+        input, other = input.float(), other.float()
+    left_vector, right_vector = input.ndim == 1, other.ndim == 1
     if left_vector:
-        a = a.unsqueeze(0)
+        input = input.unsqueeze(0)
     if right_vector:
-        b = b.unsqueeze(-1)
-    if a.shape[-1] != b.shape[-2]:
-        raise ValueError(f"matmul: shapes {tuple(a.shape)} and {tuple(b.shape)} cannot be "
-                         f"multiplied ({a.shape[-1]} != {b.shape[-2]})")
+        other = other.unsqueeze(-1)
+    if input.shape[-1] != other.shape[-2]:
+        raise ValueError(f"matmul: shapes {tuple(input.shape)} and {tuple(other.shape)} cannot be "
+                         f"multiplied ({input.shape[-1]} != {other.shape[-2]})")
     try:
-        np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+        np.broadcast_shapes(tuple(input.shape[:-2]), tuple(other.shape[:-2]))
     except ValueError:
-        raise ValueError(f"matmul: batch dims of shapes {tuple(a.shape)} and {tuple(b.shape)} "
-                         "do not broadcast") from None
-    out = MatMul.apply(a, b)
+        raise ValueError(f"matmul: batch dims of shapes {tuple(input.shape)} and "
+                         f"{tuple(other.shape)} do not broadcast") from None
+    out = MatMul.apply(input, other)
     if left_vector:
         out = out.squeeze(-2)
     if right_vector:

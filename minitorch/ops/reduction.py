@@ -130,23 +130,23 @@ class LogSumExp(Function):
 
 
 @op()
-def sum(a, dim=None, keepdim=False, dtype=None):
+def sum(input, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
-        a = a.to(dtype)
-    elif a.dtype.name == "bool":
-        a = a.long()
-    return Sum.apply(a, normalize_dims(dim, a.ndim), keepdim, 1)
+        input = input.to(dtype)
+    elif input.dtype.name == "bool":
+        input = input.long()
+    return Sum.apply(input, normalize_dims(dim, input.ndim), keepdim, 1)
 
 
 @op()
-def mean(a, dim=None, keepdim=False, dtype=None):
+def mean(input, dim=None, keepdim=False, dtype=None):
     if dtype is not None:
-        a = a.to(dtype)
-    if not a.dtype.is_floating_point:
-        raise TypeError(f"mean: input dtype should be floating point, got {a.dtype}")
-    dims = normalize_dims(dim, a.ndim)
-    count = int(np.prod([a.shape[d] for d in dims])) if dims else 1
-    return Sum.apply(a, dims, keepdim, 1.0 / count if count else float("nan"))
+        input = input.to(dtype)
+    if not input.dtype.is_floating_point:
+        raise TypeError(f"mean: input dtype should be floating point, got {input.dtype}")
+    dims = normalize_dims(dim, input.ndim)
+    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    return Sum.apply(input, dims, keepdim, 1.0 / count if count else float("nan"))
 
 
 def _check_nonempty(a, dims, name):
@@ -156,17 +156,17 @@ def _check_nonempty(a, dims, name):
 
 
 @op()
-def amax(a, dim=None, keepdim=False):
-    dims = normalize_dims(dim if dim != () else None, a.ndim)
-    _check_nonempty(a, dims, "amax")
-    return Amax.apply(a, dims, keepdim, True)
+def amax(input, dim=None, keepdim=False):
+    dims = normalize_dims(dim if dim != () else None, input.ndim)
+    _check_nonempty(input, dims, "amax")
+    return Amax.apply(input, dims, keepdim, True)
 
 
 @op()
-def amin(a, dim=None, keepdim=False):
-    dims = normalize_dims(dim if dim != () else None, a.ndim)
-    _check_nonempty(a, dims, "amin")
-    return Amax.apply(a, dims, keepdim, False)
+def amin(input, dim=None, keepdim=False):
+    dims = normalize_dims(dim if dim != () else None, input.ndim)
+    _check_nonempty(input, dims, "amin")
+    return Amax.apply(input, dims, keepdim, False)
 
 
 def _extreme(a, dim, keepdim, largest, name):
@@ -182,20 +182,20 @@ def _extreme(a, dim, keepdim, largest, name):
 
 
 @op()
-def max(a, dim=None, keepdim=False):
+def max(input, dim=None, keepdim=False):
     """max(a) -> the largest value; max(a, dim) -> (values, indices), as in PyTorch."""
     if isinstance(dim, Tensor):
         from .elementwise import maximum
-        return maximum(a, dim)
-    return _extreme(a, dim, keepdim, True, "max")
+        return maximum(input, dim)
+    return _extreme(input, dim, keepdim, True, "max")
 
 
 @op()
-def min(a, dim=None, keepdim=False):
+def min(input, dim=None, keepdim=False):
     if isinstance(dim, Tensor):
         from .elementwise import minimum
-        return minimum(a, dim)
-    return _extreme(a, dim, keepdim, False, "min")
+        return minimum(input, dim)
+    return _extreme(input, dim, keepdim, False, "min")
 
 
 def _arg(np_fn, name):
@@ -217,36 +217,36 @@ argmax, argmin = op()(_arg(np.argmax, "argmax")), op()(_arg(np.argmin, "argmin")
 
 
 @op()
-def var(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
+def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     """Variance with Bessel's correction by default (``correction=1``), as torch.var."""
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
-    dims = normalize_dims(dim, a.ndim)
-    count = int(np.prod([a.shape[d] for d in dims])) if dims else 1
-    centered = a - mean(a, dims, keepdim=True)
+    dims = normalize_dims(dim, input.ndim)
+    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    centered = input - mean(input, dims, keepdim=True)
     denominator = count - correction
     return Sum.apply(centered * centered, dims, keepdim,
                      1.0 / denominator if denominator > 0 else float("nan"))
 
 
 @op()
-def std(a, dim=None, unbiased=None, keepdim=False, *, correction=None):
-    return var(a, dim, unbiased, keepdim, correction=correction).sqrt()
+def std(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
+    return var(input, dim, unbiased, keepdim, correction=correction).sqrt()
 
 
 @op()
-def logsumexp(a, dim, keepdim=False):
-    if not a.dtype.is_floating_point:
-        a = a.float()
-    return LogSumExp.apply(a, normalize_dims(dim, a.ndim), keepdim)
+def logsumexp(input, dim, keepdim=False):
+    if not input.dtype.is_floating_point:
+        input = input.float()
+    return LogSumExp.apply(input, normalize_dims(dim, input.ndim), keepdim)
 
 
 @op()
-def all(a, dim=None, keepdim=False):
-    return _make(np.all(a._data, axis=normalize_dims(dim, a.ndim), keepdims=keepdim))
+def all(input, dim=None, keepdim=False):
+    return _make(np.all(input._data, axis=normalize_dims(dim, input.ndim), keepdims=keepdim))
 
 
 @op()
-def any(a, dim=None, keepdim=False):
-    return _make(np.any(a._data, axis=normalize_dims(dim, a.ndim), keepdims=keepdim))
+def any(input, dim=None, keepdim=False):
+    return _make(np.any(input._data, axis=normalize_dims(dim, input.ndim), keepdims=keepdim))
 

@@ -234,11 +234,11 @@ _BASIC_TYPES = frozenset([slice, int, type(None), type(Ellipsis)])
 # ----------------------------------------------------------------------------- functions
 
 @op()
-def reshape(a, *shape):
-    shape = _infer(_shape_arg(shape), a._data.size, "reshape")
-    if shape == a._data.shape:
-        return Reshape.apply(a, shape) if a.requires_grad else _view(a._data, a)
-    return Reshape.apply(a, shape)
+def reshape(input, *shape):
+    shape = _infer(_shape_arg(shape), input._data.size, "reshape")
+    if shape == input._data.shape:
+        return Reshape.apply(input, shape) if input.requires_grad else _view(input._data, input)
+    return Reshape.apply(input, shape)
 
 
 @tensor_method("reshape_as")
@@ -247,16 +247,17 @@ def reshape_as(self, other):
 
 
 @op(function=False)
-def view(a, *shape):
+def view(input, *shape):
     """Like reshape, but never copies: RuntimeError when the strides do not allow a view."""
-    shape = _infer(_shape_arg(shape), a.numel(), "view")
-    probe = a._data.view()
+    shape = _infer(_shape_arg(shape), input.numel(), "view")
+    probe = input._data.view()
     try:
         probe.shape = shape
     except AttributeError:
         raise RuntimeError(f"view: shape {shape} is incompatible with the input's size and "
-                           f"strides (shape {tuple(a.shape)}); use .reshape(...) instead") from None
-    return Reshape.apply(a, shape)
+                           f"strides (shape {tuple(input.shape)}); use .reshape(...) "
+                           "instead") from None
+    return Reshape.apply(input, shape)
 
 
 @tensor_method("view_as")
@@ -265,26 +266,26 @@ def view_as(self, other):
 
 
 @op()
-def permute(a, *dims):
+def permute(input, *dims):
     dims = _shape_arg(dims)
-    if len(dims) != a.ndim:
-        raise ValueError(f"permute: expected {a.ndim} dims for a tensor of shape "
-                         f"{tuple(a.shape)}, got {dims}")
-    dims = tuple(normalize_dim(d, a.ndim, "dims") for d in dims)
-    if sorted(dims) != list(range(a.ndim)):
-        raise ValueError(f"permute: dims {dims} is not a permutation of {a.ndim} dims")
-    return Permute.apply(a, dims)
+    if len(dims) != input.ndim:
+        raise ValueError(f"permute: expected {input.ndim} dims for a tensor of shape "
+                         f"{tuple(input.shape)}, got {dims}")
+    dims = tuple(normalize_dim(d, input.ndim, "dims") for d in dims)
+    if sorted(dims) != list(range(input.ndim)):
+        raise ValueError(f"permute: dims {dims} is not a permutation of {input.ndim} dims")
+    return Permute.apply(input, dims)
 
 
 @op(aliases="swapaxes")
-def transpose(a, dim0, dim1):
-    ndim = a._data.ndim
+def transpose(input, dim0, dim1):
+    ndim = input._data.ndim
     if ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
-        return Reshape.apply(a, a._data.shape)
+        return Reshape.apply(input, input._data.shape)
     dims = list(range(ndim))
     i, j = _plain_dim(dim0, ndim, "dim0"), _plain_dim(dim1, ndim, "dim1")
     dims[i], dims[j] = dims[j], dims[i]
-    return Permute.apply(a, tuple(dims))
+    return Permute.apply(input, tuple(dims))
 
 
 def _plain_dim(dim, ndim, name):
@@ -295,25 +296,25 @@ def _plain_dim(dim, ndim, name):
 
 
 @op()
-def t(a):
-    if a.ndim > 2:
-        raise ValueError(f"t: expects a tensor with <= 2 dims, got shape {tuple(a.shape)}")
-    return transpose(a, 0, -1) if a.ndim == 2 else a.view(tuple(a.shape))
+def t(input):
+    if input.ndim > 2:
+        raise ValueError(f"t: expects a tensor with <= 2 dims, got shape {tuple(input.shape)}")
+    return transpose(input, 0, -1) if input.ndim == 2 else input.view(tuple(input.shape))
 
 
 @op(function=False)
-def expand(a, *shape):
+def expand(input, *shape):
     shape = _shape_arg(shape)
-    if len(shape) < a.ndim:
+    if len(shape) < input.ndim:
         raise ValueError(f"expand: the number of sizes ({len(shape)}) must be >= the tensor's "
-                         f"dims ({a.ndim}); shape {tuple(a.shape)}")
-    lead = len(shape) - a.ndim
-    full = tuple(a.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
-    for i, n in enumerate(a.shape):
+                         f"dims ({input.ndim}); shape {tuple(input.shape)}")
+    lead = len(shape) - input.ndim
+    full = tuple(input.shape[i - lead] if n == -1 and i >= lead else n for i, n in enumerate(shape))
+    for i, n in enumerate(input.shape):
         if n != 1 and n != full[lead + i]:
-            raise ValueError(f"expand: size {n} of dim {i} of shape {tuple(a.shape)} must match "
-                             f"size {full[lead + i]} of target {full} (or be 1)")
-    return Expand.apply(a, full)
+            raise ValueError(f"expand: size {n} of dim {i} of shape {tuple(input.shape)} must "
+                             f"match size {full[lead + i]} of target {full} (or be 1)")
+    return Expand.apply(input, full)
 
 
 @tensor_method("expand_as")
@@ -322,55 +323,56 @@ def expand_as(self, other):
 
 
 @op()
-def broadcast_to(a, shape):
-    return expand(a, *shape)
+def broadcast_to(input, shape):
+    return expand(input, *shape)
 
 
 @op()
-def unsqueeze(a, dim):
-    d = normalize_dim(dim, a.ndim + 1)
-    shape = list(a.shape)
+def unsqueeze(input, dim):
+    d = normalize_dim(dim, input.ndim + 1)
+    shape = list(input.shape)
     shape.insert(d, 1)
-    return Reshape.apply(a, tuple(shape))
+    return Reshape.apply(input, tuple(shape))
 
 
 @op()
-def squeeze(a, dim=None):
+def squeeze(input, dim=None):
     if dim is None:
-        shape = tuple(n for n in a.shape if n != 1)
+        shape = tuple(n for n in input.shape if n != 1)
     else:
         dims = dim if isinstance(dim, (tuple, list)) else (dim,)
-        dims = {normalize_dim(d, a.ndim) for d in dims}
-        shape = tuple(n for i, n in enumerate(a.shape) if not (i in dims and n == 1))
-    return Reshape.apply(a, shape)
+        dims = {normalize_dim(d, input.ndim) for d in dims}
+        shape = tuple(n for i, n in enumerate(input.shape) if not (i in dims and n == 1))
+    return Reshape.apply(input, shape)
 
 
 @op()
-def flatten(a, start_dim=0, end_dim=-1):
-    if a.ndim == 0:
-        return Reshape.apply(a, (1,))
-    s, e = normalize_dim(start_dim, a.ndim), normalize_dim(end_dim, a.ndim)
+def flatten(input, start_dim=0, end_dim=-1):
+    if input.ndim == 0:
+        return Reshape.apply(input, (1,))
+    s, e = normalize_dim(start_dim, input.ndim), normalize_dim(end_dim, input.ndim)
     if s > e:
         raise ValueError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
-    shape = tuple(a.shape[:s]) + (int(np.prod(a.shape[s:e + 1])),) + tuple(a.shape[e + 1:])
-    return Reshape.apply(a, shape)
+    shape = tuple(input.shape[:s]) + (int(np.prod(input.shape[s:e + 1])),) \
+        + tuple(input.shape[e + 1:])
+    return Reshape.apply(input, shape)
 
 
 @op()
-def unflatten(a, dim, sizes):
-    d = normalize_dim(dim, a.ndim)
-    sizes = _infer(tuple(sizes), a.shape[d], "unflatten")
-    return Reshape.apply(a, tuple(a.shape[:d]) + sizes + tuple(a.shape[d + 1:]))
+def unflatten(input, dim, sizes):
+    d = normalize_dim(dim, input.ndim)
+    sizes = _infer(tuple(sizes), input.shape[d], "unflatten")
+    return Reshape.apply(input, tuple(input.shape[:d]) + sizes + tuple(input.shape[d + 1:]))
 
 
 @op(function=False)
-def contiguous(a):
-    return a if a._data.flags["C_CONTIGUOUS"] else Copy.apply(a)
+def contiguous(input):
+    return input if input._data.flags["C_CONTIGUOUS"] else Copy.apply(input)
 
 
 @op()
-def clone(a):
-    return Copy.apply(a)
+def clone(input):
+    return Copy.apply(input)
 
 
 @tensor_method("copy_")
@@ -435,12 +437,12 @@ class Stack(Function):
 
 
 @op()
-def narrow(a, dim, start, length):
+def narrow(input, dim, start, length):
     """Elements ``start .. start + length - 1`` of dim ``dim``, as a view. PyTorch's checks, in
     its order: ``length >= 0``, ``start`` in [-size, size] (negative counts from the end) and
     ``start + length <= size``, where a slice would quietly return fewer elements."""
-    d = normalize_dim(dim, a.ndim)
-    size = a.shape[d]
+    d = normalize_dim(dim, input.ndim)
+    size = input.shape[d]
     start, length = _index_argument(start, "start"), _index_argument(length, "length")
     if length < 0:
         raise RuntimeError(f"narrow: length must be non-negative, got {length}")
@@ -451,7 +453,7 @@ def narrow(a, dim, start, length):
     if start + length > size:
         raise RuntimeError(f"narrow: start ({start}) + length ({length}) exceeds dimension size "
                            f"({size}) of dim {d}")
-    return getitem(a, (slice(None),) * d + (slice(start, start + length),))
+    return getitem(input, (slice(None),) * d + (slice(start, start + length),))
 
 
 def _index_argument(value, name):
@@ -466,9 +468,9 @@ def _index_argument(value, name):
 
 
 @op()
-def split(a, split_size_or_sections, dim=0):
-    d = normalize_dim(dim, a.ndim)
-    n = a.shape[d]
+def split(input, split_size_or_sections, dim=0):
+    d = normalize_dim(dim, input.ndim)
+    n = input.shape[d]
     if isinstance(split_size_or_sections, (int, np.integer)):
         size = int(split_size_or_sections)
         if size <= 0:
@@ -480,17 +482,17 @@ def split(a, split_size_or_sections, dim=0):
             raise ValueError(f"split: sections {sizes} must sum to the size of dim {d} ({n})")
     out, start = [], 0
     for size in sizes:
-        out.append(narrow(a, d, start, size))
+        out.append(narrow(input, d, start, size))
         start += size
     return tuple(out)
 
 
 @op()
-def chunk(a, chunks, dim=0):
+def chunk(input, chunks, dim=0):
     if chunks <= 0:
         raise ValueError(f"chunk: chunks must be positive, got {chunks}")
-    n = a.shape[normalize_dim(dim, a.ndim)]
-    return split(a, max(-(-n // chunks), 1), dim)
+    n = input.shape[normalize_dim(dim, input.ndim)]
+    return split(input, max(-(-n // chunks), 1), dim)
 
 
 class Unbind(Function):
@@ -509,11 +511,11 @@ class Unbind(Function):
 
 
 @op()
-def unbind(a, dim=0):
-    d = normalize_dim(dim, a.ndim)
-    if a.shape[d] == 0:
+def unbind(input, dim=0):
+    d = normalize_dim(dim, input.ndim)
+    if input.shape[d] == 0:
         return ()
-    return Unbind.apply(a, d)
+    return Unbind.apply(input, d)
 
 
 def _is_plain_basic(index):
@@ -559,93 +561,94 @@ def _convert_index(index):
 
 
 @op(function=False, method=False, methods="__getitem__")
-def getitem(a, index):
+def getitem(input, index):
     if _is_plain_basic(index):  # ints, slices, None, ...: a view, numpy checks the index
         try:
-            return GetItem.apply(a, index)
+            return GetItem.apply(input, index)
         except IndexError as error:
             raise IndexError(f"index {index!r} is out of range for a tensor of shape "
-                             f"{tuple(a.shape)}: {error}") from None
+                             f"{tuple(input.shape)}: {error}") from None
     index, index_tensors = _convert_index(index)
     # Index a zero-strided stand-in of the same shape first: numpy checks every index for
     # range and shape there, at no memory cost, and we can name the tensor's shape in the error.
-    stand_in = np.lib.stride_tricks.as_strided(np.zeros((), np.int8), a.shape, (0,) * a.ndim)
+    stand_in = np.lib.stride_tricks.as_strided(np.zeros((), np.int8), input.shape,
+                                               (0,) * input.ndim)
     try:
         stand_in[index]
     except IndexError as error:
         raise IndexError(f"index {index!r} is out of range for a tensor of shape "
-                         f"{tuple(a.shape)}: {error}") from None
-    return GetItem.apply(a, index, index_tensors=index_tensors)
+                         f"{tuple(input.shape)}: {error}") from None
+    return GetItem.apply(input, index, index_tensors=index_tensors)
 
 
 @op()
-def gather(a, dim, index):
-    d = normalize_dim(dim, a.ndim)
+def gather(input, dim, index):
+    d = normalize_dim(dim, input.ndim)
     if not isinstance(index, Tensor) or index.dtype.name != "int64":
         raise TypeError("gather: index must be an int64 tensor")
-    if index.ndim != a.ndim:
-        raise ValueError(f"gather: index has {index.ndim} dims but input has {a.ndim} "
-                         f"(shapes {tuple(index.shape)} and {tuple(a.shape)})")
-    for k in range(a.ndim):
-        if k != d and index.shape[k] > a.shape[k]:
+    if index.ndim != input.ndim:
+        raise ValueError(f"gather: index has {index.ndim} dims but input has {input.ndim} "
+                         f"(shapes {tuple(index.shape)} and {tuple(input.shape)})")
+    for k in range(input.ndim):
+        if k != d and index.shape[k] > input.shape[k]:
             raise ValueError(f"gather: index shape {tuple(index.shape)} exceeds input shape "
-                             f"{tuple(a.shape)} in dim {k}")
+                             f"{tuple(input.shape)} in dim {k}")
     idx = index._data
-    if idx.size and (idx.min() < -a.shape[d] or idx.max() >= a.shape[d]):
-        raise IndexError(f"gather: index out of range for dim {d} of size {a.shape[d]} "
+    if idx.size and (idx.min() < -input.shape[d] or idx.max() >= input.shape[d]):
+        raise IndexError(f"gather: index out of range for dim {d} of size {input.shape[d]} "
                          f"(min {idx.min()}, max {idx.max()})")
-    if any(index.shape[k] != a.shape[k] for k in range(a.ndim) if k != d):
-        a = getitem(a, tuple(slice(0, index.shape[k]) if k != d else slice(None)
-                             for k in range(a.ndim)))
-    return Gather.apply(a, d, index)
+    if any(index.shape[k] != input.shape[k] for k in range(input.ndim) if k != d):
+        input = getitem(input, tuple(slice(0, index.shape[k]) if k != d else slice(None)
+                             for k in range(input.ndim)))
+    return Gather.apply(input, d, index)
 
 
 @op()
-def index_select(a, dim, index):
-    d = normalize_dim(dim, a.ndim)
+def index_select(input, dim, index):
+    d = normalize_dim(dim, input.ndim)
     if not isinstance(index, Tensor) or index.dtype.name not in ("int64", "int32") or \
             index.ndim > 1:
         raise TypeError("index_select: index must be a 0-d or 1-d int64 (or int32) tensor")
     idx = index._data.reshape(-1)
-    if idx.size and (idx.min() < -a.shape[d] or idx.max() >= a.shape[d]):
-        raise IndexError(f"index_select: index out of range for dim {d} of size {a.shape[d]} "
+    if idx.size and (idx.min() < -input.shape[d] or idx.max() >= input.shape[d]):
+        raise IndexError(f"index_select: index out of range for dim {d} of size {input.shape[d]} "
                          f"(min {idx.min()}, max {idx.max()})")
-    return GetItem.apply(a, (slice(None),) * d + (idx,), index_tensors=(index,))
+    return GetItem.apply(input, (slice(None),) * d + (idx,), index_tensors=(index,))
 
 
 @op()
-def flip(a, dims):
+def flip(input, dims):
     dims = dims if isinstance(dims, (tuple, list)) else (dims,)
-    index = [slice(None)] * a.ndim
+    index = [slice(None)] * input.ndim
     for d in dims:
-        index[normalize_dim(d, a.ndim)] = slice(None, None, -1)
-    return GetItem.apply(a, tuple(index))
+        index[normalize_dim(d, input.ndim)] = slice(None, None, -1)
+    return GetItem.apply(input, tuple(index))
 
 
 @op(function=False)
-def repeat(a, *sizes):
+def repeat(input, *sizes):
     sizes = _shape_arg(sizes)
-    if len(sizes) < a.ndim:
-        raise ValueError(f"repeat: got {len(sizes)} sizes for a tensor with {a.ndim} dims")
-    a = a.reshape((1,) * (len(sizes) - a.ndim) + tuple(a.shape))
+    if len(sizes) < input.ndim:
+        raise ValueError(f"repeat: got {len(sizes)} sizes for a tensor with {input.ndim} dims")
+    input = input.reshape((1,) * (len(sizes) - input.ndim) + tuple(input.shape))
     interleaved = []
-    for n, r in zip(a.shape, sizes):
+    for n, r in zip(input.shape, sizes):
         interleaved += [r, n]
-    expanded = a.reshape([x for n in a.shape for x in (1, n)]).expand(*interleaved)
-    return expanded.reshape(tuple(n * r for n, r in zip(a.shape, sizes)))
+    expanded = input.reshape([x for n in input.shape for x in (1, n)]).expand(*interleaved)
+    return expanded.reshape(tuple(n * r for n, r in zip(input.shape, sizes)))
 
 
 @op()
-def tril(a, diagonal=0):
-    rows, cols = a.shape[-2], a.shape[-1]
+def tril(input, diagonal=0):
+    rows, cols = input.shape[-2], input.shape[-1]
     keep = np.tri(rows, cols, k=diagonal, dtype=bool)
     from .elementwise import masked_fill
-    return masked_fill(a, _make(~keep), 0)
+    return masked_fill(input, _make(~keep), 0)
 
 
 @op()
-def triu(a, diagonal=0):
-    rows, cols = a.shape[-2], a.shape[-1]
+def triu(input, diagonal=0):
+    rows, cols = input.shape[-2], input.shape[-1]
     keep = ~np.tri(rows, cols, k=diagonal - 1, dtype=bool)
     from .elementwise import masked_fill
-    return masked_fill(a, _make(~keep), 0)
+    return masked_fill(input, _make(~keep), 0)
