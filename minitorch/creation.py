@@ -202,9 +202,9 @@ def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     return _finish(numpy_generator(generator).permutation(n).astype(dtype.numpy), requires_grad)
 
 
-def multinomial(probs, num_samples, replacement=False, generator=None):
-    """Draw class indices from each row of ``probs`` (rows need not sum to 1)."""
-    p = np.asarray(probs._data, dtype=np.float64)
+def multinomial(input, num_samples, replacement=False, *, generator=None):
+    """Draw class indices from each row of ``input``, probabilities that need not sum to 1."""
+    p = np.asarray(input._data, dtype=np.float64)
     rows = p.reshape(-1, p.shape[-1])
     if (rows < 0).any() or not np.isfinite(rows).all():
         raise ValueError("multinomial: probabilities must be finite and non-negative")

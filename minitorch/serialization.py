@@ -75,8 +75,10 @@ MAX_NESTING = 100
 
 
 # ---------------------------------------------------------------------------------------- save
-def save(obj, f):
+def save(obj, f, pickle_module=None, pickle_protocol=2, _use_new_zipfile_serialization=True,
+         _disable_byteorder_record=False):
     """Write ``obj`` to ``f`` (a path, or a binary file object) in the safetensors layout.
+    PyTorch's pickle and zip options are accepted and mean nothing: minitorch never pickles.
 
     ``obj``: a tensor, or nested dicts (str or int keys) / lists / tuples of tensors, ints,
     floats, strings, bools and None. Anything else raises TypeError naming where it is in the

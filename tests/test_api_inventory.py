@@ -5,8 +5,9 @@ PyTorch the test checks that each exists in minitorch. With PyTorch installed it
 each exists in PyTorch under the same name, that minitorch takes every parameter PyTorch's
 signature names (by keyword) and its positional parameters in PyTorch's order, and that no public
 minitorch name PyTorch also has is missing from the list (so a new op is checked as it lands).
-PyTorch's signature comes from ``inspect.signature`` or, for its C functions, the signature lines
-of the docstring. ``DIFFERENCES`` holds the few known departures, each with its reason.
+PyTorch's signature comes from ``inspect.signature``, or for its C functions from the overloads
+its argument parser lists, or from its docstring's signature lines (keeping only the names the
+parser accepts).
 """
 import importlib
 import inspect
@@ -16,35 +17,32 @@ import pytest
 
 import minitorch
 
-INVENTORY = {}  # filled below: "torch.nn" -> ["Linear", ...]
 
 # torch parameters minitorch has no use for: CPU dense tensors only, no out= buffers.
 IGNORED_PARAMETERS = {"out", "layout", "pin_memory", "memory_format", "sparse_grad", "names"}
 
-DIFFERENCES = {}  # "torch.max" -> why minitorch's parameters differ
 
-INVENTORY.update({
+INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch does
     "torch": """
         BFloat16Tensor BoolTensor ByteTensor CharTensor DoubleTensor FloatTensor Generator
-        HalfTensor IntTensor LongTensor ShortTensor Size Tensor abs absolute
-        add all allclose amax amin any arange argmax argmin argsort as_tensor bfloat16 bmm
-        bool broadcast_to can_cast cat ceil chunk clamp clip clone cos cumprod cumsum
-        device diag div divide double dtype einsum empty empty_like enable_grad eq erf exp
-        eye finfo flatten flip float float16 float32 float64 floor fmod from_dlpack
-        from_numpy full full_like gather ge get_default_dtype get_num_threads
-        get_rng_state gt half iinfo index_add index_fill index_put index_select
-        inference_mode int int16 int32 int64 int8 is_grad_enabled
-        is_inference_mode_enabled isclose isfinite isinf isnan le linspace load log
-        log_softmax logical_and logical_not logical_or logical_xor logsumexp long lt
-        manual_seed masked_fill masked_select matmul max maximum mean min minimum mm mul
-        multinomial multiply narrow ne neg negative no_grad nonzero numel ones ones_like
-        outer permute pow promote_types rand rand_like randint randint_like randn
-        randn_like randperm relu remainder repeat_interleave reshape rms_norm roll round
-        rsqrt save scatter scatter_add seed set_default_dtype set_grad_enabled
-        set_num_threads set_rng_state short sigmoid sign sin softmax sort split sqrt
-        square squeeze stack std sub subtract sum swapaxes t tanh tensor tile topk
-        transpose tril triu trunc uint8 unbind unflatten unique unsqueeze var where zeros
-        zeros_like""",
+        HalfTensor IntTensor LongTensor ShortTensor Size Tensor abs absolute add all
+        allclose amax amin any arange argmax argmin argsort as_tensor bfloat16 bmm bool
+        broadcast_to can_cast cat ceil chunk clamp clip clone cos cumprod cumsum device
+        diag div divide double dtype einsum empty empty_like enable_grad eq erf exp eye
+        finfo flatten flip float float16 float32 float64 floor fmod from_dlpack from_numpy
+        full full_like gather ge get_default_dtype get_num_threads get_rng_state gt half
+        iinfo index_add index_fill index_put index_select inference_mode int int16 int32
+        int64 int8 is_grad_enabled is_inference_mode_enabled isclose isfinite isinf isnan
+        le linspace load log log_softmax logical_and logical_not logical_or logical_xor
+        logsumexp long lt manual_seed masked_fill masked_select matmul max maximum mean
+        min minimum mm mul multinomial multiply narrow ne neg negative no_grad nonzero
+        numel ones ones_like outer permute pow promote_types rand rand_like randint
+        randint_like randn randn_like randperm relu remainder repeat_interleave reshape
+        rms_norm roll round rsqrt save scatter scatter_add seed set_default_dtype
+        set_grad_enabled set_num_threads set_rng_state short sigmoid sign sin softmax sort
+        split sqrt square squeeze stack std sub subtract sum swapaxes swapdims t tanh
+        tensor tile topk transpose tril triu trunc uint8 unbind unflatten unique unsqueeze
+        var where zeros zeros_like""",
     "torch.Tensor": """
         T __abs__ __add__ __and__ __eq__ __floordiv__ __format__ __ge__ __getitem__ __gt__
         __iadd__ __imul__ __invert__ __isub__ __itruediv__ __le__ __lt__ __matmul__
@@ -65,9 +63,9 @@ INVENTORY.update({
         register_hook relu remainder remainder_ repeat repeat_interleave requires_grad
         requires_grad_ reshape reshape_as retain_grad retains_grad roll round round_ rsqrt
         scatter scatter_ scatter_add scatter_add_ shape short sigmoid sign sin size
-        softmax sort split sqrt square squeeze std stride sub sub_ subtract sum swapaxes t
-        tanh tile to tolist topk transpose tril triu trunc trunc_ type type_as unbind
-        unflatten uniform_ unique unsqueeze var view view_as where zero_""",
+        softmax sort split sqrt square squeeze std stride sub sub_ subtract sum swapaxes
+        swapdims t tanh tile to tolist topk transpose tril triu trunc trunc_ type type_as
+        unbind unflatten uniform_ unique unsqueeze var view view_as where zero_""",
     "torch.nn": """
         BCELoss BCEWithLogitsLoss CrossEntropyLoss Dropout Embedding Flatten GELU
         HuberLoss Identity KLDivLoss L1Loss LayerNorm Linear LogSoftmax MSELoss Mish
@@ -76,13 +74,14 @@ INVENTORY.update({
         Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
         TransformerEncoderLayer Unflatten""",
     "torch.nn.functional": """
-        TYPE_CHECKING Tensor binary_cross_entropy binary_cross_entropy_with_logits
-        cross_entropy dropout embedding gelu huber_loss kl_div l1_loss layer_norm linear
-        log_softmax mish mse_loss nll_loss normalize one_hot pad relu rms_norm
-        scaled_dot_product_attention sigmoid silu smooth_l1_loss softmax softplus tanh""",
+        Tensor binary_cross_entropy binary_cross_entropy_with_logits cross_entropy dropout
+        embedding gelu huber_loss kl_div l1_loss layer_norm linear log_softmax mish
+        mse_loss nll_loss normalize one_hot pad relu rms_norm scaled_dot_product_attention
+        sigmoid silu smooth_l1_loss softmax softplus tanh""",
     "torch.nn.init": """
-        calculate_gain constant_ kaiming_normal_ kaiming_uniform_ normal_ ones_
-        trunc_normal_ uniform_ xavier_normal_ xavier_uniform_ zeros_""",
+        calculate_gain constant_ dirac_ eye_ kaiming_normal_ kaiming_uniform_ normal_
+        ones_ orthogonal_ sparse_ trunc_normal_ uniform_ xavier_normal_ xavier_uniform_
+        zeros_""",
     "torch.nn.utils": """
         clip_grad_norm_ clip_grad_value_""",
     "torch.nn.utils.rnn": """
@@ -108,7 +107,7 @@ INVENTORY.update({
         set_device synchronize""",
     "torch.backends.cudnn": """
         allow_tf32 benchmark deterministic enabled is_available version""",
-})
+}
 
 
 def _split_top_level(text):
@@ -154,7 +153,7 @@ def _parse_parameters(text, keyword_only=False):
 
 
 _PARSER_OVERLOAD = re.compile(r"^\s*(?:\* )?\((.*)\)\s*$")
-_DOC_SIGNATURE = re.compile(r"^\s*(?:\.\. function:: )?(?:[\w.]+\.)?(\w+)\((.*)\)\s*(?:->.*)?$")
+_DOC_SIGNATURE = re.compile(r"^\s*(?:\.\. function:: )?(?:[\w.]+\.)?(\w+)\((.*?)\)\s*(?:->.*)?$")
 
 
 def _parser_overloads(call):
@@ -204,8 +203,9 @@ def torch_signatures(obj, name, instance=None):
         if match and match.group(1) == name:
             params = _parse_parameters(match.group(2))
             if params is not None:  # docstrings name some parameters their parser does not take
-                overloads.append([p for p in params if bound is None
-                                  or p[1].startswith("VAR") or _takes_keyword(bound, p[0])])
+                documented = {p[0] for p in params}
+                overloads.append([p for p in params if bound is None or p[1].startswith("VAR")
+                                  or _takes_keyword(bound, p[0], documented)])
     return overloads
 
 
@@ -213,17 +213,30 @@ _KEYWORD_REFUSED = ("unexpected keyword", "unrecognized keyword", "keywords were
                     "takes no keyword")
 
 
-def _takes_keyword(call, name):
-    """Whether PyTorch's ``call`` accepts the keyword ``name`` (it refuses the value anyway)."""
-    try:
-        call(**{name: object()})
-    except TypeError as error:
-        message = str(error)
-        if "missing" in message and name not in message:  # it asks for another name instead
+def _takes_keyword(call, name, documented):
+    """Whether PyTorch's ``call`` accepts the keyword ``name``: call it with nonsense under that
+    name (and under any ``documented`` name it then says is missing) and see whether it objects
+    to the name or only to the values. Missing a name the docstring does not document means the
+    parser knows the argument by another name."""
+    given = {name: object()}
+    for _ in range(4):
+        try:
+            call(**given)
+        except TypeError as error:
+            message = str(error)
+        except Exception:  # noqa: BLE001  (any other complaint is about a value, not a name)
+            return True
+        else:
+            return True
+        if any(reason in message for reason in _KEYWORD_REFUSED):
             return False
-        return not any(reason in message for reason in _KEYWORD_REFUSED)
-    except Exception:  # noqa: BLE001  (any other complaint is about the value, not the name)
-        return True
+        missing = re.findall(r"['\"](\w+)['\"]", message.split("missing", 1)[1]) \
+            if "missing" in message else []
+        if not missing or all(m in given for m in missing):
+            return True
+        if any(m not in documented for m in missing):
+            return False
+        given.update({m: object() for m in missing})
     return True
 
 
@@ -309,14 +322,11 @@ def test_parameters_match_pytorch(claim):
         for problem in signature_problems(torch_fn, mini_fn, label or name, is_method or bound,
                                           instance):
             problems.append(f"{label}: {problem}" if label else problem)
-    if f"{namespace}.{name}" in DIFFERENCES:
-        pytest.xfail(DIFFERENCES[f"{namespace}.{name}"]) if problems else None
-        return
     assert not problems, f"{namespace}.{name}: " + "; ".join(problems)
 
 
 def _public_names(obj):
-    names = vars(obj) if inspect.isclass(obj) else dir(obj)
+    names = set(vars(obj) if inspect.isclass(obj) else dir(obj)) - {"TYPE_CHECKING"}
     return {n for n in names if not n.startswith("_") or (n.startswith("__") and n.endswith("__")
                                                              and n[2:-2] in _OPERATORS)}
 

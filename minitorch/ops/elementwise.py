@@ -554,17 +554,17 @@ def mul(input, other):
 
 @op(aliases="divide", methods="__truediv__", reflected="__rtruediv__",
     inplace="div_ __itruediv__")
-def div(a, b, rounding_mode=None):
-    a, b = broadcast_operands(a, b, "div")
+def div(input, other, rounding_mode=None):
+    input, other = broadcast_operands(input, other, "div")
     if rounding_mode is None:
-        if not a.dtype.is_floating_point:  # true division of integers: the default dtype
-            a, b = a.to(get_default_dtype()), b.to(get_default_dtype())
-        return Div.apply(a, b)
+        if not input.dtype.is_floating_point:  # true division of integers: the default dtype
+            input, other = input.to(get_default_dtype()), other.to(get_default_dtype())
+        return Div.apply(input, other)
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
                          f"{rounding_mode!r}")
-    q = np.floor_divide(a._data, b._data) if rounding_mode == "floor" else np.trunc(
-        a._data / b._data).astype(a._data.dtype)
+    q = np.floor_divide(input._data, other._data) if rounding_mode == "floor" else np.trunc(
+        input._data / other._data).astype(input._data.dtype)
     return _make(q)
 
 
@@ -760,9 +760,9 @@ def _as_bool(t, name):
 # Comparisons and logic: bool results, no graph.
 
 def _compare(np_fn, name, operator):
-    def compare(a, b):
-        a, b = broadcast_operands(a, b, name)
-        return _make(np_fn(a._data, b._data))
+    def compare(input, other):
+        input, other = broadcast_operands(input, other, name)
+        return _make(np_fn(input._data, other._data))
     compare.__name__ = compare.__qualname__ = name
     return op(methods=operator)(compare)
 

@@ -251,11 +251,14 @@ def _mask_tensor(mask, x):
 
 
 @op()
-def softmax(input, dim=-1, *, scale=1.0, mask=None, causal=False):
-    """softmax over ``dim``; ``scale``, ``mask`` and ``causal`` fuse the attention case.
+def softmax(input, dim=-1, dtype=None, *, scale=1.0, mask=None, causal=False):
+    """softmax over ``dim`` (of ``input`` cast to ``dtype`` first, if given); ``scale``, ``mask``
+    and ``causal`` fuse the attention case.
 
     ``mask`` (minitorch's own, PyTorch's softmax has none) is True where excluded or a float
     added to the scores; a numpy array or nested list is taken as well as a Tensor."""
+    if dtype is not None:
+        input = input.to(dtype)
     if not input.dtype.is_floating_point:
         input = input.float()
     mask = _mask_tensor(mask, input)
@@ -270,7 +273,9 @@ def softmax(input, dim=-1, *, scale=1.0, mask=None, causal=False):
 
 
 @op()
-def log_softmax(input, dim=-1):
+def log_softmax(input, dim=-1, dtype=None):
+    if dtype is not None:
+        input = input.to(dtype)
     if not input.dtype.is_floating_point:
         input = input.float()
     d = normalize_dim(dim, input.ndim)

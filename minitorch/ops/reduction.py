@@ -182,33 +182,35 @@ def _extreme(a, dim, keepdim, largest, name):
 
 
 @op()
-def max(input, dim=None, keepdim=False):
-    """max(a) -> the largest value; max(a, dim) -> (values, indices), as in PyTorch."""
-    if isinstance(dim, Tensor):
+def max(input, dim=None, keepdim=False, *, other=None):
+    """max(a) -> the largest value; max(a, dim) -> (values, indices); max(a, other) or
+    max(a, other=b) -> the elementwise maximum, as in PyTorch."""
+    if isinstance(dim, Tensor) or other is not None:
         from .elementwise import maximum
-        return maximum(input, dim)
+        return maximum(input, dim if other is None else other)
     return _extreme(input, dim, keepdim, True, "max")
 
 
 @op()
-def min(input, dim=None, keepdim=False):
-    if isinstance(dim, Tensor):
+def min(input, dim=None, keepdim=False, *, other=None):
+    """min(a), min(a, dim) or min(a, other): as ``max``."""
+    if isinstance(dim, Tensor) or other is not None:
         from .elementwise import minimum
-        return minimum(input, dim)
+        return minimum(input, dim if other is None else other)
     return _extreme(input, dim, keepdim, False, "min")
 
 
 def _arg(np_fn, name):
-    def arg(a, dim=None, keepdim=False):
+    def arg(input, dim=None, keepdim=False):
         if dim is None:
-            _check_nonempty(a, (), name)
-            out = np.asarray(np_fn(a._data.reshape(-1)))
-            return _make(out.reshape((1,) * a.ndim) if keepdim else out.astype(np.int64))
-        d = normalize_dim(dim, a.ndim)
-        _check_nonempty(a, (d,) if a.ndim else (), name)
-        if a.ndim == 0:
+            _check_nonempty(input, (), name)
+            out = np.asarray(np_fn(input._data.reshape(-1)))
+            return _make(out.reshape((1,) * input.ndim) if keepdim else out.astype(np.int64))
+        d = normalize_dim(dim, input.ndim)
+        _check_nonempty(input, (d,) if input.ndim else (), name)
+        if input.ndim == 0:
             return _make(np.zeros((), np.int64))
-        return _make(np_fn(a._data, axis=d, keepdims=keepdim).astype(np.int64))
+        return _make(np_fn(input._data, axis=d, keepdims=keepdim).astype(np.int64))
     arg.__name__ = arg.__qualname__ = name
     return arg
 

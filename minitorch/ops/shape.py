@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
+from ..dtype import dtype as dtype_class
 from ..tensor import Tensor
 from ._helpers import normalize_dim
 from .registry import apply_inplace, op, tensor_method
@@ -247,8 +248,13 @@ def reshape_as(self, other):
 
 
 @op(function=False)
-def view(input, *shape):
-    """Like reshape, but never copies: RuntimeError when the strides do not allow a view."""
+def view(input, *shape, size=None, dtype=None):
+    """Like reshape, but never copies: RuntimeError when the strides do not allow a view.
+    ``view(dtype)`` reads the same bytes as another dtype (no gradient), as PyTorch's."""
+    if size is not None or dtype is not None:
+        shape = shape or (size if dtype is None else dtype,)
+    if len(shape) == 1 and isinstance(shape[0], dtype_class):
+        return _view_as_dtype(input, shape[0])
     shape = _infer(_shape_arg(shape), input.numel(), "view")
     probe = input._data.view()
     try:
@@ -258,6 +264,17 @@ def view(input, *shape):
                            f"strides (shape {tuple(input.shape)}); use .reshape(...) "
                            "instead") from None
     return Reshape.apply(input, shape)
+
+
+def _view_as_dtype(input, dtype):
+    if input.ndim == 0 and dtype.numpy.itemsize != input._data.itemsize:
+        raise RuntimeError("view: a 0-d tensor can only be viewed as a dtype of the same size")
+    try:
+        array = input._data.view(dtype.numpy)
+    except ValueError as error:
+        raise RuntimeError(f"view: cannot view {input.dtype} of shape {tuple(input.shape)} as "
+                           f"{dtype}: {error}") from None
+    return Tensor._make_view(array, input)
 
 
 @tensor_method("view_as")
@@ -277,7 +294,7 @@ def permute(input, *dims):
     return Permute.apply(input, dims)
 
 
-@op(aliases="swapaxes")
+@op(aliases="swapdims")
 def transpose(input, dim0, dim1):
     ndim = input._data.ndim
     if ndim < 2 and dim0 in (0, -1) and dim1 in (0, -1):
@@ -376,10 +393,11 @@ def clone(input):
 
 
 @tensor_method("copy_")
-def copy_(self, src):
-    """Write ``src`` (broadcast to self's shape, cast to its dtype) into self; differentiable
-    with respect to ``src``."""
-    src = src if isinstance(src, Tensor) else Tensor(src)
+def copy_(self, other, non_blocking=False):
+    """Write ``other`` (broadcast to self's shape, cast to its dtype) into self; differentiable
+    with respect to ``other``. (PyTorch's documentation calls it ``src``, its parser
+    ``other``; ``non_blocking`` means nothing on the CPU.)"""
+    src = other if isinstance(other, Tensor) else Tensor(other)
     return apply_inplace(self, lambda s: expand(s * 0 + src.to(self.dtype), *self.shape))
 
 
@@ -468,9 +486,15 @@ def _index_argument(value, name):
 
 
 @op()
-def split(input, split_size_or_sections, dim=0):
-    d = normalize_dim(dim, input.ndim)
-    n = input.shape[d]
+def swapaxes(input, axis0, axis1):
+    """``transpose`` under numpy's name and argument names."""
+    return transpose(input, axis0, axis1)
+
+
+@op(method=False)
+def split(tensor, split_size_or_sections, dim=0):
+    d = normalize_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
     if isinstance(split_size_or_sections, (int, np.integer)):
         size = int(split_size_or_sections)
         if size <= 0:
@@ -482,9 +506,15 @@ def split(input, split_size_or_sections, dim=0):
             raise ValueError(f"split: sections {sizes} must sum to the size of dim {d} ({n})")
     out, start = [], 0
     for size in sizes:
-        out.append(narrow(input, d, start, size))
+        out.append(narrow(tensor, d, start, size))
         start += size
     return tuple(out)
+
+
+@tensor_method("split")
+def split_method(self, split_size, dim=0):
+    """``Tensor.split``: PyTorch names its argument ``split_size`` here (sizes or one size)."""
+    return split(self, split_size, dim)
 
 
 @op()
