@@ -7,26 +7,7 @@ import pytest
 import minitorch
 from minitorch import optim
 
-SHAPES = [(3, 4), (5,)]
-
-
-def make_params(seed=0, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    return [minitorch.tensor(rng.standard_normal(shape).astype(dtype), requires_grad=True)
-            for shape in SHAPES]
-
-
-def gradient_sequence(steps, seed=1, dtype=np.float64):
-    rng = np.random.default_rng(seed)
-    return [[rng.standard_normal(shape).astype(dtype) for shape in SHAPES] for _ in range(steps)]
-
-
-def run(optimizer, params, grads):
-    for step_grads in grads:
-        for p, g in zip(params, step_grads):
-            p.grad = minitorch.tensor(g)
-        optimizer.step()
-    return [p.detach().numpy().copy() for p in params]
+from test_optim import gradient_sequence, make_params, run  # the shared helpers
 
 
 # ------------------------------------------------------------------ numpy references

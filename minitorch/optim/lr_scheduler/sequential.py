@@ -31,7 +31,24 @@ def _check_schedulers(kind, optimizer, schedulers):
                              f"but schedulers[{index}] ({type(scheduler).__name__}) has another")
 
 
-class SequentialLR(LRScheduler):
+class _SchedulerOfSchedulers(LRScheduler):
+    """What SequentialLR and ChainedScheduler share: a state_dict holding each of theirs."""
+
+    def state_dict(self):
+        state = {key: value for key, value in self.__dict__.items()
+                 if key not in ("optimizer", "_schedulers")}
+        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
+        return state
+
+    def load_state_dict(self, state_dict):
+        state_dict = dict(state_dict)
+        inner = state_dict.pop("_schedulers")
+        self.__dict__.update(state_dict)
+        for scheduler, saved in zip(self._schedulers, inner):
+            scheduler.load_state_dict(saved)
+
+
+class SequentialLR(_SchedulerOfSchedulers):
     """Run ``schedulers[0]`` until epoch ``milestones[0]``, then ``schedulers[1]`` (restarted
     at its epoch 0, from its closed form where it has one), and so on."""
 
@@ -73,21 +90,8 @@ class SequentialLR(LRScheduler):
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
 
-    def state_dict(self):
-        state = {key: value for key, value in self.__dict__.items()
-                 if key not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
-        return state
 
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, saved in zip(self._schedulers, inner):
-            scheduler.load_state_dict(saved)
-
-
-class ChainedScheduler(LRScheduler):
+class ChainedScheduler(_SchedulerOfSchedulers):
     """Step every scheduler in ``schedulers`` at each ``step()``, in order: their factors
     multiply (for the chainable, recursive schedules)."""
 
@@ -107,15 +111,3 @@ class ChainedScheduler(LRScheduler):
             scheduler.step()
         self._last_lr = self._current_lrs()
 
-    def state_dict(self):
-        state = {key: value for key, value in self.__dict__.items()
-                 if key not in ("optimizer", "_schedulers")}
-        state["_schedulers"] = [scheduler.state_dict() for scheduler in self._schedulers]
-        return state
-
-    def load_state_dict(self, state_dict):
-        state_dict = dict(state_dict)
-        inner = state_dict.pop("_schedulers")
-        self.__dict__.update(state_dict)
-        for scheduler, saved in zip(self._schedulers, inner):
-            scheduler.load_state_dict(saved)
