@@ -15,8 +15,11 @@ timed in a block of its own per round, bench_kernels.best_times), so that load f
 processes hits every column alike. Forward + backward: the inputs require grad, one call makes
 the output, back-propagates a fixed random gradient and clears the inputs' ``.grad``.
 Rows whose minitorch ÷ PyTorch ratio is above 3 are flagged: the issue counts those as
-defects. PyTorch's columns are empty ("-") where ``import torch`` fails. The table also goes to
-docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
+defects. Rows where the two differ by more than 3x either way are measured again later (twice
+at most, each library keeping its best time): on a shared machine, another process on one of
+the cores stalls every thread team's wake-up for seconds at a time. PyTorch's columns are
+empty ("-") where ``import torch`` fails. The table also goes to docs/benchmarks.md
+(benchmarks/report.py) unless --no-report is given.
 
 Run from the repository root (after ``python setup.py build_ext --inplace``):
     PYTHONPATH=. python benchmarks/bench_elementwise.py            # 3 rounds: ~5 minutes
@@ -233,7 +236,27 @@ def us(seconds):
     return None if seconds is None else seconds * 1e6
 
 
-def bench(case_list, threads_list, rounds, budget, data):
+def _row(threads, case, label, times):
+    """A table row (strings) from the best times (µs) of minitorch, numpy and PyTorch."""
+    t_mt, t_np, t_th = times
+    over_torch = bk.ratio(t_mt, t_th)
+    flag = "yes" if over_torch is not None and over_torch > DEFECT_RATIO else ""
+    return [str(threads), case.name, label, bk.fmt(t_mt, 10), bk.fmt(t_np, 9), bk.fmt(t_th, 9),
+            bk.fmt(over_torch, 8, 2), bk.fmt(bk.ratio(t_mt, t_np), 6, 2), flag]
+
+
+def _suspect(times):
+    """Whether a measurement may be a busy moment's: minitorch and PyTorch more than
+    DEFECT_RATIO apart either way. On a shared machine another process taking a core stalls
+    each wake-up of a thread team by a scheduler tick (~4 ms) for seconds at a time, every
+    round of one row included."""
+    over_torch = bk.ratio(times[0], times[2])
+    return over_torch is not None and not 1 / DEFECT_RATIO <= over_torch <= DEFECT_RATIO
+
+
+def bench(case_list, threads_list, rounds, budget, data, retries=2):
+    """The table's rows. Each thread count's suspect rows (_suspect) are measured again, up to
+    `retries` times, a while later: each library keeps its best time of all measurements."""
     libs = libraries(data)
     header = (f"{'thr':>3} {'op':22} {'pass':8} {'minitorch':>10} {'numpy':>9} {'torch':>9} "
               f"{'mt/torch':>8} {'mt/np':>6}")
@@ -242,22 +265,30 @@ def bench(case_list, threads_list, rounds, budget, data):
     rows = []
     for threads in threads_list:
         bk.set_threads(threads)
-        for case in case_list:
+        measured = {}  # (case index, label) -> (calls, best times)
+        for i, case in enumerate(case_list):
             passes = [("fwd", "forward")] + ([("fwd+bwd", "forward_backward")]
                                              if case.differentiable else [])
             for label, method in passes:
-                f_mt = getattr(libs["minitorch"], method)(case)
-                f_th = getattr(libs["torch"], method)(case) if libs["torch"] else None
-                f_np = numpy_forward(case, data) if label == "fwd" and case.np_fn else None
-                t_mt, t_np, t_th = (us(t) for t in bk.best_times([f_mt, f_np, f_th], budget,
-                                                                  rounds))
-                over_torch = bk.ratio(t_mt, t_th)
-                flag = "yes" if over_torch is not None and over_torch > DEFECT_RATIO else ""
-                row = [str(threads), case.name, label, bk.fmt(t_mt, 10), bk.fmt(t_np, 9),
-                       bk.fmt(t_th, 9), bk.fmt(over_torch, 8, 2),
-                       bk.fmt(bk.ratio(t_mt, t_np), 6, 2), flag]
-                print(f"{threads:3d} {case.name:22} {label:8} " + " ".join(row[3:]), flush=True)
-                rows.append(row)
+                calls = [getattr(libs["minitorch"], method)(case),
+                         numpy_forward(case, data) if label == "fwd" and case.np_fn else None,
+                         getattr(libs["torch"], method)(case) if libs["torch"] else None]
+                times = [us(t) for t in bk.best_times(calls, budget, rounds)]
+                measured[i, label] = calls, times
+                print(f"{threads:3d} {case.name:22} {label:8} "
+                      + " ".join(_row(threads, case, label, times)[3:]), flush=True)
+        for attempt in range(retries):
+            suspects = [key for key, (_, times) in measured.items() if _suspect(times)]
+            for i, label in suspects:
+                calls, times = measured[i, label]
+                again = [us(t) for t in bk.best_times(calls, budget, rounds)]
+                times = [None if t is None else min(t, u) for t, u in zip(times, again)]
+                measured[i, label] = calls, times
+                print(f"{threads:3d} {case_list[i].name:22} {label:8} "
+                      + " ".join(_row(threads, case_list[i], label, times)[3:])
+                      + f"  (measured again, {attempt + 1})", flush=True)
+        rows += [_row(threads, case_list[i], label, times)
+                 for (i, label), (_, times) in measured.items()]
     return rows
 
 

@@ -13,8 +13,18 @@ the same size (next training step) takes it with its pages already mapped.
 64-byte aligned array (a view of the block; ``arr.base`` keeps the block from going back
 while any view lives). ``empty_cache()`` frees the idle blocks; at most ``MAX_IDLE_BYTES`` are
 kept idle, the oldest freed first.
+
+Below 32 MiB the blocks are malloc's, which would reuse them by itself but for one habit: it
+returns the top of its heap to the kernel whenever more than a threshold is free there, and the
+next arrays (every temporary of a backward pass: MiBs each) then write to fresh pages. At import
+``keep_freed_heap`` asks glibc to keep HEAP_KEEP_BYTES of it (a var(-1) forward and backward
+on (32, 32, 512) float32 took 2,016 page faults and 8.2 ms before, none and 2.1 ms after).
+``MINITORCH_MALLOC_TUNING=0`` in the environment leaves malloc as it is.
 """
+import ctypes
+import ctypes.util
 import math
+import os
 import threading
 
 import numpy as np
@@ -95,3 +105,26 @@ def empty_cache():
 def idle_bytes():
     """Bytes held in idle blocks, ready for the next large output."""
     return _idle.bytes
+
+
+HEAP_KEEP_BYTES = 128 << 20
+
+
+def keep_freed_heap():
+    """glibc's malloc: serve blocks under MIN_BYTES from the heap (M_MMAP_THRESHOLD) and keep
+    up to HEAP_KEEP_BYTES of freed heap memory mapped (M_TRIM_THRESHOLD). Setting either turns
+    off glibc's own adjustment of both, so both are set. True if malloc took them; False where
+    there is no glibc (nothing to tune) or MINITORCH_MALLOC_TUNING=0."""
+    if os.environ.get("MINITORCH_MALLOC_TUNING", "").strip() == "0":
+        return False
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc: its own allocator's policy stands
+        return False
+    m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
+    return bool(mallopt(m_mmap_threshold, MIN_BYTES)) and bool(
+        mallopt(m_trim_threshold, HEAP_KEEP_BYTES))
+
+
+keep_freed_heap()
