@@ -22,16 +22,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minitorch.backends import numpy_backend as N
-
-try:
-    from minitorch.backends import c_backend as C
-except ImportError:  # extension not built
-    C = None
-
-needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
-ISAS = [] if C is None else list(C.ISA_LEVELS[:C.ISA_LEVELS.index(C.best_isa()) + 1])
-DTYPES = [np.float32, np.float64]
-THREADS = [1, 2]
+from test_kernels import DTYPES, ISAS, THREADS, C, needs_c  # the kernel tests' common ground
 # across the kernels' one-thread threshold (32768 elements) and vector tails
 SIZES = [0, 1, 2, 7, 16, 33, 129, 40_001]
 

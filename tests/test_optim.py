@@ -267,7 +267,10 @@ def snapshot(opt, params):
     lambda ps: optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01),
     lambda ps: optim.Adam(ps, lr=0.05, amsgrad=True),
     lambda ps: optim.AdamW([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.2}], lr=0.05),
-], ids=["sgd", "adam", "adamw-groups"])
+    lambda ps: optim.RMSprop(ps, lr=0.01, momentum=0.9, centered=True, weight_decay=0.01),
+    lambda ps: optim.Adagrad([{"params": ps[:1]}, {"params": ps[1:], "lr": 0.2}], lr=0.05,
+                             lr_decay=0.1, initial_accumulator_value=0.1),
+], ids=["sgd", "adam", "adamw-groups", "rmsprop", "adagrad-groups"])
 def test_state_dict_round_trip_resumes_exactly(make, tmp_path):
     grads = gradient_sequence(6)
     uninterrupted = make_params()
