@@ -73,6 +73,15 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         ParameterList RMSNorm ReLU Sequential SiLU Sigmoid SmoothL1Loss Softmax Softplus
         Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
         TransformerEncoderLayer Unflatten""",
+    "torch.nn.Module": """
+        add_module apply bfloat16 buffers children cpu cuda double eval extra_repr float
+        forward get_parameter get_submodule half load_state_dict modules named_buffers
+        named_children named_modules named_parameters parameters register_buffer
+        register_forward_hook register_forward_pre_hook register_full_backward_hook
+        register_full_backward_pre_hook register_module register_parameter requires_grad_
+        state_dict to train zero_grad""",
+    "torch.optim.Optimizer": """
+        add_param_group load_state_dict state_dict step zero_grad""",
     "torch.nn.functional": """
         Tensor binary_cross_entropy binary_cross_entropy_with_logits cross_entropy dropout
         embedding gelu huber_loss kl_div l1_loss layer_norm linear log_softmax mish
@@ -273,11 +282,13 @@ def signature_problems(torch_obj, mini_obj, name, is_method, instance=None):
 
 
 def _resolve(namespace, library):
-    """``("torch.nn", minitorch)`` -> minitorch.nn; ``torch.Tensor`` -> the Tensor class."""
-    module_name = library.__name__ + namespace[len("torch"):]
-    if namespace == "torch.Tensor":
-        return library.Tensor
-    return importlib.import_module(module_name)
+    """``("torch.nn", minitorch)`` -> minitorch.nn; a class (``torch.nn.Module``) -> that class."""
+    if namespace == "torch":
+        return library
+    module_name, _, last = (library.__name__ + namespace[len("torch"):]).rpartition(".")
+    if last[:1].isupper():
+        return getattr(importlib.import_module(module_name), last)
+    return importlib.import_module(f"{module_name}.{last}")
 
 
 def _claims():
@@ -313,8 +324,8 @@ def test_parameters_match_pytorch(claim):
     torch_obj = getattr(_resolve(namespace, torch), name, None)
     assert torch_obj is not None, f"{namespace}.{name} is not a PyTorch name"
     mini_obj = getattr(_resolve(namespace, minitorch), name)
-    is_method = namespace == "torch.Tensor"
-    instance = torch.ones(2, 2) if is_method else None
+    is_method = inspect.isclass(_resolve(namespace, torch))
+    instance = torch.ones(2, 2) if namespace == "torch.Tensor" else None
     problems = []
     for label, torch_fn, mini_fn, bound in _callables_to_compare(torch_obj, mini_obj):
         if not callable(torch_fn) or isinstance(torch_obj, type(minitorch)):

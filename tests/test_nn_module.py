@@ -302,3 +302,21 @@ def test_init_functions():
     p = nn.Parameter(mt.zeros(2, 2))
     nn.init.ones_(p)  # in place on a parameter that requires grad: allowed (no_grad inside)
     assert p.requires_grad and p.is_leaf and (p.detach().numpy() == 1).all()
+
+
+def test_load_state_dict_with_assign_uses_the_given_tensors():
+    model = nn.Linear(3, 2)
+    model.weight.requires_grad_(False)
+    weight, bias = mt.ones(2, 3, dtype=mt.float64), mt.zeros(2, dtype=mt.float64)
+    model.load_state_dict({"weight": weight, "bias": bias}, assign=True)
+    assert model.weight.dtype == mt.float64 and model.weight.data_ptr() == weight.data_ptr()
+    assert isinstance(model.bias, nn.Parameter) and model.bias.requires_grad
+    assert not model.weight.requires_grad
+    assert [p.dtype for p in model.parameters()] == [mt.float64, mt.float64]
+
+
+def test_modules_can_keep_duplicates():
+    shared = nn.Linear(2, 2)
+    model = nn.Sequential(shared, shared)
+    assert len(list(model.modules())) == 2
+    assert len(list(model.modules(remove_duplicate=False))) == 3

@@ -287,8 +287,8 @@ class Module:
             yield from module.named_modules(memo, prefix + ("." if prefix else "") + name,
                                             remove_duplicate)
 
-    def modules(self):
-        for _, module in self.named_modules():
+    def modules(self, remove_duplicate=True):
+        for _, module in self.named_modules(remove_duplicate=remove_duplicate):
             yield module
 
     def named_children(self):
@@ -445,8 +445,10 @@ class Module:
                 module.state_dict(destination, prefix + name + ".", keep_vars)
         return destination
 
-    def load_state_dict(self, state_dict, strict=True):
-        """Copy ``state_dict``'s values into the parameters and buffers, in place.
+    def load_state_dict(self, state_dict, strict=True, assign=False):
+        """Copy ``state_dict``'s values into the parameters and buffers, in place (or, with
+        ``assign=True``, make the given tensors the parameters and buffers themselves, as
+        PyTorch's: a parameter keeps its ``requires_grad``).
 
         Values may be minitorch tensors or numpy arrays; they are cast to the destination dtype.
         With ``strict``, missing keys, unexpected keys and mis-shaped values raise a
@@ -481,12 +483,25 @@ class Module:
                                + "\n\t".join(errors))
         with no_grad():
             for key, target in own.items():
-                if key in state_dict:
-                    value = state_dict[key]
-                    array = value._data if isinstance(value, Tensor) else np.asarray(value)
-                    np.copyto(target._data, array, casting="unsafe")
-                    target._version[0] += 1
+                if key not in state_dict:
+                    continue
+                value = state_dict[key]
+                if assign:
+                    self._assign(key, target, value)
+                    continue
+                array = value._data if isinstance(value, Tensor) else np.asarray(value)
+                np.copyto(target._data, array, casting="unsafe")
+                target._version[0] += 1
         return _IncompatibleKeys(missing, unexpected)
+
+    def _assign(self, key, target, value):
+        """``load_state_dict(assign=True)`` for one entry: the value becomes the attribute."""
+        owner_path, _, name = key.rpartition(".")
+        owner = self.get_submodule(owner_path) if owner_path else self
+        value = value if isinstance(value, Tensor) else Tensor(np.asarray(value))
+        if isinstance(target, Parameter):
+            value = Parameter(value.detach(), requires_grad=target.requires_grad)
+        setattr(owner, name, value)
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self):
