@@ -100,11 +100,11 @@ def _batched_grad(outputs, inputs, grad_outputs, retain_graph, create_graph, all
         raise ValueError("grad: is_grads_batched=True needs grad_outputs")
     batches = _as_list(grad_outputs)
     count = len(batches[0])
-    per_vector = [grad(outputs, inputs, [g[k] for g in batches], retain_graph=True,
+    # The graph stays for every vector but the last, which frees it unless asked to keep it.
+    per_vector = [grad(outputs, inputs, [g[k] for g in batches],
+                       retain_graph=(k < count - 1) or retain_graph,
                        create_graph=create_graph, allow_unused=allow_unused,
                        materialize_grads=materialize_grads) for k in range(count)]
-    if not retain_graph:
-        retain_graph = create_graph
     return tuple(None if column[0] is None else stack(list(column))
                  for column in zip(*per_vector))
 
