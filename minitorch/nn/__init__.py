@@ -6,6 +6,8 @@
   ``normalization.py`` (LayerNorm, RMSNorm), ``sparse.py`` (Embedding), ``flatten.py``
   (Flatten, Unflatten)
 - ``loss.py``: the loss modules (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, ...)
+- ``rnn_attention.py`` (AdditiveAttention, DotProductAttention: a recurrent decoder's attention
+  over encoder states or an image's feature grid)
 - ``attention.py`` (MultiheadAttention, KVCache), ``transformer.py`` (encoder/decoder layers,
   stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
   positions)
@@ -26,6 +28,7 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDi
 from .module import Module
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
+from .rnn_attention import AdditiveAttention, DotProductAttention
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
@@ -41,7 +44,7 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "LayerNorm", "RMSNorm", "ReLU", "GELU", "SiLU", "Mish", "Softplus", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "CrossEntropyLoss", "NLLLoss", "KLDivLoss", "MSELoss",
            "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-           "MultiheadAttention", "KVCache", "TransformerEncoderLayer",
-           "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder",
-           "TransformerDecoderCache", "Transformer",
+           "MultiheadAttention", "KVCache", "AdditiveAttention", "DotProductAttention",
+           "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerDecoder", "TransformerDecoderCache", "Transformer",
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init"]
