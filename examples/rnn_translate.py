@@ -15,10 +15,11 @@ after every epoch it decodes the held-out split (greedy) and prints BLEU; at the
 greedy and beam-search BLEU and BLEU by source length. The run folder
 (``runs/rnn_translate/<corpus>-<attention>``) gets ``checkpoint.safetensors``, the tokenizers,
 ``bleu_by_length.json`` and, with matplotlib, ``loss.png``, ``attention.png`` (source words ×
-target words while translating "we are eating bread") and ``bleu_by_length.png``, which draws
-this run's curve beside the other attention variants' runs found next to it (or ``--compare
-RUN_FOLDER``'s). A run never replaces another run's files unless ``--overwrite``; every argument
-is checked before anything is trained or written. ``main(argv)`` runs it in-process.
+target words while translating "we are eating bread" and "I bought two red cars") and
+``bleu_by_length.png``, which draws this run's curve beside the other attention variants' runs
+found next to it (or ``--compare RUN_FOLDER``'s). A run never replaces another run's files
+unless ``--overwrite``; every argument is checked before anything is trained or written.
+``main(argv)`` runs it in-process.
 """
 from __future__ import annotations
 
@@ -29,7 +30,6 @@ import os
 import sys
 import time
 
-import numpy as np
 
 import minitorch
 from minitorch import optim
@@ -53,7 +53,9 @@ CHECKPOINT, LENGTH_TABLE = "checkpoint.safetensors", "bleu_by_length.json"
 RUN_FILES = (CHECKPOINT, SRC_TOKENIZER, TGT_TOKENIZER, LENGTH_TABLE, "loss.png",
              "attention.png", "bleu_by_length.png")
 ATTENTIONS = ("additive", "dot", "none")
-HEATMAP_SENTENCE = "we are eating bread"  # the lecture's example: "estamos comiendo pan"
+# The lecture's sentence ("estamos comiendo pan"), and one whose adjective Spanish moves after
+# its noun ("compré dos coches rojos"): the off-diagonal of the heatmap.
+HEATMAP_SENTENCES = ("we are eating bread", "I bought two red cars")
 
 # What the model and data depend on: stored in the checkpoint, read back by --translate.
 CONFIG_KEYS = ("corpus", "n_train", "n_valid", "vocab_size", "max_len", "cell", "attention",
@@ -71,7 +73,8 @@ def build_parser():
     p.add_argument("--vocab-size", type=positive_int, default=1000,
                    help="BPE vocabulary per language")
     p.add_argument("--max-len", type=positive_int, default=64,
-                   help="longest sentence in tokens: longer pairs are left out")
+                   help="longest sentence in tokens: longer pairs are left out (96 with "
+                        "--corpus trans-de-en)")
     p.add_argument("--attention", choices=ATTENTIONS, default="additive",
                    help="f_att: additive (an MLP of s_{t-1} and h_i), dot (s^T W h / sqrt(d)), "
                         "or none (the decoder reads one fixed vector)")
@@ -79,14 +82,14 @@ def build_parser():
                    help="the same as --attention none")
     p.add_argument("--cell", choices=("gru", "lstm"), default="gru",
                    help="recurrent cell of the encoder and decoder")
-    p.add_argument("--embed-size", type=positive_int, default=128, help="token embedding size")
-    p.add_argument("--hidden-size", type=positive_int, default=256,
+    p.add_argument("--embed-size", type=positive_int, default=64, help="token embedding size")
+    p.add_argument("--hidden-size", type=positive_int, default=64,
                    help="hidden state size (each encoder direction, and the decoder)")
     p.add_argument("--attention-size", type=positive_int, default=None,
                    help="hidden width of the additive attention's MLP (default: --hidden-size)")
     p.add_argument("--layers", type=positive_int, default=1, help="encoder layers")
     p.add_argument("--unidirectional", action="store_true",
-                   help="a forward-only encoder (default: bidirectional)")
+                   help="a forward-only encoder instead of the bidirectional one")
     p.add_argument("--dropout", type=fraction, default=0.1, help="dropout probability")
     p.add_argument("--epochs", type=positive_int, default=3, help="epochs to train")
     p.add_argument("--max-steps", type=positive_int, default=None,
@@ -109,9 +112,10 @@ def build_parser():
                         "report gives both)")
     p.add_argument("--beam-size", type=positive_int, default=4, help="for beam search")
     p.add_argument("--compare", metavar="RUN_FOLDER", default=None,
-                   help=f"another run of this example whose {LENGTH_TABLE} bleu_by_length.png "
-                        f"draws beside this run's (default: the other --attention variants' "
-                        f"runs next to --out, where there are)")
+                   help=f"another run of this example (a folder with its {LENGTH_TABLE}): "
+                        f"bleu_by_length.png draws its curve beside this run's (default: the "
+                        f"runs of the other --attention variants in their default folders, "
+                        f"when this run uses its default folder)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="C kernel threads (small matrices: one thread is fastest)")
     p.add_argument("--backend", choices=("c", "numpy"), default=None,
@@ -155,6 +159,10 @@ def default_out(corpus, attention):
 def parse_args(argv=None):
     """(parser, args), every argument checked; nothing is created or written yet."""
     p = build_parser()
+    if p.parse_known_args(argv)[0].corpus == "trans-de-en":
+        # its longer sentences (up to 25 words), as examples/translate.py reads them
+        from minitorch.text.trans_de_en import TRAINING_DEFAULTS
+        p.set_defaults(max_len=TRAINING_DEFAULTS["max_len"])
     args = p.parse_args(argv)
     default_folder = args.out is None
     if default_folder:
@@ -234,33 +242,47 @@ def evaluate(model, valid, src_tok, tgt_tok, method, beam_size):
     return bleu(hyps, [t for _, t in valid]), hyps
 
 
-def bleu_by_length(valid, hyps, buckets=10):
+def bleu_by_length(valid, hyps, min_sentences=30):
     """Corpus BLEU of the held-out pairs grouped by source length in words: a list of
-    {"words": (shortest, longest), "sentences": n, "bleu": b}, at most ``buckets`` groups of
-    equal width in words."""
+    {"words": [shortest, longest], "sentences": n, "bleu": b}. Consecutive lengths join one
+    group until it holds ``min_sentences`` (a last smaller group joins the one before): BLEU of
+    a handful of sentences says little. sacreBLEU's tokenisation and smoothing (``tokenize=
+    "13a", smooth=True``): the shortest targets (two or three words) have few 4-grams, and a
+    group's plain BLEU would be 0 as soon as none of them matched."""
     lengths = [len(src.split()) for src, _ in valid]
-    if not lengths:
-        return []
-    low, high = min(lengths), max(lengths)
-    width = max(1, math.ceil((high - low + 1) / buckets))
-    table = []
-    for start in range(low, high + 1, width):
-        group = [i for i, n in enumerate(lengths) if start <= n < start + width]
-        if group:
-            score = bleu([hyps[i] for i in group], [valid[i][1] for i in group])
-            table.append({"words": [start, start + width - 1], "sentences": len(group),
-                          "bleu": score})
-    return table
+    groups, current = [], []
+    for length in sorted(set(lengths)):
+        current += [i for i, n in enumerate(lengths) if n == length]
+        if len(current) >= min_sentences:
+            groups.append(current)
+            current = []
+    if current:
+        if groups:
+            groups[-1] += current
+        else:
+            groups.append(current)
+    return [{"words": [min(lengths[i] for i in group), max(lengths[i] for i in group)],
+             "sentences": len(group),
+             "bleu": bleu([hyps[i] for i in group], [valid[i][1] for i in group],
+                          tokenize="13a", smooth=True)}
+            for group in groups]
 
 
-def heatmap_sentence(config, train_text, valid_text, src_tok):
-    """The lecture's sentence when the corpus can say it (every word seen in training, no
-    unknown character), else the first held-out source; and a note saying which."""
+def heatmap_sentences(config, train_text, valid_text, src_tok):
+    """The sentences attention.png draws: ``HEATMAP_SENTENCES`` where the corpus can say them
+    (every word seen in training, no unknown character), else held-out sources; and a note
+    saying what was replaced."""
     known = {w for s, _ in train_text for w in source_words(s)}
-    if config["corpus"] == "embedded" and not unknown_words(HEATMAP_SENTENCE, known, src_tok):
-        return HEATMAP_SENTENCE, None
-    return valid_text[0][0], (f"{HEATMAP_SENTENCE!r} is not a sentence this corpus can "
-                              f"express: attention.png shows a held-out sentence instead")
+    chosen, replaced = [], []
+    for index, sentence in enumerate(HEATMAP_SENTENCES):
+        if config["corpus"] == "embedded" and not unknown_words(sentence, known, src_tok):
+            chosen.append(sentence)
+        else:
+            chosen.append(valid_text[index % len(valid_text)][0])
+            replaced.append(repr(sentence))
+    note = (f"{' and '.join(replaced)}: not a sentence this corpus can express; attention.png "
+            f"shows a held-out sentence instead") if replaced else None
+    return chosen, note
 
 
 def _pyplot():
@@ -273,30 +295,37 @@ def _pyplot():
         return None
 
 
-def plot_attention(model, sentence, src_tok, tgt_tok, path, args):
-    """The decoder's attention weights while translating ``sentence``: one row per output token,
-    one column per source token."""
+def plot_attention(model, sentences, src_tok, tgt_tok, path, args):
+    """The decoder's attention weights while translating each of ``sentences``, one panel each:
+    a row per output token, a column per source token. Returns the translations."""
     plt = _pyplot()
     if plt is None:
         print("note: matplotlib not installed, attention.png skipped")
         return None
-    src_ids = src_tok.encode(sentence, add_eos=True)
-    tokens, weights = decode_with_attention(model, minitorch.tensor([src_ids]), method=args.decode,
-                                            beam_size=args.beam_size, bos_id=BOS_ID,
-                                            eos_id=EOS_ID, pad_id=PAD_ID)
-    out_ids, weights = tokens[0] + [EOS_ID], weights[0]
-    fig, ax = plt.subplots(figsize=(1.0 + 0.55 * len(src_ids), 1.0 + 0.45 * len(out_ids)))
-    ax.imshow(weights, cmap="gray", vmin=0, vmax=1, aspect="auto")
-    ax.set_xticks(range(len(src_ids)))
-    ax.set_xticklabels(_token_labels(src_tok, src_ids), rotation=90, fontsize=8)
-    ax.set_yticks(range(len(out_ids)))
-    ax.set_yticklabels(_token_labels(tgt_tok, out_ids), fontsize=8)
-    ax.set_title(f"{args.attention} attention a_t,i\n{sentence!r} → "
-                 f"{tgt_tok.decode(tokens[0])!r}", fontsize=8)
+    panels = []
+    for sentence in sentences:
+        src_ids = src_tok.encode(sentence, add_eos=True)
+        tokens, weights = decode_with_attention(
+            model, minitorch.tensor([src_ids]), method=args.decode, beam_size=args.beam_size,
+            max_len=model.max_len, bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID)
+        out_ids = (tokens[0] + [EOS_ID])[:len(weights[0])]
+        panels.append((sentence, src_ids, tokens[0], out_ids, weights[0]))
+    widths = [len(panel[1]) for panel in panels]
+    fig, axes = plt.subplots(1, len(panels), squeeze=False, gridspec_kw={"width_ratios": widths},
+                             figsize=(1.5 + 0.6 * sum(widths),
+                                      1.6 + 0.42 * max(len(p[3]) for p in panels)))
+    for ax, (sentence, src_ids, tokens, out_ids, weights) in zip(axes[0], panels):
+        ax.imshow(weights, cmap="gray", vmin=0, vmax=1, aspect="auto")
+        ax.set_xticks(range(len(src_ids)))
+        ax.set_xticklabels(_token_labels(src_tok, src_ids), rotation=90, fontsize=8)
+        ax.set_yticks(range(len(out_ids)))
+        ax.set_yticklabels(_token_labels(tgt_tok, out_ids), fontsize=8)
+        ax.set_title(f"{sentence!r}\n→ {tgt_tok.decode(tokens)!r}", fontsize=8)
+    fig.suptitle(f"{args.attention} attention a_t,i ({args.decode} decoding)", fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
-    return tgt_tok.decode(tokens[0])
+    return [tgt_tok.decode(panel[2]) for panel in panels]
 
 
 def comparison_runs(args):
@@ -316,12 +345,17 @@ def plot_bleu_by_length(tables, path):
     if plt is None:
         print("note: matplotlib not installed, bleu_by_length.png skipped")
         return False
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(6.5, 4))
+    ticks = {}
     for label, table in tables.items():
         middles = [(row["words"][0] + row["words"][1]) / 2 for row in table]
         ax.plot(middles, [row["bleu"] for row in table], marker="o", label=label)
-    ax.set_xlabel("source length (words)")
-    ax.set_ylabel("held-out BLEU")
+        for middle, row in zip(middles, table):
+            low, high = row["words"]
+            ticks[middle] = f"{low}" if low == high else f"{low}-{high}"
+    ax.set_xticks(list(ticks), list(ticks.values()))
+    ax.set_xlabel("source length (words; each point a group of held-out sentences)")
+    ax.set_ylabel("held-out BLEU (13a, smoothed)")
     ax.set_ylim(0, 100)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
@@ -462,12 +496,12 @@ def main(argv=None):
         if args.attention == "none":
             say("attention.png skipped: a model without attention has no weights to draw")
         elif valid_text:
-            sentence, note = heatmap_sentence(config, train_text, valid_text, src_tok)
+            sentences, note = heatmap_sentences(config, train_text, valid_text, src_tok)
             if note:
                 say(note)
-            output = plot_attention(model, sentence, src_tok, tgt_tok,
-                                    os.path.join(args.out, "attention.png"), args)
-            if output is not None:
+            outputs = plot_attention(model, sentences, src_tok, tgt_tok,
+                                     os.path.join(args.out, "attention.png"), args)
+            for sentence, output in zip(sentences, outputs or []):
                 say(f"attention.png: {sentence!r} → {output!r}")
     return result
 

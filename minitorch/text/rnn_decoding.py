@@ -101,12 +101,13 @@ def decode_with_attention(model, src: Tensor, src_key_padding_mask: Optional[Ten
     if getattr(model, "attention", None) is None:
         raise ValueError("decode_with_attention: the model has no attention (attention='none'): "
                          "it reads one fixed vector, there are no weights to return")
-    special = dict(max_len=max_len, bos_id=bos_id, eos_id=eos_id, pad_id=pad_id)
     if method == "greedy":
-        tokens = greedy_decode(model, src, src_key_padding_mask, **special)
+        tokens = greedy_decode(model, src, src_key_padding_mask, max_len=max_len, bos_id=bos_id,
+                               eos_id=eos_id, pad_id=pad_id)
     else:
         tokens = beam_search(model, src, src_key_padding_mask, beam_size=beam_size,
-                             length_penalty=length_penalty, **special)
+                             max_len=max_len, length_penalty=length_penalty, bos_id=bos_id,
+                             eos_id=eos_id, pad_id=pad_id)
     tgt_in = minitorch.tensor(pad_sequences([[bos_id] + row for row in tokens], pad_id))
     with minitorch.no_grad(), eval_mode(model):
         memory = model.encode(src, src_key_padding_mask)

@@ -8,9 +8,10 @@ This file holds :class:`Seq2SeqRNN`. The lecture's equations, and where each one
   whole sentence around word i; padded batches are packed, so padding never enters a state;
 * initial decoder state ``s_0 = tanh(W_s h_T)`` from the encoder's last states (the forward
   direction's at the last real token, the backward one's at the first): ``bridge``;
-* at each decoder step, alignment scores ``e_{t,i} = f_att(s_{t-1}, h_i)`` (``nn.AdditiveAttention``,
-  an MLP, or ``nn.DotProductAttention``), weights ``a_{t,:} = softmax(e_{t,:})`` (exactly 0 on
-  source padding) and context ``c_t = Σ_i a_{t,i} h_i``;
+* at each decoder step, alignment scores ``e_{t,i} = f_att(s_{t-1}, h_i)``
+  (``nn.AdditiveAttention``, an MLP, or ``nn.DotProductAttention``), weights
+  ``a_{t,:} = softmax(e_{t,:})`` (exactly 0 on source padding) and context
+  ``c_t = Σ_i a_{t,i} h_i``;
 * ``s_t = g_U(y_{t-1}, s_{t-1}, c_t)``: ``nn.GRUCell`` (or ``nn.LSTMCell``) on
   ``[emb(y_{t-1}); c_t]``;
 * next-token logits from ``[s_t; c_t; emb(y_{t-1})]``: ``output``.
@@ -30,7 +31,7 @@ May import: ``minitorch``, ``minitorch.nn``, ``minitorch.text.decoding``,
 """
 from __future__ import annotations
 
-from typing import Optional, Tuple, Union
+from typing import List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -88,13 +89,12 @@ class Seq2SeqRNN(nn.Module):
                                  dropout=dropout if num_layers > 1 else 0.0)
         # s_0 = tanh(W_s h_T); an LSTM decoder also starts its cell state from h_T
         self.bridge = nn.Linear(memory_size, hidden_size * (2 if cell == "lstm" else 1))
+        self.attention: Optional[nn.Module] = None  # attention="none"
         if attention == "additive":
             self.attention = nn.AdditiveAttention(hidden_size, memory_size,
                                                   attention_size or hidden_size)
         elif attention == "dot":
             self.attention = nn.DotProductAttention(hidden_size, memory_size, scaled=True)
-        else:
-            self.attention = None
         self.decoder = cell_class(embed_size + memory_size, hidden_size)
         self.output = nn.Linear(hidden_size + memory_size + embed_size, tgt_vocab)
         self.dropout = nn.Dropout(dropout)
@@ -258,7 +258,9 @@ class Seq2SeqRNN(nn.Module):
         cache = self.start_decoding(memory, memory_key_padding_mask)
         sampling = self.training and ratio < 1.0
         embedded = self.dropout(self.tgt_embed(tgt_in))  # (N, T, E), every step's y_{t-1}
-        features, weights, logits = [], [], []
+        features: List[Tensor] = []
+        weights: List[Optional[Tensor]] = []
+        logits: List[Tensor] = []
         for t in range(tgt_in.shape[1]):
             step_input = embedded[:, t]
             if sampling and t > 0:
