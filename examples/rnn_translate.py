@@ -356,7 +356,8 @@ def plot_bleu_by_length(tables, path):
     ax.set_xticks(list(ticks), list(ticks.values()))
     ax.set_xlabel("source length (words; each point a group of held-out sentences)")
     ax.set_ylabel("held-out BLEU (13a, smoothed)")
-    ax.set_ylim(0, 100)
+    lowest = min((row["bleu"] for table in tables.values() for row in table), default=0.0)
+    ax.set_ylim(max(0.0, lowest - 5.0), 100.5)  # the differences, not the empty space below
     ax.grid(alpha=0.3)
     ax.legend(fontsize=8)
     fig.tight_layout()
