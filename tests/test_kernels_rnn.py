@@ -3,8 +3,9 @@ test_kernels_elementwise.py:
 
 - every C function (rnn, lstm, gru cell, forward and backward) equals the numpy reference
   (numpy_backend) on drawn sizes (hypothesis: the campaign's profiles), float32 and float64,
-  1 and 2 threads, sizes across the one-thread threshold (the kernel has no tuned body: every
-  ISA level runs the reference, so one level is enough);
+  1 and 2 threads, at every ISA level the CPU runs (the plain reference bodies and each tuned
+  level), sizes across the one-thread threshold; each tuned level is held to the reference
+  level's output;
 - the numpy reference itself equals the cell formulas written out in Tensor ops
   (``ops.recurrent.composite_layer``), so both backends compute PyTorch's cells;
 - strided and misaligned inputs give their contiguous copies' results;
@@ -22,7 +23,7 @@ from hypothesis import strategies as st
 import minitorch as mt
 from minitorch.backends import numpy_backend as N
 from minitorch.ops.recurrent import composite_layer
-from test_kernels import DTYPES, THREADS, C, needs_c
+from test_kernels import DTYPES, ISAS, THREADS, TUNED_ISAS, C, needs_c
 from test_kernels_elementwise import c_threads
 
 
@@ -69,25 +70,51 @@ def assert_same(got, want, dtype, what):
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @given(rows=st.integers(0, 9), hidden=st.integers(0, 21), seed=st.integers(0, 2 ** 16))
-def test_c_cells_equal_the_numpy_reference(dtype, threads, rows, hidden, seed):
+def test_c_cells_equal_the_numpy_reference(dtype, threads, isa, rows, hidden, seed):
     rng = np.random.default_rng(seed)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         for name, (fn, args) in cell_calls(rng, rows, hidden, dtype).items():
             assert_same(getattr(C, fn)(*args), getattr(N, fn)(*args), dtype, name)
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_c_cells_equal_the_numpy_reference_above_the_thread_threshold(dtype, threads):
+def test_c_cells_equal_the_numpy_reference_above_the_thread_threshold(dtype, threads, isa):
     """40 x 256 units: 40960 elements a gate, above the kernels' one-thread threshold."""
     rng = np.random.default_rng(1)
-    with c_threads(threads):
+    with c_threads(threads, isa):
         for name, (fn, args) in cell_calls(rng, 40, 256, dtype).items():
             assert_same(getattr(C, fn)(*args), getattr(N, fn)(*args), dtype, name)
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_each_tuned_level_equals_the_reference_level(dtype, isa):
+    """Wide pre-activations (sd 6: saturated and near-0 gates) and ±1e4, ±inf, NaN among the
+    forward kernels' pre-activations."""
+    rng = np.random.default_rng(2)
+    calls = cell_calls(rng, 7, 37, dtype, scale=6.0)
+    specials = np.array([1e4, -1e4, np.inf, -np.inf, np.nan, 0.0, -0.0, 1e-30], dtype)
+    for fn, args in calls.values():
+        if fn.endswith("forward"):
+            args[0].reshape(-1)[:len(specials)] = specials
+    for name, (fn, args) in calls.items():
+        with C.isa("reference"):
+            want = getattr(C, fn)(*args)
+        with C.isa(isa):
+            got = getattr(C, fn)(*args)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        for i, (g, w) in enumerate(zip(got, want)):
+            np.testing.assert_allclose(g, w, err_msg=f"{name} output {i} at {isa}",
+                                       equal_nan=True, **tol(dtype))
 
 
 @needs_c
@@ -105,12 +132,17 @@ def test_strided_and_misaligned_inputs_give_their_copies_results(dtype):
             assert_same(getattr(C, fn)(*call_args), want, dtype, f"{name} {layout}")
 
 
-@pytest.mark.parametrize("backend_name", ["numpy", "c"])
+@pytest.mark.parametrize("backend_name", ["numpy"] + [f"c-{level}" for level in ISAS])
 def test_saturated_gates_stay_finite_and_exact(backend_name):
     """Pre-activations of ±1e4 and ±inf saturate σ and tanh to 0 / 1 / ±1: no NaN, no inf."""
-    if backend_name == "c" and C is None:
-        pytest.skip("C extension not built")
-    kernels = C if backend_name == "c" else N
+    if backend_name == "numpy":
+        _saturated_gates(N)
+    else:
+        with C.isa(backend_name[2:]):
+            _saturated_gates(C)
+
+
+def _saturated_gates(kernels):
     big = np.array([[1e4, -1e4, np.inf, -np.inf]], np.float64)
     zeros = np.zeros_like(big)
     h = kernels.rnn_cell_forward(big, zeros)
