@@ -360,6 +360,15 @@ def test_bad_input_raises_a_clear_error():
     packed = rnn_utils.pack_padded_sequence(x, [5, 3])
     with pytest.raises(RuntimeError, match=r"Expected hx size \(1, 2, 4\), got \[1, 3, 4\]"):
         nn.RNN(3, 4)(packed, mt.zeros(1, 3, 4))
+    unsorted = rnn_utils.pack_padded_sequence(x, [3, 5], enforce_sorted=False)
+    with pytest.raises(RuntimeError, match=r"Expected hx size \(1, 2, 4\), got \[1, 3, 4\]"):
+        nn.GRU(3, 4)(unsorted, mt.zeros(1, 3, 4))  # checked before the batch is reordered
+    with pytest.raises(RuntimeError, match="not the same dtype"):
+        nn.GRU(3, 4)(x, mt.zeros(1, 2, 4, dtype=mt.float64))
+    with pytest.raises(TypeError, match="hx must hold Tensors"):
+        nn.RNN(3, 4)(x, [[0.0]])
+    with pytest.raises(RuntimeError, match=r"hidden dtype \(minitorch.float64\) does not match"):
+        nn.RNNCell(3, 4)(mt.randn(2, 3), mt.zeros(2, 4, dtype=mt.float64))
     with pytest.raises(RuntimeError, match="inconsistent input_size: got 2 expected 3"):
         nn.LSTMCell(3, 4)(mt.randn(2, 2))
     with pytest.raises(RuntimeError, match=r"hidden must have shape \(2, 4\)"):
@@ -385,3 +394,16 @@ def test_bad_constructor_arguments():
         nn.GRU(3, 4, bias=1)
     with pytest.raises(ValueError, match="num_layers must be greater than zero"):
         nn.RNN(3, 4, num_layers=0)
+
+
+def test_readme_recurrent_example_runs_as_written():
+    import pathlib
+    import re
+    text = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", text, re.S)
+                 if "pack_padded_sequence(padded" in b)
+    namespace = {}
+    exec(compile(block, "README.md:recurrent", "exec"), namespace)
+    assert tuple(namespace["output"].shape) == (7, 3, 64)
+    assert tuple(namespace["h_n"].shape) == (4, 3, 32)
+    assert namespace["lengths"].tolist() == [5, 7, 2]
