@@ -72,7 +72,8 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         Module ModuleDict ModuleList MultiheadAttention NLLLoss Parameter ParameterDict
         ParameterList RMSNorm ReLU Sequential SiLU Sigmoid SmoothL1Loss Softmax Softplus
         Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
-        TransformerEncoderLayer Unflatten""",
+        TransformerEncoderLayer Unflatten
+        GRU GRUCell LSTM LSTMCell RNN RNNBase RNNCell RNNCellBase""",
     "torch.nn.Module": """
         add_module apply bfloat16 buffers children cpu cuda double eval extra_repr float
         forward get_parameter get_submodule half load_state_dict modules named_buffers
@@ -94,7 +95,9 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
     "torch.nn.utils": """
         clip_grad_norm_ clip_grad_value_""",
     "torch.nn.utils.rnn": """
-        Tensor pad_sequence""",
+        Tensor pad_sequence
+        PackedSequence invert_permutation pack_padded_sequence pack_sequence
+        pad_packed_sequence unpack_sequence unpad_sequence""",
     "torch.optim": """
         Adagrad Adam AdamW Optimizer RMSprop SGD""",
     "torch.optim.lr_scheduler": """

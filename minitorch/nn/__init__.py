@@ -11,6 +11,7 @@
 - ``attention.py`` (MultiheadAttention, KVCache), ``transformer.py`` (encoder/decoder layers,
   stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
   positions)
+- ``rnn.py``: recurrent layers (RNN, LSTM, GRU) and cells (RNNCell, LSTMCell, GRUCell)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
 
@@ -28,8 +29,9 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDi
 from .module import Module
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
-from .rnn_attention import AdditiveAttention, DotProductAttention
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .rnn_attention import AdditiveAttention, DotProductAttention
 from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
@@ -47,4 +49,5 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "MultiheadAttention", "KVCache", "AdditiveAttention", "DotProductAttention",
            "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
            "TransformerDecoder", "TransformerDecoderCache", "Transformer",
-           "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init"]
+           "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
