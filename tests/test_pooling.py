@@ -77,7 +77,7 @@ def test_avg_pool2d_matches_torch(backend, torch, kwargs):
                        lambda x: F.avg_pool2d(x, **kwargs), [x], np.float64)
 
 
-@pytest.mark.parametrize("output_size", [1, 3, (4, 5), (None, 2), (7, None), (9, 8), 11])
+@pytest.mark.parametrize("output_size", [1, 3, (3, 4), (4, 5), (None, 2), (7, None), (9, 8), 11])
 def test_adaptive_avg_pool2d_matches_torch(backend, torch, output_size):
     x = rand(np.random.default_rng(2), 2, 3, 9, 8)
     compare_with_torch(lambda x: torch.nn.functional.adaptive_avg_pool2d(x, output_size),
@@ -111,9 +111,11 @@ def _distinct(rng, *shape):
 @pytest.mark.parametrize("name,fn", [
     ("max", lambda x: F.max_pool2d(x, 3, stride=2, padding=1, ceil_mode=True)),
     ("max dilated", lambda x: F.max_pool2d(x, 2, stride=1, dilation=2)),
+    ("max 2x2", lambda x: F.max_pool2d(x, 2)),
     ("avg", lambda x: F.avg_pool2d(x, 3, stride=2, padding=1, ceil_mode=True,
                                    count_include_pad=False)),
     ("adaptive", lambda x: F.adaptive_avg_pool2d(x, (2, 3))),
+    ("global average", lambda x: F.adaptive_avg_pool2d(x, 1)),
 ])
 def test_pools_gradcheck_and_gradgradcheck(backend, name, fn):
     x = mt.tensor(_distinct(np.random.default_rng(4), 1, 2, 5, 4), requires_grad=True)
