@@ -122,6 +122,17 @@ def test_unbatched_input_matches_torch(backend, torch, dims):
                        [x, w, b], np.float64)
 
 
+def test_integer_convolution_as_torch(torch):
+    rng = np.random.default_rng(7)
+    x, w, b = rng.integers(-20, 20, (2, 4, 7, 6)), rng.integers(-3, 3, (6, 2, 3, 2)), \
+        rng.integers(-3, 3, 6)
+    kwargs = dict(stride=2, padding=1, groups=2)
+    got = F.conv2d(mt.tensor(x), mt.tensor(w), mt.tensor(b), **kwargs)
+    assert got.dtype is mt.int64
+    np.testing.assert_array_equal(got.numpy(), torch.nn.functional.conv2d(
+        torch.tensor(x), torch.tensor(w), torch.tensor(b), **kwargs).numpy())
+
+
 def test_functional_with_empty_batch(backend):
     x = mt.zeros(0, 3, 5, 5, dtype=mt.float64, requires_grad=True)
     w = mt.randn(4, 3, 3, 3, dtype=mt.float64, requires_grad=True)
@@ -233,8 +244,8 @@ def test_bad_bias_dtype_and_types():
         F.conv2d(x, w, mt.randn(3))
     with pytest.raises(RuntimeError, match="weight type"):
         F.conv2d(x, w.double())
-    with pytest.raises(TypeError, match="input must be floating point"):
-        F.conv2d(mt.ones(1, 3, 5, 5, dtype=mt.int64), w)
+    with pytest.raises(NotImplementedError, match="Bool"):
+        F.conv2d(mt.ones(1, 3, 5, 5, dtype=mt.bool), w.bool())
     with pytest.raises(TypeError, match="stride must be an int"):
         F.conv2d(x, w, stride=1.5)
     with pytest.raises(RuntimeError, match="Expected 2D \\(unbatched\\) or 3D"):

@@ -153,6 +153,39 @@ def test_bad_arguments_raise_pytorchs_errors(call, message):
         call(mt.randn(2, 3, 5, 5))
 
 
-def test_integer_input_is_a_type_error():
-    with pytest.raises(TypeError, match="floating point"):
-        F.max_pool2d(mt.ones(1, 1, 4, 4, dtype=mt.int64), 2)
+@pytest.mark.parametrize("kwargs", [dict(kernel_size=2), dict(kernel_size=3, stride=2, padding=1,
+                                                              ceil_mode=True),
+                                    dict(kernel_size=3, stride=2, padding=1, ceil_mode=True,
+                                         count_include_pad=False),
+                                    dict(kernel_size=(3, 2), padding=1, divisor_override=5)],
+                         ids=str)
+def test_integer_pooling_as_torch(torch, kwargs):
+    """Integer max pooling keeps the dtype; int64 average pooling divides each window's sum
+    rounding toward zero (PyTorch has no other integer average pooling)."""
+    x = np.random.default_rng(6).integers(-20, 20, (2, 3, 7, 6))
+    got, expected = F.avg_pool2d(mt.tensor(x), **kwargs), \
+        torch.nn.functional.avg_pool2d(torch.tensor(x), **kwargs)
+    assert got.dtype is mt.int64
+    np.testing.assert_array_equal(got.numpy(), expected.numpy())
+    max_kwargs = {k: v for k, v in kwargs.items()
+                  if k not in ("count_include_pad", "divisor_override")}
+    for dtype in (np.int64, np.int8):
+        values, indices = F.max_pool2d(mt.tensor(x.astype(dtype)), **max_kwargs,
+                                       return_indices=True)
+        t_values, t_indices = torch.nn.functional.max_pool2d(torch.tensor(x.astype(dtype)),
+                                                             **max_kwargs, return_indices=True)
+        assert values.dtype.numpy == np.dtype(dtype)
+        np.testing.assert_array_equal(values.numpy(), t_values.numpy())
+        np.testing.assert_array_equal(indices.numpy(), t_indices.numpy())
+
+
+def test_integer_and_bool_inputs():
+    x = mt.tensor([[[[-3, 0, 5, 2], [0, 0, 1, 1]]]])
+    np.testing.assert_array_equal(F.avg_pool2d(x, 2).numpy(), [[[[0, 2]]]])  # -3/4 -> 0
+    np.testing.assert_array_equal(F.max_pool2d(x, 2).numpy(), [[[[0, 5]]]])
+    with pytest.raises(NotImplementedError, match="Bool"):
+        F.max_pool2d(x.bool(), 2)
+    with pytest.raises(NotImplementedError, match="not implemented for"):
+        F.avg_pool2d(x.int(), 2)
+    with pytest.raises(RuntimeError, match="floating point"):
+        F.adaptive_avg_pool2d(x, 1)
