@@ -12,6 +12,8 @@
   stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
   positions)
 - ``rnn.py``: recurrent layers (RNN, LSTM, GRU) and cells (RNNCell, LSTMCell, GRUCell)
+- ``conv.py`` (Conv1d, Conv2d), ``pooling.py`` (MaxPool2d, AvgPool2d, AdaptiveAvgPool2d),
+  ``batchnorm.py`` (BatchNorm1d, BatchNorm2d)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
 
@@ -20,7 +22,9 @@ May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``m
 from . import functional, init
 from .activation import GELU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import KVCache, MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
@@ -29,9 +33,10 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDi
 from .module import Module
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
-from .rnn_attention import AdditiveAttention, DotProductAttention
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .rnn_attention import AdditiveAttention, DotProductAttention
 from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
@@ -50,4 +55,6 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
            "TransformerDecoder", "TransformerDecoderCache", "Transformer",
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
-           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
+           "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
+           "BatchNorm2d"]
