@@ -52,8 +52,10 @@ class Seq2SeqRNN(nn.Module):
     each sentence's tokens (right padding); logits (N, T, tgt_vocab). ``cell`` is "gru" or
     "lstm" (encoder and decoder alike); ``attention`` is "additive", "dot" or "none";
     ``attention_size`` the additive attention's hidden width (default ``hidden_size``);
-    ``num_layers`` the encoder's depth (the decoder is one cell). ``max_len`` bounds the
-    generated length (a recurrence has no positional table; decoding needs a limit).
+    ``num_layers`` the encoder's depth (the decoder is one cell). ``max_len`` is the decoding
+    protocol's limit: searches stop there and ``translate`` refuses longer sources (a
+    recurrence has no positional table, but decoding needs a bound). ``teacher_forcing_ratio``
+    (an attribute a training loop may change) is :meth:`decode`'s default.
     """
 
     def __init__(self, src_vocab: int, tgt_vocab: int, embed_size: int = 128,
