@@ -13,8 +13,10 @@
   positions)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
+- ``parallel/`` (DistributedDataParallel: gradients averaged across the ranks of an MPI job)
 
-May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.creation``.
+May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.creation``,
+``minitorch.distributed`` (``parallel/`` only).
 """
 from . import functional, init
 from .activation import GELU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
@@ -34,6 +36,8 @@ from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
 
+from . import parallel
+
 try:  # nn.utils (clip_grad_norm_, ...) is written separately and may not exist yet
     from . import utils  # noqa: F401  (exported as nn.utils)
 except ImportError:
@@ -47,4 +51,5 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "MultiheadAttention", "KVCache", "AdditiveAttention", "DotProductAttention",
            "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
            "TransformerDecoder", "TransformerDecoderCache", "Transformer",
-           "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init"]
+           "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
+           "parallel"]
