@@ -105,3 +105,37 @@ def test_translate_on_two_ranks_takes_the_steps_of_one_process(tmp_path):
     assert out.count("after 3 steps (8 in all)") == 1
     np.testing.assert_allclose(_losses(two), _losses(one), rtol=0, atol=1e-4)
     assert sorted(os.listdir(two)) == ["checkpoint.safetensors", "src_bpe.json", "tgt_bpe.json"]
+
+
+def _bench_worker(framework, ranks):
+    """One bench_distributed.py worker's JSON result (3 steps of the quick model, no dropout)."""
+    import json
+    args = [os.path.join(ROOT, "benchmarks", "bench_distributed.py"), "--worker", framework,
+            "--quick", "--steps", "3", "--warmup", "0", "--dropout", "0", "--threads", "1"]
+    if ranks > 1:
+        status, out, err = run_ranks(args, timeout=300, ranks=ranks)
+    else:
+        done = subprocess.run([sys.executable, *args], capture_output=True, text=True,
+                              timeout=300, env=dict(os.environ, PYTHONPATH=ROOT,
+                                                    OMP_NUM_THREADS="1"))
+        status, out, err = done.returncode, done.stdout, done.stderr
+    assert status == 0, err
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.slow
+def test_the_benchmark_times_like_against_like():
+    """bench_distributed.py's configurations train on the same global batches: one rank and
+    two give the same losses, and PyTorch (same architecture and initial weights) too."""
+    alone, two = _bench_worker("minitorch", 1), _bench_worker("minitorch", 2)
+    assert (alone["world"], two["world"]) == (1, 2)
+    assert alone["tokens"] == two["tokens"] and alone["n_params"] == two["n_params"]
+    np.testing.assert_allclose(two["losses"], alone["losses"], rtol=0, atol=1e-4)
+    assert two["comm_ms"] > 0 and two["alone_ms"] > 0
+    try:
+        import torch  # noqa: F401
+    except ImportError:
+        return  # PyTorch's rows are left out of the benchmark too
+    theirs = _bench_worker("torch", 1)
+    assert theirs["tokens"] == alone["tokens"] and theirs["n_params"] == alone["n_params"]
+    np.testing.assert_allclose(theirs["losses"], alone["losses"], rtol=0, atol=1e-4)
