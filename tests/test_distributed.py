@@ -320,3 +320,25 @@ def test_distributed_sampler_matches_pytorch_without_shuffle():
             theirs = TorchSampler(range(n), replicas, rank, shuffle=False, drop_last=drop_last)
             assert list(ours) == list(theirs) and len(ours) == len(theirs)
     assert torch is not None
+
+
+def test_the_readme_loop_runs_in_a_world_of_one(tmp_path, monkeypatch):
+    pytest.importorskip("mpi4py", reason="mpi4py not installed: pip install "
+                                         "'minitorch-edu[distributed]'")
+    import pathlib
+    import re
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, re.S)
+                 if "DistributedSampler(dataset" in b)
+    if dist.is_initialized():
+        dist.destroy_process_group()
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    try:
+        exec(compile(block, "README.md:distributed", "exec"), namespace)
+    finally:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    saved = minitorch.load(str(tmp_path / "model.safetensors"))
+    assert set(saved) == set(namespace["model"].module.state_dict())
+    assert float(namespace["loss"].item()) < 2.0
