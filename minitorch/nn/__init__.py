@@ -16,8 +16,10 @@
   ``batchnorm.py`` (BatchNorm1d, BatchNorm2d)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
+- ``parallel/`` (DistributedDataParallel: gradients averaged across the ranks of an MPI job)
 
-May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.creation``.
+May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.creation``,
+``minitorch.distributed`` (``parallel/`` only).
 """
 from . import functional, init
 from .activation import GELU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
@@ -40,11 +42,7 @@ from .rnn_attention import AdditiveAttention, DotProductAttention
 from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
-
-try:  # nn.utils (clip_grad_norm_, ...) is written separately and may not exist yet
-    from . import utils  # noqa: F401  (exported as nn.utils)
-except ImportError:
-    pass
+from . import parallel, utils  # noqa: E402  (they build on the layers above)
 
 __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten", "Embedding", "Dropout",
@@ -57,4 +55,4 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
-           "BatchNorm2d"]
+           "BatchNorm2d", "parallel", "utils"]
