@@ -16,6 +16,7 @@ installed.
 The table also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
 """
 import argparse
+import os
 import time
 
 import numpy as np
@@ -145,6 +146,7 @@ def main(argv=None):
     legend = ("speed vs torch = PyTorch ms ÷ minitorch ms (> 1: minitorch is faster)"
               + ("; fused gain = unfused ms ÷ minitorch ms" if args.unfused else ""))
     cols = columns(args.unfused)
+    load = os.getloadavg()[0]
     widths = [7, 5, 6, 16, 12, 9, 14] + ([10, 10] if args.unfused else [])
     print(config)
     print(" ".join(f"{c:>{w}}" for c, w in zip(cols, widths)))
@@ -154,7 +156,8 @@ def main(argv=None):
                         args.unfused):
             print(" ".join(f"{c:>{w}}" for c, w in zip(row, widths)), flush=True)
             table.append(row)
-    notes = [config, legend]
+    notes = [config, legend, f"load average at the start: {load:.2f} (other processes on "
+             f"these {os.cpu_count()} CPUs inflate every column, the 2-thread rows most)"]
     if torch is None:
         notes.append("PyTorch not installed: its columns are empty (pip install torch==2.13.0)")
     print("\n".join(notes[1:]))
