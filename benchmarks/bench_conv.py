@@ -11,11 +11,17 @@ minitorch is slower).
 
 Both libraries run the same module with the same weights (PyTorch's state_dict loaded into
 minitorch's). Times are each library's best call in interleaved rounds
-(bench_kernels.best_times). PyTorch's columns are empty ("-") where ``import torch`` fails.
-The table also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
+(bench_kernels.best_times): wall time, or with ``--clock cpu`` the process's CPU time
+(``time.process_time``), which on a machine other jobs are loading still measures what a
+1-thread call costs (time spent descheduled does not count); with more threads it is the sum
+over the threads, so only ``--threads 1`` makes sense with it. PyTorch's columns are empty
+("-") where ``import torch`` fails. The table also goes to docs/benchmarks.md
+(benchmarks/report.py; the CPU-time table in a section of its own) unless --no-report is
+given.
 
 Run from the repository root (after ``python setup.py build_ext --inplace``):
-    PYTHONPATH=. python benchmarks/bench_conv.py             # 3 rounds: ~3 minutes
+    PYTHONPATH=. python benchmarks/bench_conv.py                          # ~3 minutes
+    PYTHONPATH=. python benchmarks/bench_conv.py --clock cpu --threads 1  # ~1 minute
     PYTHONPATH=. python benchmarks/bench_conv.py --quick     # 1 round, batch 8: ~1 minute
 """
 import argparse
@@ -143,7 +149,8 @@ def layers(case, batch, seed=0):
 
 COLUMNS = ["threads", "layer", "pass", "minitorch ms", "numpy ms", "torch ms", "mt/torch",
            "mt/np"]
-NOTE = ("time per call (best of interleaved rounds), float32, batch {batch}; fwd: no grad; "
+CLOCKS = {"wall": "wall time", "cpu": "the process's CPU time (time.process_time)"}
+NOTE = ("{clock} per call (best of interleaved rounds), float32, batch {batch}; fwd: no grad; "
         "fwd+bwd: forward with grad and backward of a random gradient into the input and the "
         "parameters; mt/torch, mt/np = minitorch's time ÷ PyTorch's, numpy's (> 1: minitorch "
         "is slower); numpy: the forward written in numpy (conv: im2col copy + matmul)")
@@ -153,7 +160,31 @@ def ms(seconds):
     return None if seconds is None else seconds * 1e3
 
 
-def bench(case_list, threads_list, rounds, budget, batch):
+def best_cpu_time(fn, budget=0.25, min_reps=3, max_reps=200):
+    """bench_kernels.best_time with the process's CPU time instead of the wall clock."""
+    fn()
+    best, spent, reps = float("inf"), 0.0, 0
+    while reps < min_reps or (spent < budget and reps < max_reps):
+        t0 = time.process_time()
+        fn()
+        dt = time.process_time() - t0
+        best, spent, reps = min(best, dt), spent + dt, reps + 1
+    return best
+
+
+def best_cpu_times(fns, budget, rounds):
+    """bench_kernels.best_times on CPU time: interleaved rounds, each library in a block."""
+    best = [None] * len(fns)
+    for _ in range(rounds):
+        for i, f in enumerate(fns):
+            if f:
+                time.sleep(bk.SPIN_SETTLE_SECONDS)
+                t = best_cpu_time(f, budget=budget / rounds)
+                best[i] = t if best[i] is None else min(best[i], t)
+    return best
+
+
+def bench(case_list, threads_list, rounds, budget, batch, clock="wall"):
     header = (f"{'thr':>3} {'layer':30} {'pass':8} {'minitorch':>10} {'numpy':>9} "
               f"{'torch':>9} {'mt/torch':>8} {'mt/np':>6}")
     print(header)
@@ -167,7 +198,8 @@ def bench(case_list, threads_list, rounds, budget, batch):
                 calls = [getattr(mt_layer, method)(),
                          (lambda: case.np_fn(x, params)) if label == "fwd" else None,
                          getattr(torch_layer, method)() if torch_layer else None]
-                t_mt, t_np, t_th = (ms(t) for t in bk.best_times(calls, budget, rounds))
+                timer = bk.best_times if clock == "wall" else best_cpu_times
+                t_mt, t_np, t_th = (ms(t) for t in timer(calls, budget, rounds))
                 row = [str(threads), case.name, label, bk.fmt(t_mt, 10, 2), bk.fmt(t_np, 9, 2),
                        bk.fmt(t_th, 9, 2), bk.fmt(bk.ratio(t_mt, t_th), 8, 2),
                        bk.fmt(bk.ratio(t_mt, t_np), 6, 2)]
@@ -183,16 +215,22 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--rounds", type=int, help="timing rounds per layer (default 3, "
                                                    "--quick 1)")
+    parser.add_argument("--clock", choices=["wall", "cpu"], default="wall",
+                        help="wall time (default), or the process's CPU time: robust on a "
+                             "loaded machine, for --threads 1 only")
     report.add_no_report_flag(parser)
     args = parser.parse_args(argv)
     if any(t < 1 for t in args.threads):
         parser.error(f"--threads: every count must be >= 1, got {args.threads}")
+    if args.clock == "cpu" and args.threads != [1]:
+        parser.error("--clock cpu sums the CPU time of every thread: use it with --threads 1")
     if args.rounds is not None and args.rounds < 1:
         parser.error(f"--rounds must be >= 1, got {args.rounds}")
     rounds = args.rounds or (1 if args.quick else 3)
     batch = 8 if args.quick else BATCH
     start = time.perf_counter()
-    print(f"# minitorch CNN layers vs PyTorch and numpy, float32, batch {batch}")
+    print(f"# minitorch CNN layers vs PyTorch and numpy, float32, batch {batch}, "
+          f"{args.clock} time")
     print(f"python {platform.python_version()}, numpy {np.__version__}, "
           f"torch {bk.torch.__version__ if bk.torch is not None else 'not available'}, "
           f"minitorch backend {minitorch.backends.backend()}, ISA level "
@@ -204,13 +242,15 @@ def main(argv=None):
         print(f"load average (1 min): {load:.2f}" + (
             "  WARNING: the machine is busy; every column below is unreliable"
             if load > 0.5 * (os.cpu_count() or 1) else ""))
-    rows = bench(cases(), args.threads, rounds, budget=0.3 * rounds, batch=batch)
+    rows = bench(cases(), args.threads, rounds, budget=0.3 * rounds, batch=batch,
+                 clock=args.clock)
     if not args.no_report:
-        notes = [NOTE.format(batch=batch), f"{rounds} rounds; load average at the start: "
+        notes = [NOTE.format(batch=batch, clock=CLOCKS[args.clock]),
+                 f"{rounds} rounds; load average at the start: "
                  f"{'unknown' if load is None else f'{load:.2f}'}"]
         notes += [] if bk.torch is not None else [f"PyTorch columns empty: {bk.TORCH_ERROR}"]
-        path = report.write_table("bench_conv.py", COLUMNS, rows, threads=args.threads,
-                                  notes=notes)
+        section = "bench_conv.py" + ("" if args.clock == "wall" else ": CPU time")
+        path = report.write_table(section, COLUMNS, rows, threads=args.threads, notes=notes)
         print(f"table written to {path}")
     print(f"(total {time.perf_counter() - start:.0f} s)")
 

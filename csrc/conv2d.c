@@ -254,9 +254,16 @@ static int F(conv2d_run)(int direction, const mt_conv2d_shape *s, const T *a, co
         T *col = (T *)mt_scratch_alloc(col_elems * (int64_t)sizeof(T));
         T *mine = sums ? partial + tid * weight_elems : out;
         int status = col ? 0 : MT_ERR_NOMEM;
+        if (sums) { /* a fixed share per thread: the same sums in the same order every run */
 #pragma omp for schedule(static)
-        for (int64_t n = 0; n < s->n; ++n)
-            if (!status) status = F(conv2d_image)(direction, s, n, a, b, bias, mine, col);
+            for (int64_t n = 0; n < s->n; ++n)
+                if (!status) status = F(conv2d_image)(direction, s, n, a, b, bias, mine, col);
+        } else {    /* images to whichever thread is free: one another job delays is not waited
+                     * for (each image's result is the same whoever computes it) */
+#pragma omp for schedule(dynamic)
+            for (int64_t n = 0; n < s->n; ++n)
+                if (!status) status = F(conv2d_image)(direction, s, n, a, b, bias, mine, col);
+        }
         if (status) {
 #pragma omp atomic write
             failed = status;

@@ -278,6 +278,25 @@ int mt_conv2d_backward_weight_f64(const double *dy, const double *x, double *dwe
                                   int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
                                   int64_t pad_h, int64_t pad_w, int64_t dilation_h,
                                   int64_t dilation_w, int64_t groups);
+/* ---- max pooling over the last two dims (max_pool2d.c) ----
+ * x (planes, h, w), y and indices (planes, oh, ow), contiguous. y[p, i, j] = the max of
+ * x[p, i sh - ph + a dh, j sw - pw + b dw] over a < kh, b < kw inside x; indices[p, i, j] its
+ * position r w + c (the first of equal maxima; a NaN wins). Each window must start inside x or
+ * its left padding, padding at most half the dilated window (else MT_ERR_ARGS). Backward:
+ * dx (planes, hw) = 0, then dx[p, indices[p, k]] += dy[p, k]; every index in [0, hw) (else
+ * MT_ERR_ARGS, nothing written). */
+int mt_max_pool2d_forward_f32(const float *x, float *y, int64_t *indices, int64_t planes,
+                              int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+                              int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                              int64_t dh, int64_t dw);
+int mt_max_pool2d_forward_f64(const double *x, double *y, int64_t *indices, int64_t planes,
+                              int64_t h, int64_t w, int64_t oh, int64_t ow, int64_t kh,
+                              int64_t kw, int64_t sh, int64_t sw, int64_t ph, int64_t pw,
+                              int64_t dh, int64_t dw);
+int mt_max_pool2d_backward_f32(const float *dy, const int64_t *indices, float *dx,
+                               int64_t planes, int64_t hw, int64_t ohw);
+int mt_max_pool2d_backward_f64(const double *dy, const int64_t *indices, double *dx,
+                               int64_t planes, int64_t hw, int64_t ohw);
 /* END CDEF */
 
 #ifdef __cplusplus

@@ -1,4 +1,5 @@
-"""Kernel tests of the 2-d convolution (csrc/conv2d.c), in the manner of test_kernels.py:
+"""Kernel tests of the 2-d convolution (csrc/conv2d.c) and of max pooling (csrc/max_pool2d.c),
+in the manner of test_kernels.py:
 
 - conv2d_forward, conv2d_backward_input and conv2d_backward_weight of the C backend equal the
   numpy reference (numpy_backend) on drawn shapes, strides, paddings, dilations and groups
@@ -7,7 +8,9 @@
 - the paths the C driver takes by size: images split over threads or one at a time, im2col
   in several bands of output rows (a large image), and the 1x1 kernel that needs no im2col;
 - non-contiguous and misaligned inputs give their contiguous copies' results;
-- the three kernels are adjoint: <dy, conv(x, w)> = <dx, x> = <dw, w>.
+- the three kernels are adjoint: <dy, conv(x, w)> = <dx, x> = <dw, w>;
+- max_pool2d_forward/backward equal the numpy reference exactly (values, indices, gradients)
+  on drawn windows, with NaN, -inf and ties, both dtypes, 1 and 2 threads.
 Bad input is in test_kernels_bad_input.py. If ``minitorch._C`` does not import, the tests are
 skipped with "C extension not built".
 """
@@ -141,3 +144,56 @@ def test_empty_batch():
     assert C.conv2d_backward_input(np.zeros((0, 3, 3, 3)), w, (4, 4), *geometry).shape == x.shape
     dw = C.conv2d_backward_weight(np.zeros((0, 3, 3, 3)), x, (2, 2), *geometry)
     np.testing.assert_array_equal(dw, np.zeros_like(w))
+
+
+# ----------------------------------------------------------------------------- max pooling
+
+@st.composite
+def pool_case(draw):
+    """(x shape, kernel, stride, padding, dilation, ceil_mode) PyTorch accepts."""
+    kernel = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    stride = (draw(st.integers(1, 3)), draw(st.integers(1, 3)))
+    dilation = (draw(st.integers(1, 2)), draw(st.integers(1, 2)))
+    padding = tuple(draw(st.integers(0, (d * (k - 1) + 1) // 2))
+                    for k, d in zip(kernel, dilation))
+    size = tuple(draw(st.integers(max(1, d * (k - 1) + 1 - 2 * p), 12))
+                 for k, d, p in zip(kernel, dilation, padding))
+    return ((draw(st.integers(1, 3)), draw(st.integers(1, 4))) + size, kernel, stride, padding,
+            dilation, draw(st.booleans()))
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(case=pool_case(), threads=st.sampled_from(THREADS), seed=st.integers(0, 2**32 - 1),
+       special=st.booleans())
+def test_max_pool2d_kernels_equal_numpy(dtype, case, threads, seed, special):
+    shape, *geometry = case
+    rng = np.random.default_rng(seed)
+    x = rng.integers(-3, 4, shape).astype(dtype)   # small integers: ties in most windows
+    if special:
+        x.flat[rng.integers(0, x.size, 3)] = [np.nan, -np.inf, np.inf]
+    y, indices = N.max_pool2d_forward(x, *geometry)
+    with c_threads(threads):
+        c_y, c_indices = C.max_pool2d_forward(x, *geometry)
+    np.testing.assert_array_equal(c_y, y)
+    np.testing.assert_array_equal(c_indices, indices)
+    dy = rng.standard_normal(y.shape).astype(dtype)
+    with c_threads(threads):
+        c_dx = C.max_pool2d_backward(dy, indices, shape[2:])
+    np.testing.assert_allclose(c_dx, N.max_pool2d_backward(dy, indices, shape[2:]),
+                               rtol=1e-6, atol=1e-6)
+
+
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+def test_max_pool2d_large_input_over_threads(threads):
+    """Enough planes for the kernel to split them over threads; a strided input is copied."""
+    x = np.random.default_rng(4).standard_normal((8, 16, 40, 34))[..., ::2]
+    geometry = ((3, 2), (2, 2), (1, 0), (1, 1), True)
+    with c_threads(threads):
+        y, indices = C.max_pool2d_forward(x, *geometry)
+        dx = C.max_pool2d_backward(np.ones_like(y), indices, x.shape[2:])
+    expected_y, expected_indices = N.max_pool2d_forward(np.ascontiguousarray(x), *geometry)
+    np.testing.assert_array_equal(y, expected_y)
+    np.testing.assert_array_equal(indices, expected_indices)
+    assert dx.sum() == y.size   # each output's gradient lands once

@@ -29,8 +29,8 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_conv2d, check_conv2d_backward_input, check_conv2d_backward_weight,
                      check_float, check_gelu_approximate, check_gemm_operands,
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,
-                     check_nonlinearity, check_reduction, check_row_indices, check_same_shape,
-                     check_target)
+                     check_max_pool2d, check_max_pool2d_backward, check_nonlinearity,
+                     check_reduction, check_row_indices, check_same_shape, check_target)
 from . import large_buffers
 from .large_buffers import empty, empty_like
 
@@ -915,3 +915,39 @@ def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups
     _conv2d_call("conv2d_backward_weight", dy.dtype, (_ptr(dy), _ptr(x), _ptr(dweight)),
                  x.shape, weight_shape, geometry)
     return dweight
+
+
+# ---------------------------------------------------------------------------------------------
+# Max pooling
+# ---------------------------------------------------------------------------------------------
+def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode=False):
+    """(y, indices) of (N, C, OH, OW): each window's maximum and its flat position in its
+    plane."""
+    (kernel, stride, padding, dilation), out = check_max_pool2d(x, kernel_size, stride, padding,
+                                                                dilation, ceil_mode)
+    n, c, h, w = x.shape
+    y = empty((n, c) + out, x.dtype)
+    indices = np.empty((n, c) + out, np.int64)
+    if y.size == 0:
+        return y, indices
+    x = _contiguous(x)
+    status = _kernel("max_pool2d_forward", x.dtype)(
+        _ptr(x), _ptr(y), ffi.from_buffer("int64_t[]", indices), n * c, h, w, *out, *kernel,
+        *stride, *padding, *dilation)
+    _check_status(status, "max_pool2d_forward")
+    return y, indices
+
+
+def max_pool2d_backward(dy, indices, input_size):
+    """dx (N, C, H, W): zeros with each output's gradient added at its maximum's position."""
+    h, w = check_max_pool2d_backward(dy, indices, input_size)
+    n, c = dy.shape[:2]
+    dx = empty((n, c, h, w), dy.dtype)
+    if dx.size == 0:
+        return dx
+    dy, indices = _contiguous(dy), _contiguous(indices)
+    status = _kernel("max_pool2d_backward", dy.dtype)(
+        _ptr(dy), ffi.from_buffer("int64_t[]", indices), _ptr(dx), n * c, h * w,
+        dy.shape[2] * dy.shape[3])
+    _check_status(status, "max_pool2d_backward")
+    return dx

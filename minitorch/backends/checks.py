@@ -316,3 +316,51 @@ def check_conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, 
     out = check_conv2d_shapes(x.shape, weight_shape, geometry[3], *geometry[:3])
     check_same_shape("dy", dy, (x.shape[0], dy.shape[1]) + out)
     return geometry
+
+
+def pooled_size(size, kernel, stride, padding, dilation, ceil_mode):
+    """PyTorch's pooling output length: windows that start inside the input or its left
+    padding (ceil_mode keeps a last partial one)."""
+    span = size + 2 * padding - dilation * (kernel - 1) - 1
+    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
+    if ceil_mode and (out - 1) * stride >= size + padding:
+        out -= 1
+    return out
+
+
+def check_max_pool2d(x, kernel, stride, padding, dilation, ceil_mode):
+    """The checked (kernel, stride, padding, dilation) pairs and (OH, OW) of max_pool2d_forward
+    on an (N, C, H, W) float array: padding at most half the dilated window, output >= 1x1."""
+    check_float("x", x)
+    if x.ndim != 4 or 0 in x.shape[2:]:
+        raise ValueError(f"x must be 4-d (N, C, H, W) with H, W >= 1, got shape {x.shape}")
+    kernel = _check_pair_of("kernel_size", kernel, 1)
+    stride = _check_pair_of("stride", stride, 1)
+    padding = _check_pair_of("padding", padding, 0)
+    dilation = _check_pair_of("dilation", dilation, 1)
+    for p, k, d in zip(padding, kernel, dilation):
+        if 2 * p > d * (k - 1) + 1:
+            raise ValueError(f"padding must be at most half the dilated window, got padding "
+                             f"{padding} for kernel_size {kernel} and dilation {dilation}")
+    out = tuple(pooled_size(n, k, s, p, d, bool(ceil_mode))
+                for n, k, s, p, d in zip(x.shape[2:], kernel, stride, padding, dilation))
+    if min(out) < 1:
+        raise ValueError(f"the output would be {out[0]}x{out[1]}: the window must fit in the "
+                         f"padded input")
+    return (kernel, stride, padding, dilation), out
+
+
+def check_max_pool2d_backward(dy, indices, input_size):
+    """dy (N, C, OH, OW) float, indices of its shape, int64, each in [0, H W)."""
+    check_float("dy", dy)
+    if dy.ndim != 4:
+        raise ValueError(f"dy must be 4-d (N, C, OH, OW), got shape {dy.shape}")
+    if not isinstance(indices, np.ndarray) or indices.dtype != np.int64:
+        raise TypeError(f"indices must be an int64 numpy.ndarray, got "
+                        f"{getattr(indices, 'dtype', type(indices).__name__)}")
+    check_same_shape("indices", indices, dy.shape)
+    h, w = _check_pair_of("input_size", tuple(input_size), 1)
+    if indices.size and (indices.min() < 0 or indices.max() >= h * w):
+        raise IndexError(f"indices must be in [0, {h * w}) (positions in an {h}x{w} plane), got "
+                         f"[{indices.min()}, {indices.max()}]")
+    return h, w

@@ -12,8 +12,9 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   abs_backward (elementwise), sum_rows and
   amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
-  cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, and conv2d_forward /
-  conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view).
+  cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
+  conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
+  and max_pool2d_forward / max_pool2d_backward (max pooling with PyTorch's indices).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -33,8 +34,9 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_arith, check_cell_arrays, check_clamp_bounds, check_conv2d,
                      check_conv2d_backward_input, check_conv2d_backward_weight, check_float,
                      check_gelu_approximate, check_gemm_operands, check_integer_exponent,
-                     check_label_smoothing, check_matmul_operands, check_nonlinearity,
-                     check_reduction, check_row_indices, check_same_shape, check_target)
+                     check_label_smoothing, check_matmul_operands, check_max_pool2d,
+                     check_max_pool2d_backward, check_nonlinearity, check_reduction,
+                     check_row_indices, check_same_shape, check_target)
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -707,3 +709,57 @@ def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups
     d = dy.astype(np.float64).reshape((n, groups, o // groups) + dy.shape[2:])
     dw = np.einsum("ngoij,ngcpqij->gocpq", d, fields, optimize=True)
     return dw.reshape(weight_shape).astype(dy.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Max pooling over the last two dims, as PyTorch's CPU kernel: the running maximum of each
+# window starts at -inf at its first element inside the input; an element replaces it if
+# greater, or NaN. A loop over the kh kw offsets of the window, each a strided slice of x.
+# ---------------------------------------------------------------------------------------------
+def _valid_outputs(out, size, offset, stride, padding):
+    """The outputs o whose window element at ``offset`` lies inside the input (0 <= o s - p +
+    offset < size): a range [first, last), and the input position of ``first``."""
+    first = max(0, -(-(padding - offset) // stride))
+    last = min(out, (size - 1 + padding - offset) // stride + 1)
+    return first, max(first, last), first * stride - padding + offset
+
+
+def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode=False):
+    """(y, indices) of (N, C, OH, OW): each window's maximum and its flat position h W + w in
+    its (H, W) plane (the first of equal ones; a NaN wins)."""
+    (kernel, stride, padding, dilation), out = check_max_pool2d(x, kernel_size, stride, padding,
+                                                                dilation, ceil_mode)
+    n, c, h, w = x.shape
+    best = np.full((n, c) + out, -np.inf, dtype=x.dtype)
+    index = np.empty((n, c) + out, dtype=np.int64)
+    first_row = np.arange(out[0]) * stride[0] - padding[0]   # each window's first element
+    first_row = np.where(first_row < 0, first_row % dilation[0], first_row)  # inside x
+    first_col = np.arange(out[1]) * stride[1] - padding[1]
+    first_col = np.where(first_col < 0, first_col % dilation[1], first_col)
+    index[...] = first_row[:, None] * w + first_col[None, :]
+    for p in range(kernel[0]):
+        i0, i1, row = _valid_outputs(out[0], h, p * dilation[0], stride[0], padding[0])
+        for q in range(kernel[1]):
+            j0, j1, col = _valid_outputs(out[1], w, q * dilation[1], stride[1], padding[1])
+            if i0 == i1 or j0 == j1:
+                continue
+            values = x[:, :, row:row + stride[0] * (i1 - i0 - 1) + 1:stride[0],
+                       col:col + stride[1] * (j1 - j0 - 1) + 1:stride[1]]
+            running = best[:, :, i0:i1, j0:j1]
+            take = (values > running) | np.isnan(values)
+            np.copyto(running, values, where=take)
+            positions = ((row + stride[0] * np.arange(i1 - i0))[:, None] * w
+                         + (col + stride[1] * np.arange(j1 - j0))[None, :])
+            np.copyto(index[:, :, i0:i1, j0:j1], np.broadcast_to(positions, take.shape),
+                      where=take)
+    return best, index
+
+
+def max_pool2d_backward(dy, indices, input_size):
+    """dx (N, C, H, W): zeros with each output's gradient added at its maximum's position."""
+    h, w = check_max_pool2d_backward(dy, indices, input_size)
+    n, c = dy.shape[:2]
+    planes = np.arange(n * c, dtype=np.int64).reshape(n, c, 1, 1) * (h * w)
+    sums = np.bincount((planes + indices).ravel(), weights=dy.astype(np.float64).ravel(),
+                       minlength=n * c * h * w)
+    return sums.astype(dy.dtype).reshape(n, c, h, w)

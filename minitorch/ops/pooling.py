@@ -11,13 +11,18 @@
   count_include_pad; and adaptive windows of start ⌊i·H/OH⌋, end ⌈(i+1)·H/OH⌉) are such
   matrices, so their gradients of any order are matmuls too.
 
-Vectorised numpy: a loop over the kh·kw offsets of the window (each a strided slice of the
-input, of the output's size), not over output positions.
-May import: ``minitorch.tensor``, ``minitorch.autograd``, the sibling op modules.
+Max pooling runs on the backend's ``max_pool2d_forward``/``max_pool2d_backward`` kernels
+(csrc/max_pool2d.c; the numpy reference loops over the window's offsets, each a strided slice
+of the input); integer inputs go through them in float64. The averages are numpy matrices and
+Tensor matmuls.
+May import: ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.backends``, the sibling
+op modules.
 """
 import numpy as np
 
+from .. import backends
 from ..autograd.function import Function
+from ..backends.checks import pooled_size
 from ..dtype import bool_, int64
 from ..tensor import Tensor
 from .convolution import expand_param
@@ -27,15 +32,6 @@ _make = Tensor._make
 
 
 # ----------------------------------------------------------------------------- geometry
-
-def pooled_size(size, kernel, stride, padding, dilation, ceil_mode):
-    """PyTorch's output length: windows that start inside the input or its left padding."""
-    span = size + 2 * padding - dilation * (kernel - 1) - 1
-    out = (span + (stride - 1 if ceil_mode else 0)) // stride + 1
-    if ceil_mode and (out - 1) * stride >= size + padding:
-        out -= 1
-    return out
-
 
 def _check_input(name, input):
     if not isinstance(input, Tensor):
@@ -83,56 +79,16 @@ def _batched(input):
 
 # ----------------------------------------------------------------------------- max pooling
 
-def _valid_outputs(out, size, offset, stride, padding):
-    """The outputs o whose window element at ``offset`` lies inside the input (0 <= o·s − p +
-    offset < size): a range [first, last), and the input position of ``first``."""
-    first = max(0, -(-(padding - offset) // stride))
-    last = min(out, (size - 1 + padding - offset) // stride + 1)
-    return first, max(first, last), first * stride - padding + offset
-
-
-def max_pool_forward(x, kernel, stride, padding, dilation, out):
-    """(values, indices) of max pooling an (N, C, H, W) array, as PyTorch's CPU kernel: the
-    running maximum starts at -inf at the window's first element inside the input, and an
-    element replaces it if greater, or NaN."""
-    n, c, h, w = x.shape
-    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
-    best = np.full((n, c) + out, lowest, dtype=x.dtype)
-    index = np.empty((n, c) + out, dtype=np.int64)
-    # where each window's first element inside the input is (rows and columns separately)
-    first_row = np.arange(out[0]) * stride[0] - padding[0]
-    first_row = np.where(first_row < 0, first_row % dilation[0], first_row)
-    first_col = np.arange(out[1]) * stride[1] - padding[1]
-    first_col = np.where(first_col < 0, first_col % dilation[1], first_col)
-    index[...] = first_row[:, None] * w + first_col[None, :]
-    for p in range(kernel[0]):
-        i0, i1, row = _valid_outputs(out[0], h, p * dilation[0], stride[0], padding[0])
-        for q in range(kernel[1]):
-            j0, j1, col = _valid_outputs(out[1], w, q * dilation[1], stride[1], padding[1])
-            if i0 == i1 or j0 == j1:
-                continue
-            values = x[:, :, row:row + stride[0] * (i1 - i0 - 1) + 1:stride[0],
-                       col:col + stride[1] * (j1 - j0 - 1) + 1:stride[1]]
-            running = best[:, :, i0:i1, j0:j1]
-            take = values > running
-            if x.dtype.kind == "f":
-                take |= np.isnan(values)
-            np.copyto(running, values, where=take)
-            positions = ((row + stride[0] * np.arange(i1 - i0))[:, None] * w
-                         + (col + stride[1] * np.arange(j1 - j0))[None, :])
-            np.copyto(index[:, :, i0:i1, j0:j1], np.broadcast_to(positions, take.shape),
-                      where=take)
-    return best, index
-
-
 class MaxPool2d(Function):
     @staticmethod
-    def forward(ctx, x, kernel, stride, padding, dilation, out):
-        values, indices = max_pool_forward(x._data, kernel, stride, padding, dilation, out)
+    def forward(ctx, x, kernel, stride, padding, dilation, ceil_mode):
+        data = x._data if x.dtype.is_floating_point else x._data.astype(np.float64)
+        values, indices = backends.current().max_pool2d_forward(data, kernel, stride, padding,
+                                                                dilation, ceil_mode)
         ctx.input_shape, ctx.indices = x.shape, indices
         indices = _make(indices)
         ctx.mark_non_differentiable(indices)
-        return _make(values), indices
+        return _make(values.astype(x._data.dtype, copy=False)), indices
 
     @staticmethod
     def backward(ctx, grad, _grad_indices):
@@ -145,11 +101,8 @@ class MaxPoolScatter(Function):
     @staticmethod
     def forward(ctx, grad, indices, input_shape):
         ctx.indices = indices
-        n, c, h, w = input_shape
-        planes = np.arange(n * c, dtype=np.int64).reshape(n, c, 1, 1) * (h * w)
-        sums = np.bincount((planes + indices).ravel(), weights=grad._data.ravel(),
-                           minlength=n * c * h * w)
-        return _make(sums.astype(grad._data.dtype).reshape(input_shape))
+        return _make(backends.current().max_pool2d_backward(grad._data, indices,
+                                                            tuple(input_shape[2:])))
 
     @staticmethod
     def backward(ctx, grad):
@@ -183,7 +136,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     geometry = _window_geometry("max_pool2d", input, kernel_size, stride, padding, dilation,
                                 ceil_mode)
     x, unbatched = _batched(input)
-    values, indices = MaxPool2d.apply(x, *geometry)
+    values, indices = MaxPool2d.apply(x, *geometry[:4], bool(ceil_mode))
     if unbatched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return (values, indices) if return_indices else values
