@@ -328,3 +328,16 @@ def test_greedy_generation_ignores_sampling_options():
     model = tiny_model()
     out = model.generate(ids(1, 2), 3, do_sample=False, temperature=0, top_k=0)
     assert tuple(out.shape) == (1, 5)
+
+
+def test_readme_snippet_runs():
+    import pathlib
+    import re
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+                 if "GPTConfig(" in b)
+    namespace = {}
+    exec(compile(block, "README.md:gpt", "exec"), namespace)
+    assert tuple(namespace["logits"].shape) == (4, 16, 65)
+    assert tuple(namespace["out"].shape) == (4, 23) == tuple(namespace["greedy"].shape)
+    assert namespace["model"].token_embedding.weight.grad is not None
