@@ -84,9 +84,9 @@ def parse_args(argv=None):
     p.add_argument("--eval-windows", type=positive_int, default=64,
                    help="windows of each split the periodic evaluation reads (the final one "
                         "reads the whole held-out split)")
-    p.add_argument("--prompt", default="\n",
+    p.add_argument("--prompt", default=None,
                    help="the samples start with this text (its characters must occur in the "
-                        "corpus); the default, a newline, starts a new speech")
+                        "corpus; default: a newline, which starts a new speech)")
     p.add_argument("--sample-length", type=positive_int, default=300,
                    help="characters generated per sample")
     p.add_argument("--temperature", type=positive_float, default=0.8,
@@ -109,6 +109,8 @@ def parse_args(argv=None):
                 f"{args.n_head}")
     if args.min_lr > args.lr:
         p.error(f"--min-lr ({args.min_lr}) must not exceed --lr ({args.lr})")
+    if args.prompt is None:
+        args.prompt = "\n"
     if not args.prompt:
         p.error("--prompt must hold at least one character")
     if args.out is None:
