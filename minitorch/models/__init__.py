@@ -9,3 +9,4 @@ Each file builds on ``minitorch.nn``'s blocks, so that a model's ``state_dict`` 
 parts as PyTorch names the same blocks.
 May import: ``minitorch``, ``minitorch.nn``.
 """
+from minitorch.models.bert import BERT  # noqa: F401  (minitorch.models.BERT)
