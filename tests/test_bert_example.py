@@ -43,7 +43,6 @@ def falls(losses, k=10):
     return np.mean(losses[-k:]) < np.mean(losses[:k])
 
 
-@pytest.mark.slow
 def test_both_phases_run_and_their_losses_fall(tmp_path):
     result = bert_classify.main(TINY + ["--out", str(tmp_path)])
     assert len(result["pretrain_losses"]) == 60 and falls(result["pretrain_losses"])
