@@ -10,3 +10,4 @@ parts as PyTorch names the same blocks.
 May import: ``minitorch``, ``minitorch.nn``.
 """
 from .gpt import GPT as GPT, GPTConfig as GPTConfig
+from .bert import BERT as BERT

@@ -1,7 +1,8 @@
 """A seeded generator of a small but real English→Spanish translation corpus.
 
 This file holds a lexicon, a grammar and the functions :func:`generate_pairs` and
-:func:`load_corpus`. It imports only the standard library.
+:func:`load_corpus`, and :func:`generate_sentences` (the same pairs with the grammar slots each
+was drawn from, to label them by tense, form, person...). It imports only the standard library.
 
 The grammar
 -----------
@@ -51,7 +52,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 # Spanish persons used: 1st sg (yo), 2nd sg (tú), 3rd sg, 1st pl (nosotros), 3rd pl.
 FIRST_SG, SECOND_SG, THIRD_SG, FIRST_PL, THIRD_PL = range(5)
@@ -406,9 +407,9 @@ def build_pair(subject: str, verb: str, tense: str, form: str, determiner: str, 
     return english_text, spanish_text
 
 
-def random_pair(rng: random.Random) -> Tuple[str, str]:
-    """One (English, Spanish) sentence pair drawn from the grammar, respecting which verbs take
-    which objects, adjectives, tenses and adverbs."""
+def random_slots(rng: random.Random) -> Dict[str, Any]:
+    """One choice of every grammar slot (:func:`build_pair`'s keyword arguments) drawn from the
+    grammar, respecting which verbs take which objects, adjectives, tenses and adverbs."""
     subject = rng.choice(PRONOUN_SUBJECTS if rng.random() < 0.6 else NOUN_SUBJECTS)
     verb = rng.choice(VERBS)
     tense = rng.choice(TENSES[:1] + TENSES[2:] if verb.stative else TENSES)
@@ -433,11 +434,51 @@ def random_pair(rng: random.Random) -> Tuple[str, str]:
         adverb = False  # "I have a car every day" is not English
     else:
         adverb = rng.random() < 0.3
-    return build_pair(subject.english, verb.english[0], tense, form, determiner.english,
-                      noun.english, adjective, plural, adverb)
+    return dict(subject=subject.english, verb=verb.english[0], tense=tense, form=form,
+                determiner=determiner.english, noun=noun.english, adjective=adjective,
+                plural=plural, adverb=adverb)
+
+
+def random_pair(rng: random.Random) -> Tuple[str, str]:
+    """One (English, Spanish) sentence pair drawn from the grammar (see :func:`random_slots`)."""
+    return build_pair(**random_slots(rng))
 
 
 # ---------------------------------------------------------------------------- corpus API
+
+
+class Sentence(NamedTuple):
+    """A generated pair with the grammar slots it was built from (:func:`random_slots`'s dict:
+    subject, verb, tense, form, ...), which label it by grammar; ``person`` is the subject's."""
+    english: str
+    spanish: str
+    slots: Dict[str, Any]
+
+    @property
+    def person(self) -> int:
+        return SUBJECTS_BY_ENGLISH[self.slots["subject"]].person
+
+
+def generate_sentences(n: int, seed: int = 0) -> List[Sentence]:
+    """``n`` distinct sentences with their slots: :func:`generate_pairs`' pairs, in its order."""
+    if n < 0:
+        raise ValueError(f"n must be >= 0, got {n}")
+    rng = random.Random(seed)
+    sentences: List[Sentence] = []
+    seen = set()
+    max_draws = 20 * n + 1000
+    for _ in range(max_draws):
+        if len(sentences) == n:
+            break
+        slots = random_slots(rng)
+        english, spanish = build_pair(**slots)
+        if english not in seen:
+            seen.add(english)
+            sentences.append(Sentence(english, spanish, slots))
+    if len(sentences) < n:
+        raise ValueError(f"could only draw {len(sentences)} distinct pairs in {max_draws} draws, "
+                         f"asked for n={n}")
+    return sentences
 
 
 def generate_pairs(n: int, seed: int = 0) -> List[Tuple[str, str]]:
@@ -447,23 +488,7 @@ def generate_pairs(n: int, seed: int = 0) -> List[Tuple[str, str]]:
     The grammar holds several million sentences; asking for more than it can produce in a
     reasonable number of draws raises ``ValueError``.
     """
-    if n < 0:
-        raise ValueError(f"n must be >= 0, got {n}")
-    rng = random.Random(seed)
-    pairs: List[Tuple[str, str]] = []
-    seen = set()
-    max_draws = 20 * n + 1000
-    for _ in range(max_draws):
-        if len(pairs) == n:
-            break
-        english, spanish = random_pair(rng)
-        if english not in seen:
-            seen.add(english)
-            pairs.append((english, spanish))
-    if len(pairs) < n:
-        raise ValueError(f"could only draw {len(pairs)} distinct pairs in {max_draws} draws, "
-                         f"asked for n={n}")
-    return pairs
+    return [(s.english, s.spanish) for s in generate_sentences(n, seed)]
 
 
 class CorpusSplits(NamedTuple):
