@@ -9,3 +9,4 @@ Each file builds on ``minitorch.nn``'s blocks, so that a model's ``state_dict`` 
 parts as PyTorch names the same blocks.
 May import: ``minitorch``, ``minitorch.nn``.
 """
+from .vit import VisionTransformer, patchify, unpatchify  # noqa: F401,E402
