@@ -9,5 +9,8 @@ Each file builds on ``minitorch.nn``'s blocks, so that a model's ``state_dict`` 
 parts as PyTorch names the same blocks.
 May import: ``minitorch``, ``minitorch.nn``.
 """
-from .gpt import GPT as GPT, GPTConfig as GPTConfig
-from .bert import BERT as BERT
+from .bert import BERT
+from .gpt import GPT, GPTConfig
+from .vit import VisionTransformer, patchify, unpatchify
+
+__all__ = ["GPT", "GPTConfig", "BERT", "VisionTransformer", "patchify", "unpatchify"]
