@@ -198,6 +198,11 @@ def _place(rng, image_size, relation, r1, r2):
     return (across1, along1), (across2, along2)
 
 
+def _jittered(rng, colour) -> Tuple[float, float, float]:
+    r, g, b = np.clip(np.add(COLOURS[colour], rng.uniform(-0.08, 0.08, 3)), 0, 1)
+    return float(r), float(g), float(b)
+
+
 def generate_scenes(n: int, seed: int = 0, *, image_size: int = 32,
                     held_out: Sequence[Tuple[str, str]] = DEFAULT_HELD_OUT,
                     unseen: bool = False) -> List[Scene]:
@@ -215,14 +220,13 @@ def generate_scenes(n: int, seed: int = 0, *, image_size: int = 32,
     scenes = []
     for _ in range(n):
         if unseen:  # which of the two shapes is the held-out one, the other from every pair
-            pools = (held, every) if rng.integers(2) == 0 else (every, held)
+            pools = (list(held), every) if rng.integers(2) == 0 else (every, list(held))
         else:
             pools = (allowed, allowed)
         (c1, k1, s1, r1), (c2, k2, s2, r2) = (_draw_shape(rng, image_size, p) for p in pools)
         relation = RELATIONS[rng.integers(len(RELATIONS))]
         centre1, centre2 = _place(rng, image_size, relation, r1, r2)
-        rgb1, rgb2 = (tuple(float(v) for v in np.clip(np.add(COLOURS[c], rng.uniform(
-            -0.08, 0.08, 3)), 0, 1)) for c in (c1, c2))
+        rgb1, rgb2 = _jittered(rng, c1), _jittered(rng, c2)
         scenes.append(Scene(Shape(k1, c1, s1, centre1, r1, rgb1),
                             Shape(k2, c2, s2, centre2, r2, rgb2), relation))
     return scenes
