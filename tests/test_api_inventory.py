@@ -42,7 +42,8 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         set_grad_enabled set_num_threads set_rng_state short sigmoid sign sin softmax sort
         split sqrt square squeeze stack std sub subtract sum swapaxes swapdims t tanh
         tensor tile topk transpose tril triu trunc uint8 unbind unflatten unique unsqueeze
-        var where zeros zeros_like""",
+        var where zeros zeros_like
+        conv1d conv2d""",
     "torch.Tensor": """
         T __abs__ __add__ __and__ __eq__ __floordiv__ __format__ __ge__ __getitem__ __gt__
         __iadd__ __imul__ __invert__ __isub__ __itruediv__ __le__ __lt__ __matmul__
@@ -72,7 +73,8 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         Module ModuleDict ModuleList MultiheadAttention NLLLoss Parameter ParameterDict
         ParameterList RMSNorm ReLU Sequential SiLU Sigmoid SmoothL1Loss Softmax Softplus
         Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
-        TransformerEncoderLayer Unflatten""",
+        TransformerEncoderLayer Unflatten
+        AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d Conv1d Conv2d MaxPool2d""",
     "torch.nn.Module": """
         add_module apply bfloat16 buffers children cpu cuda double eval extra_repr float
         forward get_parameter get_submodule half load_state_dict modules named_buffers
@@ -86,7 +88,8 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         Tensor binary_cross_entropy binary_cross_entropy_with_logits cross_entropy dropout
         embedding gelu huber_loss kl_div l1_loss layer_norm linear log_softmax mish
         mse_loss nll_loss normalize one_hot pad relu rms_norm scaled_dot_product_attention
-        sigmoid silu smooth_l1_loss softmax softplus tanh""",
+        sigmoid silu smooth_l1_loss softmax softplus tanh
+        adaptive_avg_pool2d avg_pool2d batch_norm conv1d conv2d max_pool2d""",
     "torch.nn.init": """
         calculate_gain constant_ dirac_ eye_ kaiming_normal_ kaiming_uniform_ normal_
         ones_ orthogonal_ sparse_ trunc_normal_ uniform_ xavier_normal_ xavier_uniform_

@@ -792,3 +792,10 @@ def arith(op, a, b, out=None):
                                            b_layout, _ptr(out), rows, cols)
         _check_status(status, "arith")
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# 2-d convolution (for now the numpy reference's; the C kernel follows)
+# ---------------------------------------------------------------------------------------------
+from .numpy_backend import (conv2d_backward_input, conv2d_backward_weight,  # noqa: E402,F401
+                            conv2d_forward)

@@ -194,3 +194,101 @@ def check_integer_exponent(exponent):
         raise ValueError(f"exponent must be in [-{POW_INT_LIMIT}, {POW_INT_LIMIT}], got "
                          f"{exponent}")
     return int(exponent)
+
+
+def _check_pair_of(name, value, least):
+    """A pair of ints (h, w), each >= least."""
+    if (not isinstance(value, (tuple, list)) or len(value) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) for v in value)):
+        raise TypeError(f"{name} must be a pair of ints, got {value!r}")
+    if any(v < least for v in value) or any(v >= 2 ** 31 for v in value):
+        raise ValueError(f"{name} must be a pair of ints in [{least}, 2**31), got {tuple(value)}")
+    return int(value[0]), int(value[1])
+
+
+def conv2d_output_size(size, kernel, stride, padding, dilation):
+    """(size + 2 padding - dilation (kernel - 1) - 1) // stride + 1, per spatial dim."""
+    return tuple((n + 2 * p - d * (k - 1) - 1) // s + 1
+                 for n, k, s, p, d in zip(size, kernel, stride, padding, dilation))
+
+
+def check_conv2d_geometry(stride, padding, dilation, groups):
+    """(stride, padding, dilation, groups) as ints: stride, dilation, groups >= 1, padding >= 0."""
+    stride = _check_pair_of("stride", stride, 1)
+    padding = _check_pair_of("padding", padding, 0)
+    dilation = _check_pair_of("dilation", dilation, 1)
+    if isinstance(groups, bool) or not isinstance(groups, (int, np.integer)):
+        raise TypeError(f"groups must be an int, got {type(groups).__name__}")
+    if not 1 <= groups < 2 ** 31:
+        raise ValueError(f"groups must be in [1, 2**31), got {groups}")
+    return stride, padding, dilation, int(groups)
+
+
+def check_conv2d_shapes(input_shape, weight_shape, groups, stride, padding, dilation):
+    """The output's (OH, OW) for an (N, C, H, W) input and an (O, C/groups, kh, kw) weight: C
+    and O divisible by groups, the kernel within the padded input, the output at least 1x1."""
+    if len(input_shape) != 4:
+        raise ValueError(f"x must be 4-d (N, C, H, W), got shape {tuple(input_shape)}")
+    if len(weight_shape) != 4:
+        raise ValueError(f"weight must be 4-d (O, C/groups, kh, kw), got shape "
+                         f"{tuple(weight_shape)}")
+    _, c, h, w = input_shape
+    o, c_group, kh, kw = weight_shape
+    if o % groups:
+        raise ValueError(f"weight's out channels ({o}) must be divisible by groups ({groups})")
+    if c != c_group * groups:
+        raise ValueError(f"x must have weight.shape[1] * groups = {c_group * groups} channels, "
+                         f"got {c}")
+    if kh < 1 or kw < 1:
+        raise ValueError(f"weight's kernel must be at least 1x1, got {kh}x{kw}")
+    out = conv2d_output_size((h, w), (kh, kw), stride, padding, dilation)
+    if min(out) < 1:
+        raise ValueError(f"the dilated kernel ({kh}x{kw}, dilation {dilation}) must fit in the "
+                         f"padded input ({h + 2 * padding[0]}x{w + 2 * padding[1]}): the output "
+                         f"would be {out[0]}x{out[1]}")
+    return out
+
+
+def check_conv2d(x, weight, bias, stride, padding, dilation, groups):
+    """The checked geometry and (OH, OW) of conv2d_forward's arguments."""
+    check_float("x", x)
+    check_float("weight", weight, x.dtype)
+    geometry = check_conv2d_geometry(stride, padding, dilation, groups)
+    out = check_conv2d_shapes(x.shape, weight.shape, geometry[3], *geometry[:3])
+    if bias is not None:
+        check_float("bias", bias, x.dtype)
+        check_same_shape("bias", bias, (weight.shape[0],))
+    return geometry, out
+
+
+def _check_dy(dy, other_name, other):
+    check_float("dy", dy)
+    check_float(other_name, other, dy.dtype)
+    if dy.ndim != 4 or other.ndim != 4:
+        raise ValueError(f"dy and {other_name} must be 4-d, got shapes {dy.shape} and "
+                         f"{other.shape}")
+
+
+def check_conv2d_backward_input(dy, weight, input_size, stride, padding, dilation, groups):
+    """The checked geometry of conv2d_backward_input: dy of the forward output's shape."""
+    _check_dy(dy, "weight", weight)
+    geometry = check_conv2d_geometry(stride, padding, dilation, groups)
+    size = _check_pair_of("input_size", tuple(input_size), 1)
+    input_shape = (dy.shape[0], weight.shape[1] * geometry[3]) + size
+    out = check_conv2d_shapes(input_shape, weight.shape, geometry[3], *geometry[:3])
+    check_same_shape("dy", dy, (dy.shape[0], weight.shape[0]) + out)
+    return geometry
+
+
+def check_conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups):
+    """The checked geometry of conv2d_backward_weight: dy of the forward output's shape."""
+    _check_dy(dy, "x", x)
+    geometry = check_conv2d_geometry(stride, padding, dilation, groups)
+    kernel = _check_pair_of("kernel_size", tuple(kernel_size), 1)
+    if x.shape[1] % geometry[3]:
+        raise ValueError(f"x's channels ({x.shape[1]}) must be divisible by groups "
+                         f"({geometry[3]})")
+    weight_shape = (dy.shape[1], x.shape[1] // geometry[3]) + kernel
+    out = check_conv2d_shapes(x.shape, weight_shape, geometry[3], *geometry[:3])
+    check_same_shape("dy", dy, (x.shape[0], dy.shape[1]) + out)
+    return geometry

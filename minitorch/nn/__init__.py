@@ -9,6 +9,8 @@
 - ``attention.py`` (MultiheadAttention, KVCache), ``transformer.py`` (encoder/decoder layers,
   stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
   positions)
+- ``conv.py`` (Conv1d, Conv2d), ``pooling.py`` (MaxPool2d, AvgPool2d, AdaptiveAvgPool2d),
+  ``batchnorm.py`` (BatchNorm1d, BatchNorm2d)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
 
@@ -17,7 +19,9 @@ May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``m
 from . import functional, init
 from .activation import GELU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
 from .attention import KVCache, MultiheadAttention
+from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
+from .conv import Conv1d, Conv2d
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
@@ -26,6 +30,7 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, KLDi
 from .module import Module
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
+from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
@@ -44,4 +49,6 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "MultiheadAttention", "KVCache", "TransformerEncoderLayer",
            "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder",
            "TransformerDecoderCache", "Transformer",
-           "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init"]
+           "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
+           "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
+           "BatchNorm2d"]
