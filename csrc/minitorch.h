@@ -206,6 +206,42 @@ int mt_arith_f32(int op, const float *a, int a_layout, const float *b, int b_lay
                  int64_t rows, int64_t cols);
 int mt_arith_f64(int op, const double *a, int a_layout, const double *b, int b_layout,
                  double *y, int64_t rows, int64_t cols);
+/* ---- one time step of the recurrent cells (rnn_cell.c) ----
+ * xw = x W_ihᵀ + b_ih and hw = h W_hhᵀ (+ b_hh): rows x (gates * hidden), gates in PyTorch's
+ * order; every other array rows x hidden, but act (LSTM, [i f g o]) and saved (GRU,
+ * [r z n hw_n]), rows x 4 hidden. All contiguous; outputs must not overlap inputs.
+ * rnn: h = tanh(xw + hw), or relu with relu != 0; backward dpre from h.
+ * lstm: c = f c_prev + i g, h = o tanh(c); backward gives dgates (rows x 4 hidden), dc_prev.
+ * gru: h = (1 - z) n + z h_prev, n = tanh(xw_n + r hw_n); backward gives dxw, dhw (rows x 3
+ * hidden) and dh_prev = dh z, the direct path only (the caller adds dhw W_hh). */
+int mt_rnn_cell_forward_f32(const float *xw, const float *hw, float *h, int64_t rows,
+                            int64_t hidden, int relu);
+int mt_rnn_cell_forward_f64(const double *xw, const double *hw, double *h, int64_t rows,
+                            int64_t hidden, int relu);
+int mt_rnn_cell_backward_f32(const float *dh, const float *h, float *dpre, int64_t rows,
+                             int64_t hidden, int relu);
+int mt_rnn_cell_backward_f64(const double *dh, const double *h, double *dpre, int64_t rows,
+                             int64_t hidden, int relu);
+int mt_lstm_cell_forward_f32(const float *xw, const float *hw, const float *c_prev, float *h,
+                             float *c, float *act, int64_t rows, int64_t hidden);
+int mt_lstm_cell_forward_f64(const double *xw, const double *hw, const double *c_prev,
+                             double *h, double *c, double *act, int64_t rows, int64_t hidden);
+int mt_lstm_cell_backward_f32(const float *dh, const float *dc, const float *c_prev,
+                              const float *c, const float *act, float *dgates, float *dc_prev,
+                              int64_t rows, int64_t hidden);
+int mt_lstm_cell_backward_f64(const double *dh, const double *dc, const double *c_prev,
+                              const double *c, const double *act, double *dgates,
+                              double *dc_prev, int64_t rows, int64_t hidden);
+int mt_gru_cell_forward_f32(const float *xw, const float *hw, const float *h_prev, float *h,
+                            float *saved, int64_t rows, int64_t hidden);
+int mt_gru_cell_forward_f64(const double *xw, const double *hw, const double *h_prev,
+                            double *h, double *saved, int64_t rows, int64_t hidden);
+int mt_gru_cell_backward_f32(const float *dh, const float *h_prev, const float *saved,
+                             float *dxw, float *dhw, float *dh_prev, int64_t rows,
+                             int64_t hidden);
+int mt_gru_cell_backward_f64(const double *dh, const double *h_prev, const double *saved,
+                             double *dxw, double *dhw, double *dh_prev, int64_t rows,
+                             int64_t hidden);
 /* END CDEF */
 
 #ifdef __cplusplus

@@ -74,7 +74,8 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         ParameterList RMSNorm ReLU Sequential SiLU Sigmoid SmoothL1Loss Softmax Softplus
         Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
         TransformerEncoderLayer Unflatten
-        AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d Conv1d Conv2d MaxPool2d""",
+        AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d Conv1d Conv2d MaxPool2d
+        GRU GRUCell LSTM LSTMCell RNN RNNBase RNNCell RNNCellBase""",
     "torch.nn.Module": """
         add_module apply bfloat16 buffers children cpu cuda double eval extra_repr float
         forward get_parameter get_submodule half load_state_dict modules named_buffers
@@ -97,7 +98,9 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
     "torch.nn.utils": """
         clip_grad_norm_ clip_grad_value_""",
     "torch.nn.utils.rnn": """
-        Tensor pad_sequence""",
+        Tensor pad_sequence
+        PackedSequence invert_permutation pack_padded_sequence pack_sequence
+        pad_packed_sequence unpack_sequence unpad_sequence""",
     "torch.optim": """
         Adagrad Adam AdamW Optimizer RMSprop SGD""",
     "torch.optim.lr_scheduler": """

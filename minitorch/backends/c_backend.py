@@ -25,7 +25,8 @@ import numpy as np
 from minitorch._C import ffi, lib
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     broadcast_shape, check_arith, check_clamp_bounds, check_float,
+                     broadcast_shape, check_arith, check_cell_arrays, check_clamp_bounds,
+                     check_float, check_nonlinearity,
                      check_gelu_approximate, check_gemm_operands, check_integer_exponent,
                      check_label_smoothing,
                      check_matmul_operands, check_reduction, check_row_indices,
@@ -799,3 +800,72 @@ def arith(op, a, b, out=None):
 # ---------------------------------------------------------------------------------------------
 from .numpy_backend import (conv2d_backward_input, conv2d_backward_weight,  # noqa: E402,F401
                             conv2d_forward)
+
+
+# ---------------------------------------------------------------------------------------------
+# Recurrent cells: one time step (the GEMMs around it are the caller's)
+# ---------------------------------------------------------------------------------------------
+def _cell_call(name, chunks, inputs, outputs):
+    """The checked arguments of cell kernel mt_<name>: ``inputs`` are (name, array, width)
+    triples for check_cell_arrays (the first sets rows and hidden), ``outputs`` the widths of
+    the fresh outputs. Returns (contiguous inputs, outputs, rows, hidden)."""
+    rows, hidden = check_cell_arrays(chunks, *inputs)
+    arrays = [_contiguous(a) for _, a, _ in inputs]
+    dtype = arrays[0].dtype
+    outs = [empty((rows, width * hidden), dtype) for width in outputs]
+    return arrays, outs, rows, hidden
+
+
+def _run_cell(name, arrays, outs, rows, hidden, *extra):
+    if rows and hidden:
+        status = _kernel(name, arrays[0].dtype)(*[_ptr(a) for a in arrays + outs], rows, hidden,
+                                                *extra)
+        _check_status(status, name)
+    return outs
+
+
+def rnn_cell_forward(xw, hw, nonlinearity="tanh"):
+    check_nonlinearity(nonlinearity)
+    arrays, outs, rows, hidden = _cell_call("rnn_cell_forward", 1, [("xw", xw, 1),
+                                                                    ("hw", hw, 1)], [1])
+    return _run_cell("rnn_cell_forward", arrays, outs, rows, hidden,
+                     int(nonlinearity == "relu"))[0]
+
+
+def rnn_cell_backward(dh, h, nonlinearity="tanh"):
+    check_nonlinearity(nonlinearity)
+    arrays, outs, rows, hidden = _cell_call("rnn_cell_backward", 1, [("dh", dh, 1),
+                                                                     ("h", h, 1)], [1])
+    return _run_cell("rnn_cell_backward", arrays, outs, rows, hidden,
+                     int(nonlinearity == "relu"))[0]
+
+
+def lstm_cell_forward(xw, hw, c_prev):
+    """(h, c, act)."""
+    call = _cell_call("lstm_cell_forward", 4, [("xw", xw, 4), ("hw", hw, 4),
+                                               ("c_prev", c_prev, 1)], [1, 1, 4])
+    return tuple(_run_cell("lstm_cell_forward", *call))
+
+
+def lstm_cell_backward(dh, dc, c_prev, c, act):
+    """(dgates, dc_prev)."""
+    call = _cell_call("lstm_cell_backward", 4, [("act", act, 4), ("dh", dh, 1), ("dc", dc, 1),
+                                                ("c_prev", c_prev, 1), ("c", c, 1)], [4, 1])
+    arrays, outs, rows, hidden = call
+    act, dh, dc, c_prev, c = arrays  # the kernel takes them in the order of the formula
+    return tuple(_run_cell("lstm_cell_backward", [dh, dc, c_prev, c, act], outs, rows, hidden))
+
+
+def gru_cell_forward(xw, hw, h_prev):
+    """(h, saved)."""
+    call = _cell_call("gru_cell_forward", 3, [("xw", xw, 3), ("hw", hw, 3),
+                                              ("h_prev", h_prev, 1)], [1, 4])
+    return tuple(_run_cell("gru_cell_forward", *call))
+
+
+def gru_cell_backward(dh, h_prev, saved):
+    """(dxw, dhw, dh_prev)."""
+    arrays, outs, rows, hidden = _cell_call("gru_cell_backward", 4, [
+        ("saved", saved, 4), ("dh", dh, 1), ("h_prev", h_prev, 1)], [3, 3, 1])
+    saved, dh, h_prev = arrays
+    return tuple(_run_cell("gru_cell_backward", [dh, h_prev, saved], outs, rows, hidden))

@@ -12,7 +12,9 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   abs_backward (elementwise), sum_rows and
   amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
   (add / sub / mul / div of the layouts the C kernel takes), conv2d_forward /
-  conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view).
+  conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
+  and one time step of the recurrent cells: rnn_cell / lstm_cell / gru_cell _forward and
+  _backward.
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -29,11 +31,12 @@ import math
 import numpy as np
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     check_arith, check_clamp_bounds, check_float, check_gelu_approximate,
-                     check_conv2d, check_conv2d_backward_input,
+                     check_arith, check_cell_arrays, check_clamp_bounds, check_float,
+                     check_gelu_approximate, check_conv2d, check_conv2d_backward_input,
                      check_conv2d_backward_weight, check_gemm_operands,
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,
-                     check_reduction, check_row_indices, check_same_shape, check_target)
+                     check_nonlinearity, check_reduction, check_row_indices, check_same_shape,
+                     check_target)
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -626,3 +629,85 @@ def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups
     d = dy.astype(np.float64).reshape((n, groups, o // groups) + dy.shape[2:])
     dw = np.einsum("ngoij,ngcpqij->gocpq", d, fields, optimize=True)
     return dw.reshape(weight_shape).astype(dy.dtype)
+
+
+# Recurrent cells: one time step, after the GEMMs (the caller's): xw = x W_ihᵀ + b_ih and
+# hw = h W_hhᵀ + b_hh, both (rows, chunks * hidden), gates in PyTorch's order
+# ---------------------------------------------------------------------------------------------
+def _tanh64(x):
+    return np.tanh(x.astype(np.float64))
+
+
+def rnn_cell_forward(xw, hw, nonlinearity="tanh"):
+    """h = tanh(xw + hw), or relu(xw + hw)."""
+    check_cell_arrays(1, ("xw", xw, 1), ("hw", hw, 1))
+    check_nonlinearity(nonlinearity)
+    pre = xw.astype(np.float64) + hw
+    h = np.tanh(pre) if nonlinearity == "tanh" else np.where(pre < 0, 0.0, pre)
+    return h.astype(xw.dtype)
+
+
+def rnn_cell_backward(dh, h, nonlinearity="tanh"):
+    """d(pre-activation) from the output h: dh (1 - h²) for tanh, dh [h > 0] for relu."""
+    check_cell_arrays(1, ("dh", dh, 1), ("h", h, 1))
+    check_nonlinearity(nonlinearity)
+    h64 = h.astype(np.float64)
+    dpre = dh * (1.0 - h64 * h64) if nonlinearity == "tanh" else np.where(h64 > 0, dh, 0.0)
+    return dpre.astype(dh.dtype)
+
+
+def lstm_cell_forward(xw, hw, c_prev):
+    """gates = xw + hw in chunks i, f, g, o:  i, f, o = σ(·), g = tanh(·),
+    c = f c_prev + i g,  h = o tanh(c). Returns (h, c, act), act = [i f g o] (rows, 4 hidden),
+    what the backward needs."""
+    check_cell_arrays(4, ("xw", xw, 4), ("hw", hw, 4), ("c_prev", c_prev, 1))
+    pre = xw.astype(np.float64) + hw
+    i, f, g, o = np.split(pre, 4, axis=1)
+    i, f, g, o = _sigmoid64(i), _sigmoid64(f), np.tanh(g), _sigmoid64(o)
+    c = f * c_prev + i * g
+    h = o * np.tanh(c)
+    act = np.concatenate([i, f, g, o], axis=1)
+    return h.astype(xw.dtype), c.astype(xw.dtype), act.astype(xw.dtype)
+
+
+def lstm_cell_backward(dh, dc, c_prev, c, act):
+    """With dc_all = dc + dh o (1 - tanh² c), the pre-activation gradients are
+    di = dc_all g i (1 - i), df = dc_all c_prev f (1 - f), dg = dc_all i (1 - g²),
+    do = dh tanh(c) o (1 - o), and dc_prev = dc_all f. Returns (dgates (rows, 4 hidden),
+    dc_prev)."""
+    check_cell_arrays(4, ("act", act, 4), ("dh", dh, 1), ("dc", dc, 1), ("c_prev", c_prev, 1),
+                      ("c", c, 1))
+    i, f, g, o = np.split(act.astype(np.float64), 4, axis=1)
+    tanh_c = _tanh64(c)
+    dc_all = dc + dh * o * (1.0 - tanh_c * tanh_c)
+    dgates = np.concatenate([dc_all * g * i * (1.0 - i), dc_all * c_prev * f * (1.0 - f),
+                             dc_all * i * (1.0 - g * g), dh * tanh_c * o * (1.0 - o)], axis=1)
+    return dgates.astype(dh.dtype), (dc_all * f).astype(dh.dtype)
+
+
+def gru_cell_forward(xw, hw, h_prev):
+    """r = σ(xw_r + hw_r), z = σ(xw_z + hw_z), n = tanh(xw_n + r hw_n),
+    h = (1 - z) n + z h_prev (PyTorch's GRU: the reset gate scales hw_n, bias b_hn included).
+    Returns (h, saved), saved = [r z n hw_n] (rows, 4 hidden), what the backward needs."""
+    check_cell_arrays(3, ("xw", xw, 3), ("hw", hw, 3), ("h_prev", h_prev, 1))
+    xr, xz, xn = np.split(xw.astype(np.float64), 3, axis=1)
+    hr, hz, hn = np.split(hw.astype(np.float64), 3, axis=1)
+    r, z = _sigmoid64(xr + hr), _sigmoid64(xz + hz)
+    n = np.tanh(xn + r * hn)
+    h = (1.0 - z) * n + z * h_prev
+    return h.astype(xw.dtype), np.concatenate([r, z, n, hn], axis=1).astype(xw.dtype)
+
+
+def gru_cell_backward(dh, h_prev, saved):
+    """dn = dh (1 - z) (1 - n²), dz = dh (h_prev - n) z (1 - z), dr = dn hw_n r (1 - r):
+    dxw = [dr dz dn], dhw = [dr dz dn r], and dh_prev = dh z, the direct path only (the
+    caller adds dhw W_hh). Returns (dxw, dhw, dh_prev)."""
+    check_cell_arrays(4, ("saved", saved, 4), ("dh", dh, 1), ("h_prev", h_prev, 1))
+    r, z, n, hn = np.split(saved.astype(np.float64), 4, axis=1)
+    dh64 = dh.astype(np.float64)
+    dn = dh64 * (1.0 - z) * (1.0 - n * n)
+    dz = dh64 * (h_prev - n) * z * (1.0 - z)
+    dr = dn * hn * r * (1.0 - r)
+    dxw = np.concatenate([dr, dz, dn], axis=1)
+    dhw = np.concatenate([dr, dz, dn * r], axis=1)
+    return dxw.astype(dh.dtype), dhw.astype(dh.dtype), (dh64 * z).astype(dh.dtype)

@@ -11,6 +11,7 @@
   positions)
 - ``conv.py`` (Conv1d, Conv2d), ``pooling.py`` (MaxPool2d, AvgPool2d, AdaptiveAvgPool2d),
   ``batchnorm.py`` (BatchNorm1d, BatchNorm2d)
+- ``rnn.py``: recurrent layers (RNN, LSTM, GRU) and cells (RNNCell, LSTMCell, GRUCell)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
 
@@ -32,6 +33,7 @@ from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
@@ -51,4 +53,5 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "TransformerDecoderCache", "Transformer",
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
-           "BatchNorm2d"]
+           "BatchNorm2d",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
