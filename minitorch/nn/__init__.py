@@ -6,6 +6,8 @@
   ``normalization.py`` (LayerNorm, RMSNorm), ``sparse.py`` (Embedding), ``flatten.py``
   (Flatten, Unflatten)
 - ``loss.py``: the loss modules (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, ...)
+- ``rnn_attention.py`` (AdditiveAttention, DotProductAttention: a recurrent decoder's attention
+  over encoder states or an image's feature grid)
 - ``attention.py`` (MultiheadAttention, KVCache), ``transformer.py`` (encoder/decoder layers,
   stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
   positions)
@@ -32,6 +34,7 @@ from .module import Module
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn_attention import AdditiveAttention, DotProductAttention
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
@@ -48,9 +51,9 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "LayerNorm", "RMSNorm", "ReLU", "GELU", "SiLU", "Mish", "Softplus", "Tanh", "Sigmoid",
            "Softmax", "LogSoftmax", "CrossEntropyLoss", "NLLLoss", "KLDivLoss", "MSELoss",
            "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",
-           "MultiheadAttention", "KVCache", "TransformerEncoderLayer",
-           "TransformerDecoderLayer", "TransformerEncoder", "TransformerDecoder",
-           "TransformerDecoderCache", "Transformer",
+           "MultiheadAttention", "KVCache", "AdditiveAttention", "DotProductAttention",
+           "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
+           "TransformerDecoder", "TransformerDecoderCache", "Transformer",
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
            "BatchNorm2d",
