@@ -242,6 +242,42 @@ int mt_gru_cell_backward_f32(const float *dh, const float *h_prev, const float *
 int mt_gru_cell_backward_f64(const double *dh, const double *h_prev, const double *saved,
                              double *dxw, double *dhw, double *dh_prev, int64_t rows,
                              int64_t hidden);
+/* ---- 2-d convolution as im2col + GEMM (conv2d.c) ----
+ * x (n, c, h, w), weight (o, c / groups, kh, kw), bias (o) or NULL, y and dy (n, o, oh, ow) with
+ * oh = (h + 2 pad_h - dilation_h (kh - 1) - 1) / stride_h + 1 (ow likewise), all contiguous.
+ * y[n, o, i, j] = bias[o] + sum_{c, p, q} weight[o, c, p, q] *
+ *                 x[n, g c/groups + c, i stride_h - pad_h + p dilation_h, ...] (0 outside x).
+ * backward_input writes dx (n, c, h, w), backward_weight dweight (o, c / groups, kh, kw).
+ * n >= 0; every other size, stride, dilation and groups >= 1, padding >= 0, c and o divisible
+ * by groups, the dilated kernel within the padded input (else MT_ERR_ARGS). */
+int mt_conv2d_forward_f32(const float *x, const float *weight, const float *bias, float *y,
+                          int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh,
+                          int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                          int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups);
+int mt_conv2d_forward_f64(const double *x, const double *weight, const double *bias, double *y,
+                          int64_t n, int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh,
+                          int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                          int64_t pad_w, int64_t dilation_h, int64_t dilation_w, int64_t groups);
+int mt_conv2d_backward_input_f32(const float *dy, const float *weight, float *dx, int64_t n,
+                                 int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh,
+                                 int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                 int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                 int64_t groups);
+int mt_conv2d_backward_input_f64(const double *dy, const double *weight, double *dx, int64_t n,
+                                 int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh,
+                                 int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                 int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                 int64_t groups);
+int mt_conv2d_backward_weight_f32(const float *dy, const float *x, float *dweight, int64_t n,
+                                  int64_t c, int64_t h, int64_t w, int64_t o, int64_t kh,
+                                  int64_t kw, int64_t stride_h, int64_t stride_w, int64_t pad_h,
+                                  int64_t pad_w, int64_t dilation_h, int64_t dilation_w,
+                                  int64_t groups);
+int mt_conv2d_backward_weight_f64(const double *dy, const double *x, double *dweight,
+                                  int64_t n, int64_t c, int64_t h, int64_t w, int64_t o,
+                                  int64_t kh, int64_t kw, int64_t stride_h, int64_t stride_w,
+                                  int64_t pad_h, int64_t pad_w, int64_t dilation_h,
+                                  int64_t dilation_w, int64_t groups);
 /* END CDEF */
 
 #ifdef __cplusplus

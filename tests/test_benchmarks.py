@@ -155,3 +155,34 @@ def test_elementwise_backward_cases_compute_torchs_gradients(elementwise_setup):
 def test_elementwise_only_names_the_ops():
     with pytest.raises(SystemExit):
         bench_elementwise.main(["--only", "no-such-op", "--no-report"])
+
+
+# ---------------------------------------------------------------------------------------------
+# bench_conv.py: each CNN layer computes the same thing in minitorch, numpy and PyTorch
+# ---------------------------------------------------------------------------------------------
+bench_conv = pytest.importorskip("bench_conv")
+
+
+def test_conv_cases_cover_the_layers():
+    names = " ".join(case.name for case in bench_conv.cases())
+    for layer in ("Conv2d 3→32 3×3", "Conv2d 32→64 3×3", "1×1", "MaxPool2d", "AvgPool2d",
+                  "AdaptiveAvgPool2d", "BatchNorm2d"):
+        assert layer in names, layer
+
+
+@pytest.mark.parametrize("case", bench_conv.cases(), ids=lambda case: case.name)
+def test_conv_cases_compute_the_same_thing(case):
+    mt_layer, torch_layer, x, params = bench_conv.layers(case, batch=2)
+    ours = mt_layer.forward()().numpy()
+    np.testing.assert_allclose(ours, case.np_fn(x, params), rtol=1e-4, atol=1e-4,
+                               err_msg=f"{case.name}: numpy")
+    if torch_layer is None:
+        return
+    np.testing.assert_allclose(ours, torch_layer.forward()().numpy(), rtol=1e-4, atol=1e-4,
+                               err_msg=f"{case.name}: torch")
+    (ours_out, ours_grads), (torch_out, torch_grads) = (mt_layer.forward_backward()(),
+                                                        torch_layer.forward_backward()())
+    assert len(ours_grads) == len(torch_grads)
+    for ours, theirs in zip(_as_arrays((ours_out,) + ours_grads),
+                            _as_arrays((torch_out,) + torch_grads)):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4, err_msg=case.name)

@@ -7,13 +7,98 @@ batch and every other dim, then scaled and shifted per channel.
     eval:      y = (x − running_mean) / sqrt(running_var + eps) · weight + bias
 
 n is the number of values per channel; the running variance is updated with the unbiased
-estimate, as PyTorch does. The formula is written in Tensor ops, so autograd differentiates it
-to any order; the statistics' update happens outside the graph.
+estimate, as PyTorch does. Training runs as one node (``BatchNorm``: the statistics, then y =
+x·scale + shift per channel, in numpy) whose backward is a node of its own
+(``BatchNormBackward``: with x̂ = (x − mean)·rstd, dbias = Σ dy, dweight = Σ dy·x̂ and
+dx = rstd·weight·(dy − dbias/n − x̂·dweight/n)); that one's derivative autograd takes over
+the same formula in Tensor ops, so gradients of gradients work. Eval is x·scale + shift in
+Tensor ops. The statistics' update happens outside the graph.
 May import: ``minitorch.tensor``, ``minitorch.autograd``, the sibling op modules.
 """
+import numpy as np
+
+from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
+from .fused import _differentiate_composite
 from .registry import op
+
+_make = Tensor._make
+
+
+def _per_channel(a, ndim):
+    """A (C,) array shaped to broadcast over an (N, C, ...) one."""
+    return a.reshape((1, -1) + (1,) * (ndim - 2))
+
+
+def _reduced_dims(ndim):
+    return (0,) + tuple(range(2, ndim))
+
+
+class BatchNorm(Function):
+    """y = (x − mean)·rstd·weight + bias with the batch's statistics; also returns the mean
+    and the biased variance (not differentiable: the running statistics' update reads them)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias, eps):
+        data, dims = x._data, _reduced_dims(x.ndim)
+        mean = data.mean(axis=dims)
+        centered = data - _per_channel(mean, data.ndim)
+        var = np.mean(np.square(centered), axis=dims)
+        rstd = (1.0 / np.sqrt(var + eps)).astype(data.dtype)
+        scale = rstd if weight is None else rstd * weight._data
+        centered *= _per_channel(scale, data.ndim)      # y, in place of the centered copy
+        if bias is not None:
+            centered += _per_channel(bias._data, data.ndim)
+        ctx.eps, ctx.mean, ctx.rstd = eps, _make(mean), _make(rstd)
+        ctx.has_bias = bias is not None
+        ctx.save_for_backward(x, weight)
+        mean_out, var_out = _make(mean), _make(var)
+        ctx.mark_non_differentiable(mean_out, var_out)
+        return _make(centered), mean_out, var_out
+
+    @staticmethod
+    def backward(ctx, grad, _grad_mean, _grad_var):
+        x, weight = ctx.saved_tensors
+        dx, dweight, dbias = BatchNormBackward.apply(grad, x, weight, ctx.mean, ctx.rstd,
+                                                     ctx.eps)
+        return (dx, dweight if weight is not None else None,
+                dbias if ctx.has_bias else None, None)
+
+
+class BatchNormBackward(Function):
+    @staticmethod
+    def forward(ctx, dy, x, weight, mean, rstd, eps):
+        ctx.eps = eps
+        ctx.save_for_backward(dy, x, weight)
+        d, ndim, dims = dy._data, dy.ndim, _reduced_dims(dy.ndim)
+        count = d.size // d.shape[1]
+        xhat = (x._data - _per_channel(mean._data, ndim)) * _per_channel(rstd._data, ndim)
+        dbias = d.sum(axis=dims)
+        n, c = d.shape[:2]
+        dweight = np.einsum("ncl,ncl->c", d.reshape(n, c, -1), xhat.reshape(n, c, -1))
+        scale = rstd._data if weight is None else rstd._data * weight._data
+        xhat *= _per_channel(dweight / count, ndim)
+        dx = (d - _per_channel(dbias / count, ndim) - xhat) * _per_channel(scale, ndim)
+        return _make(dx), _make(dweight), _make(dbias)
+
+    @staticmethod
+    def backward(ctx, *grads):
+        eps = ctx.eps
+
+        def composite(dy, x, weight):
+            dims = _reduced_dims(x.ndim)
+            mean = x.mean(dims, keepdim=True)
+            rstd = ((x - mean) ** 2).mean(dims, keepdim=True).add(eps).rsqrt()
+            xhat = (x - mean) * rstd
+            dbias, dweight = dy.sum(dims), (dy * xhat).sum(dims)
+            g = dy if weight is None else dy * weight.reshape(
+                (1, -1) + (1,) * (x.ndim - 2))
+            dx = rstd * (g - g.mean(dims, keepdim=True)
+                         - xhat * (g * xhat).mean(dims, keepdim=True))
+            return dx, dweight, dbias
+        needs = ctx.needs_input_grad[:3]
+        return _differentiate_composite(composite, ctx.saved_tensors, needs, grads) + (None,) * 3
 
 
 def _check_statistic(name, t, channels):
@@ -52,26 +137,20 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
         raise RuntimeError("batch_norm: running_mean and running_var must be given when not "
                            "training")
     per_channel = (1, channels) + (1,) * (input.ndim - 2)
-    if training:
-        dims = (0,) + tuple(range(2, input.ndim))
-        mean = input.mean(dims, keepdim=True)
-        centered = input - mean
-        var = (centered * centered).mean(dims, keepdim=True)
-        y = centered * (var + eps).rsqrt()
-        with no_grad():
-            if running_mean is not None:
-                running_mean.mul_(1 - momentum).add_(
-                    mean.detach().reshape(running_mean.shape).to(running_mean.dtype),
-                    alpha=momentum)
-            if running_var is not None:
-                unbiased = var.detach().reshape(running_var.shape) * (count / (count - 1))
-                running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype),
-                                                    alpha=momentum)
-    else:
-        y = (input - running_mean.reshape(per_channel)) \
-            * (running_var.reshape(per_channel) + eps).rsqrt()
-    if weight is not None:
-        y = y * weight.reshape(per_channel)
-    if bias is not None:
-        y = y + bias.reshape(per_channel)
+    if not training:  # a per-channel affine map: y = x·scale + shift
+        scale = (running_var.to(input.dtype) + eps).rsqrt()
+        shift = -running_mean.to(input.dtype) * scale
+        if weight is not None:
+            scale, shift = scale * weight, shift * weight
+        if bias is not None:
+            shift = shift + bias
+        return input * scale.reshape(per_channel) + shift.reshape(per_channel)
+    y, mean, var = BatchNorm.apply(input, weight, bias, float(eps))
+    with no_grad():
+        if running_mean is not None:
+            running_mean.mul_(1 - momentum).add_(mean.reshape(running_mean.shape)
+                                                 .to(running_mean.dtype), alpha=momentum)
+        if running_var is not None:
+            unbiased = var.reshape(running_var.shape) * (count / (count - 1))
+            running_var.mul_(1 - momentum).add_(unbiased.to(running_var.dtype), alpha=momentum)
     return y

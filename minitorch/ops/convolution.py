@@ -23,6 +23,7 @@ from typing import NamedTuple
 
 from .. import backends
 from ..autograd.function import Function
+from ..dtype import bool_, float64
 from ..tensor import Tensor
 from .padding import pad as _pad
 from .registry import op
@@ -138,8 +139,8 @@ def _check_tensors(name, input, weight, bias, dims):
     if weight.ndim != dims + 2:
         raise RuntimeError(f"{name}: expected weight to be {dims + 2}-d (out_channels, "
                            f"in_channels / groups, *kernel_size), got size {list(weight.shape)}")
-    if not input.dtype.is_floating_point:
-        raise TypeError(f"{name}: input must be floating point, got {input.dtype}")
+    if input.dtype is bool_:
+        raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
     if weight.dtype is not input.dtype:
         raise RuntimeError(f"Input type ({input.dtype}) and weight type ({weight.dtype}) should "
                            "be the same")
@@ -216,7 +217,12 @@ def _convolution(name, input, weight, bias, stride, padding, dilation, groups, d
     if dims == 1:  # a 1-d convolution is a 2-d one over a height of 1
         x, weight = x.unsqueeze(2), weight.unsqueeze(2)
         stride, padding, dilation = (1,) + stride, (0,) + padding, (1,) + dilation
-    out = Conv2d.apply(x, weight, bias, Geometry(stride, padding, dilation, groups))
+    geometry = Geometry(stride, padding, dilation, groups)
+    if x.dtype.is_floating_point:
+        out = Conv2d.apply(x, weight, bias, geometry)
+    else:  # integers (no gradient): in float64, exact while the sums stay below 2**53
+        as_float = [None if t is None else t.to(float64) for t in (x, weight, bias)]
+        out = Conv2d.apply(*as_float, geometry).to(x.dtype)
     if dims == 1:
         out = out.squeeze(2)
     return out.squeeze(0) if unbatched else out

@@ -18,6 +18,7 @@ May import: ``minitorch.tensor``, ``minitorch.autograd``, the sibling op modules
 import numpy as np
 
 from ..autograd.function import Function
+from ..dtype import bool_, int64
 from ..tensor import Tensor
 from .convolution import expand_param
 from .registry import op
@@ -42,8 +43,8 @@ def _check_input(name, input):
     if input.ndim not in (3, 4) or any(n == 0 for n in input.shape[-3:]):
         raise RuntimeError(f"{name}: non-empty 3D or 4D (batch mode) tensor expected for input, "
                            f"got size {list(input.shape)}")
-    if not input.dtype.is_floating_point:
-        raise TypeError(f"{name}: input must be floating point, got {input.dtype}")
+    if input.dtype is bool_:
+        raise NotImplementedError(f'"{name}" not implemented for \'Bool\'')
 
 
 def _window_geometry(name, input, kernel_size, stride, padding, dilation, ceil_mode):
@@ -95,7 +96,8 @@ def max_pool_forward(x, kernel, stride, padding, dilation, out):
     running maximum starts at -inf at the window's first element inside the input, and an
     element replaces it if greater, or NaN."""
     n, c, h, w = x.shape
-    best = np.full((n, c) + out, -np.inf, dtype=x.dtype)
+    lowest = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
+    best = np.full((n, c) + out, lowest, dtype=x.dtype)
     index = np.empty((n, c) + out, dtype=np.int64)
     # where each window's first element inside the input is (rows and columns separately)
     first_row = np.arange(out[0]) * stride[0] - padding[0]
@@ -112,7 +114,9 @@ def max_pool_forward(x, kernel, stride, padding, dilation, out):
             values = x[:, :, row:row + stride[0] * (i1 - i0 - 1) + 1:stride[0],
                        col:col + stride[1] * (j1 - j0 - 1) + 1:stride[1]]
             running = best[:, :, i0:i1, j0:j1]
-            take = (values > running) | np.isnan(values)
+            take = values > running
+            if x.dtype.kind == "f":
+                take |= np.isnan(values)
             np.copyto(running, values, where=take)
             positions = ((row + stride[0] * np.arange(i1 - i0))[:, None] * w
                          + (col + stride[1] * np.arange(j1 - j0))[None, :])
@@ -187,19 +191,24 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 # ----------------------------------------------------------------------------- average pooling
 
-def _average_matrix(size, out, kernel, stride, padding, count_include_pad, divisor):
-    """(out, size) float64: row o holds 1/(its window's size) on the input positions of window
-    o (or 1 where ``divisor`` replaces the window sizes)."""
-    matrix = np.zeros((out, size))
+def _windows(size, out, kernel, stride, padding, count_include_pad):
+    """Each output's window: (start, end) inside the input, and the number it divides by."""
     for o in range(out):
         start = o * stride - padding
         end = min(start + kernel, size + padding)   # a window may reach into the padding only
         padded_size = end - start
         start, end = max(start, 0), min(end, size)
-        if divisor is not None:
-            matrix[o, start:end] = 1.0
-        elif end > start:
-            matrix[o, start:end] = 1.0 / (padded_size if count_include_pad else end - start)
+        yield start, end, padded_size if count_include_pad else end - start
+
+
+def _average_matrix(size, out, kernel, stride, padding, count_include_pad, weighted=True):
+    """(out, size) float64: row o holds 1/(window o's divisor) on the input positions of
+    window o (1 there if not ``weighted``: a divisor_override divides afterwards)."""
+    matrix = np.zeros((out, size))
+    for o, (start, end, divisor) in enumerate(_windows(size, out, kernel, stride, padding,
+                                                       count_include_pad)):
+        if end > start:
+            matrix[o, start:end] = 1.0 / divisor if weighted else 1.0
     return matrix
 
 
@@ -234,12 +243,31 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False,
         raise RuntimeError(f"avg_pool2d: divisor must be a non-zero int, got "
                            f"{divisor_override!r}")
     h, w = input.shape[-2:]
+    if not input.dtype.is_floating_point:
+        return _integer_avg_pool(input, kernel, stride, padding, out, count_include_pad,
+                                 divisor_override)
+    weighted = divisor_override is None
     rows = _average_matrix(h, out[0], kernel[0], stride[0], padding[0], count_include_pad,
-                           divisor_override)
+                           weighted)
     cols = _average_matrix(w, out[1], kernel[1], stride[1], padding[1], count_include_pad,
-                           divisor_override)
+                           weighted)
     y = _separable(input, rows, cols)
     return y if divisor_override is None else y / divisor_override
+
+
+def _integer_avg_pool(input, kernel, stride, padding, out, count_include_pad, divisor):
+    """PyTorch's int64 average pooling: each window's sum divided by its divisor in integer
+    arithmetic (rounding toward zero); other integer dtypes are not implemented there."""
+    if input.dtype is not int64:
+        raise NotImplementedError(f'"avg_pool2d" not implemented for {input.dtype}')
+    h, w = input.shape[-2:]
+    dims = list(zip((h, w), out, kernel, stride, padding))
+    ones = [_average_matrix(*dim, count_include_pad, weighted=False) for dim in dims]
+    sums = ones[0] @ input._data.astype(np.float64) @ ones[1].T   # exact below 2**53
+    if divisor is None:
+        divisor = np.outer(*[[d for _, _, d in _windows(*dim, count_include_pad)]
+                             for dim in dims])
+    return _make(np.trunc(sums / divisor).astype(np.int64))
 
 
 @op(function=False, method=False, functional=True)
@@ -254,7 +282,8 @@ def adaptive_avg_pool2d(input, output_size):
         raise RuntimeError(f"adaptive_avg_pool2d(): Expected 3D or 4D tensor with non-zero "
                            f"spatial sizes, but got {list(input.shape)}")
     if not input.dtype.is_floating_point:
-        raise TypeError(f"adaptive_avg_pool2d: input must be floating point, got {input.dtype}")
+        raise RuntimeError(f"adaptive_avg_pool2d: mean() could not infer the output dtype: "
+                           f"input must be floating point, got {input.dtype}")
     sizes = output_size if isinstance(output_size, (tuple, list)) else (output_size,) * 2
     if len(sizes) != 2:
         raise RuntimeError(f"adaptive_avg_pool2d: output_size must be 2, got {len(sizes)}")
@@ -268,5 +297,7 @@ def adaptive_avg_pool2d(input, output_size):
         else:
             out.append(given)
     h, w = input.shape[-2:]
+    if out == [1, 1]:  # global average pooling: one mean per plane
+        return input.mean((-2, -1), keepdim=True)
     return _separable(input, _adaptive_matrix(h, out[0]), _adaptive_matrix(w, out[1]))
 
