@@ -6,17 +6,17 @@
 
 What it does: generates the captioned scenes of ``minitorch.vision.shapes`` ("a small red
 circle above a large blue square"), trains ``minitorch.vision.captioning.AttentionCaptioner``
-(a small CNN whose feature grid an LSTM decoder attends over with additive attention, teacher
-forcing, Adam, gradient clipping) and evaluates two held-out splits: *seen* (new images of
-combinations training shows) and *unseen* (every image has a colour-kind pair training never
-shows, e.g. a red circle). It prints BLEU and exact match for both (a caption is right if it
-equals either correct caption: "A above B" or "B below A"), saves ``checkpoint.safetensors``
-after every evaluation, and draws ``attention.png`` (an unseen-split image with each generated
-word's attention weights upsampled over it, one panel per word), ``samples.png`` (held-out
-images with their captions) and ``loss.png`` when matplotlib is installed. The run goes to
-``runs/caption/shapes`` and never replaces another run's files unless ``--overwrite``; every
-argument is checked before anything is trained or written. ``main(argv)`` runs it in-process
-and returns the results (the tests do).
+(a small CNN whose feature grid an LSTM decoder attends over with additive attention; teacher
+forcing, Adam with a cosine learning-rate decay, gradient clipping) and evaluates two held-out
+splits: *seen* (new images of combinations training shows) and *unseen* (every image has a
+colour-kind pair training never shows, e.g. a red circle). It prints BLEU and exact match for
+both (a caption is right if it equals either correct caption: "A above B" or "B below A"),
+saves ``checkpoint.safetensors`` after every evaluation, and draws ``attention.png`` (an
+unseen-split image and, one panel per generated word, where that step looked: the image lit by
+its attention weights, upsampled), ``samples.png`` (held-out images with their captions) and
+``loss.png`` when matplotlib is installed. The run goes to ``runs/caption/shapes`` and never
+replaces another run's files unless ``--overwrite``; every argument is checked before anything
+is trained or written. ``main(argv)`` runs it in-process and returns the results (the tests do).
 """
 from __future__ import annotations
 
@@ -46,6 +46,7 @@ MAX_CAPTION_STEPS = 12  # the longest caption is 10 words and <eos>
 # What the model and data depend on: stored in the checkpoint, so --resume rebuilds the same.
 CONFIG_KEYS = ("n_train", "n_eval", "image_size", "width", "embed_size", "hidden_size",
                "attention_size", "cell", "batch_size", "lr", "seed")
+FINAL_LR_FRACTION = 0.1  # the cosine schedule ends at --lr / 10
 
 
 def parse_args(argv=None):
@@ -65,8 +66,11 @@ def parse_args(argv=None):
     p.add_argument("--cell", choices=("lstm", "gru"), default="lstm", help="decoder cell")
     p.add_argument("--batch-size", type=positive_int, default=64, help="images per step")
     p.add_argument("--lr", type=positive_float, default=3e-3, help="Adam learning rate")
-    p.add_argument("--max-steps", type=positive_int, default=800,
+    p.add_argument("--max-steps", type=positive_int, default=1200,
                    help="training steps; with --resume: this many MORE steps")
+    p.add_argument("--decay-steps", type=positive_int, default=None,
+                   help="steps over which the learning rate decays from --lr to a tenth "
+                        "(cosine), then stays (default: the first run's --max-steps)")
     p.add_argument("--eval-every", type=positive_int, default=200,
                    help="steps between held-out evaluations (and checkpoints)")
     p.add_argument("--decode", choices=("greedy", "beam"), default="greedy",
@@ -95,6 +99,14 @@ def build_model(c, vocab_size):
                               channels=(c.width, 2 * c.width, 2 * c.width),
                               embed_size=c.embed_size, hidden_size=c.hidden_size,
                               attention_size=c.attention_size, cell=c.cell)
+
+
+def learning_rate(step, config):
+    """Cosine decay from ``lr`` to ``lr`` / 10 over the first run's steps, then constant."""
+    progress = min(step / config["decay_steps"], 1.0)
+    cosine = 0.5 * (1 + math.cos(math.pi * progress))
+    fraction = FINAL_LR_FRACTION + (1 - FINAL_LR_FRACTION) * cosine
+    return config["lr"] * fraction
 
 
 def batch_indices(step, n_train, batch_size, seed):
@@ -163,9 +175,21 @@ def plot_loss(losses, path):
     return True
 
 
+def upsample(weights, size):
+    """An (H, W) grid of weights stretched to (size, size) by bilinear interpolation between
+    the cells' centres (the border cells' values extend to the edges)."""
+    rows, cols = weights.shape
+    pixels = np.arange(size) + 0.5
+    row_centres = (np.arange(rows) + 0.5) * size / rows
+    col_centres = (np.arange(cols) + 0.5) * size / cols
+    by_rows = np.stack([np.interp(pixels, row_centres, weights[:, j]) for j in range(cols)], 1)
+    return np.stack([np.interp(pixels, col_centres, row) for row in by_rows])
+
+
 def plot_attention(image, words, maps, path, title):
-    """The image, then one panel per generated word: its attention weights over the feature
-    grid, stretched to the image's size (bilinear) and laid over it."""
+    """The image, then one panel per generated word: the image lit by that step's attention
+    weights (upsampled to the image, scaled to the step's largest weight), so what the step
+    looks at keeps its colour and the rest goes dark."""
     plt = _pyplot()
     if plt is None:
         return False
@@ -174,17 +198,16 @@ def plot_attention(image, words, maps, path, title):
     panels = len(words) + 1
     cols = min(panels, 6)
     rows = math.ceil(panels / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.1 * cols, 2.3 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(2.1 * cols, 2.5 * rows), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     axes.flat[0].imshow(picture, interpolation="nearest")
     axes.flat[0].set_title("image", fontsize=9)
-    extent = (-0.5, size - 0.5, size - 0.5, -0.5)  # the grid's cells cover the whole image
     for ax, word, weights in zip(axes.flat[1:], words, maps):
-        ax.imshow(picture, interpolation="nearest")
-        ax.imshow(weights, cmap="gray", alpha=0.7, extent=extent, interpolation="bilinear",
-                  vmin=0, vmax=max(float(weights.max()), 1e-6))
-        ax.set_title(word, fontsize=10)
+        light = upsample(weights, size)
+        light = light / max(float(light.max()), 1e-12)
+        ax.imshow(picture * (0.15 + 0.85 * light[:, :, None]), interpolation="nearest")
+        ax.set_title(f"{word}  (max {weights.max():.2f})", fontsize=8)
     fig.suptitle(title, fontsize=9)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -202,7 +225,7 @@ def plot_samples(split, captions, path, count=12):
         return False
     cols = min(count, 4)
     rows = math.ceil(count / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.4 * rows), squeeze=False)
+    fig, axes = plt.subplots(rows, cols, figsize=(3.2 * cols, 3.7 * rows), squeeze=False)
     for ax in axes.flat:
         ax.axis("off")
     for ax, image, caption, refs in zip(axes.flat, split.images, captions, split.references):
@@ -228,7 +251,8 @@ def draw_pictures(model, corpus, unseen, losses, args, say):
     maps = unseen["maps"][index][:len(words)]
     plot_attention(corpus.unseen.images[index], words[:len(maps)], maps,
                    os.path.join(args.out, "attention.png"),
-                   f"unseen-combination image; reference: {corpus.unseen.captions[index]!r}")
+                   f"an unseen-combination image, captioned {unseen['captions'][index]!r} "
+                   f"({'right' if right else 'wrong'}); each panel: where the step looked")
     plot_samples(corpus.unseen, unseen["captions"], os.path.join(args.out, "samples.png"))
 
 
@@ -241,7 +265,7 @@ def load_run(parser, args):
     try:
         checkpoint = minitorch.load(path)
         config = json.loads(checkpoint["config"])
-        checkpoint["step"], checkpoint["model"], checkpoint["optimizer"]
+        checkpoint["step"], checkpoint["model"], checkpoint["optimizer"], config["decay_steps"]
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} is not a caption checkpoint ({error})") from None
     for key in CONFIG_KEYS:
@@ -272,6 +296,11 @@ def main(argv=None):
     say = (lambda *a: None) if args.quiet else print
     checkpoint, config = (load_run(parser, args) if args.resume else
                           (None, {k: getattr(args, k) for k in CONFIG_KEYS}))
+    if args.resume and args.decay_steps is not None and args.decay_steps != config["decay_steps"]:
+        parser.error(f"--resume: the run in {args.out} has --decay-steps "
+                     f"{config['decay_steps']}, not {args.decay_steps}: leave it out")
+    if not args.resume:
+        config["decay_steps"] = args.decay_steps or args.max_steps
     c = types.SimpleNamespace(**config)  # the run's settings, spelled as its flags
     minitorch.manual_seed(c.seed)
     started = time.perf_counter()
@@ -300,6 +329,9 @@ def main(argv=None):
     progress = Progress(args.max_steps, "training", enabled=not args.quiet)
     model.train()
     while step < last_step:
+        lr = learning_rate(step, config)
+        for group in optimizer.param_groups:
+            group["lr"] = lr
         index = batch_indices(step, c.n_train, c.batch_size, c.seed)
         tokens = train_tokens[index]
         loss = caption_loss(model, minitorch.tensor(corpus.train.images[index]),
@@ -313,7 +345,7 @@ def main(argv=None):
             raise FloatingPointError(f"training loss became {value} at step {step}: lower --lr")
         step += 1
         losses.append(value)
-        progress.update(value, int((tokens[:, 1:] != vocab.pad_id).sum()), c.lr)
+        progress.update(value, int((tokens[:, 1:] != vocab.pad_id).sum()), lr)
         if (step - first_step) % args.eval_every == 0 and step < last_step:
             seen = evaluate(model, corpus.seen, vocab, args)
             unseen = evaluate(model, corpus.unseen, vocab, args)

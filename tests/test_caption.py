@@ -338,11 +338,19 @@ def test_smoke_run_learns_evaluates_and_draws(trained):
 def test_resume_continues_with_exactly_the_same_losses(tmp_path):
     straight = caption_example.main(TINY + ["--max-steps", "6", "--no-plots",
                                             "--out", str(tmp_path / "a")])
-    caption_example.main(TINY + ["--max-steps", "3", "--no-plots", "--out", str(tmp_path / "b")])
+    # The same learning-rate schedule as the straight run: decay over 6 steps, 3 at a time.
+    caption_example.main(TINY + ["--max-steps", "3", "--decay-steps", "6", "--no-plots",
+                                 "--out", str(tmp_path / "b")])
     resumed = caption_example.main(["--resume", "--max-steps", "3", "--quiet", "--no-plots",
                                     "--out", str(tmp_path / "b")])
     assert resumed["step"] == 6
     assert resumed["all_losses"] == pytest.approx(straight["losses"], abs=1e-5)
+
+
+def test_the_learning_rate_decays_by_cosine_to_a_tenth_then_stays():
+    config = {"lr": 0.01, "decay_steps": 100}
+    rates = [caption_example.learning_rate(step, config) for step in (0, 50, 100, 300)]
+    assert rates == pytest.approx([0.01, 0.0055, 0.001, 0.001])
 
 
 def _run(args, cwd):

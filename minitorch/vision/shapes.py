@@ -9,7 +9,7 @@ A scene
 -------
 An RGB image, ``image_size`` pixels square (default 32), of two shapes on a dark, slightly noisy
 background. Each shape has a *kind* (circle, square, triangle, diamond, cross), a *colour* (red,
-green, blue, yellow, purple, cyan), a *size* (small: half-width 11% of the image, large: 19%)
+green, blue, yellow, purple, cyan), a *size* (small: half-width 13% of the image, large: 21%)
 and a position, drawn so that one relation holds unambiguously between the two: the shapes do
 not overlap along the relation's axis and are roughly aligned along the other. Its caption::
 
@@ -48,7 +48,7 @@ COLOURS = {  # RGB in [0, 1]; a jitter of ±0.08 per channel is added per shape
     "red": (0.90, 0.12, 0.10), "green": (0.10, 0.75, 0.15), "blue": (0.15, 0.30, 1.00),
     "yellow": (0.95, 0.90, 0.10), "purple": (0.62, 0.18, 0.85), "cyan": (0.10, 0.85, 0.90),
 }
-SIZES = {"small": 0.11, "large": 0.19}  # half-width of the shape as a fraction of image_size
+SIZES = {"small": 0.13, "large": 0.21}  # half-width of the shape as a fraction of image_size
 RELATIONS = ("above", "below", "left of", "right of")
 INVERSE = {"above": "below", "below": "above", "left of": "right of", "right of": "left of"}
 DEFAULT_HELD_OUT = (("red", "circle"), ("green", "square"), ("blue", "triangle"),
