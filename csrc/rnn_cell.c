@@ -19,17 +19,34 @@
  *           dxw = [dr dz dn],  dhw = [dr dz dn r],  dh_prev = dh z (the direct path only: the
  *           caller adds dhw W_hh)
  *
- * Every array is contiguous, `rows` rows of (gates or 1) * `hidden` columns. Each element is
- * computed in double with libm, one row at a time (rows over threads when the step is big
- * enough to pay for waking them). The GEMMs around a step cost O(hidden) times more than this
- * pass, so there is no tuned body: every ISA level runs this one. This file is its own body,
- * compiled once per element type T (each_dtype.h).
+ * Every array is contiguous, `rows` rows of (gates or 1) * `hidden` columns. The reference
+ * bodies compute each element in double with libm, one row at a time (rows over threads when
+ * the step is big enough to pay for waking them); the tuned ones (tuned/rnn_cell_tuned.c)
+ * vectorize the same formulas in T. This file is its own body, compiled once per element type
+ * T (each_dtype.h).
  */
 #ifndef T
 #define MT_BODY "rnn_cell.c"
 #include "each_dtype.h"
 
 #else
+#include "tuned/tuned.h"
+
+/* the tuned bodies (tuned/rnn_cell_tuned.c), declared here: only this file calls them */
+MT_DECLARE_TUNED(tuned_rnn_cell_forward, (const T *xw, const T *hw, T *h, int64_t rows,
+                                          int64_t hidden, int relu))
+MT_DECLARE_TUNED(tuned_rnn_cell_backward, (const T *dh, const T *h, T *dpre, int64_t rows,
+                                           int64_t hidden, int relu))
+MT_DECLARE_TUNED(tuned_lstm_cell_forward, (const T *xw, const T *hw, const T *c_prev, T *h,
+                                           T *c, T *act, int64_t rows, int64_t hidden))
+MT_DECLARE_TUNED(tuned_lstm_cell_backward, (const T *dh, const T *dc, const T *c_prev,
+                                            const T *c, const T *act, T *dgates, T *dc_prev,
+                                            int64_t rows, int64_t hidden))
+MT_DECLARE_TUNED(tuned_gru_cell_forward, (const T *xw, const T *hw, const T *h_prev, T *h,
+                                          T *saved, int64_t rows, int64_t hidden))
+MT_DECLARE_TUNED(tuned_gru_cell_backward, (const T *dh, const T *h_prev, const T *saved,
+                                           T *dxw, T *dhw, T *dh_prev, int64_t rows,
+                                           int64_t hidden))
 
 #ifndef MT_RNN_CELL_ONCE
 #define MT_RNN_CELL_ONCE
@@ -40,6 +57,7 @@ static inline double mt_sigmoid(double x) { return 1.0 / (1.0 + exp(-x)); }
 int F(mt_rnn_cell_forward)(const T *xw, const T *hw, T *h, int64_t rows, int64_t hidden,
                            int relu) {
     if (!MT_CELL_ARGS_OK(rows, hidden)) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_rnn_cell_forward, xw, hw, h, rows, hidden, relu);
     int nt = mt_threads_for(rows * hidden);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -55,6 +73,7 @@ int F(mt_rnn_cell_forward)(const T *xw, const T *hw, T *h, int64_t rows, int64_t
 int F(mt_rnn_cell_backward)(const T *dh, const T *h, T *dpre, int64_t rows, int64_t hidden,
                             int relu) {
     if (!MT_CELL_ARGS_OK(rows, hidden)) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_rnn_cell_backward, dh, h, dpre, rows, hidden, relu);
     int nt = mt_threads_for(rows * hidden);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
@@ -70,6 +89,7 @@ int F(mt_rnn_cell_backward)(const T *dh, const T *h, T *dpre, int64_t rows, int6
 int F(mt_lstm_cell_forward)(const T *xw, const T *hw, const T *c_prev, T *h, T *c, T *act,
                             int64_t rows, int64_t hidden) {
     if (!MT_CELL_ARGS_OK(rows, hidden)) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_lstm_cell_forward, xw, hw, c_prev, h, c, act, rows, hidden);
     int64_t G = 4 * hidden;
     int nt = mt_threads_for(rows * G);
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -97,6 +117,8 @@ int F(mt_lstm_cell_backward)(const T *dh, const T *dc, const T *c_prev, const T 
                              const T *act, T *dgates, T *dc_prev, int64_t rows,
                              int64_t hidden) {
     if (!MT_CELL_ARGS_OK(rows, hidden)) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_lstm_cell_backward, dh, dc, c_prev, c, act, dgates, dc_prev, rows,
+                 hidden);
     int64_t G = 4 * hidden;
     int nt = mt_threads_for(rows * G);
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -121,6 +143,7 @@ int F(mt_lstm_cell_backward)(const T *dh, const T *dc, const T *c_prev, const T 
 int F(mt_gru_cell_forward)(const T *xw, const T *hw, const T *h_prev, T *h, T *saved,
                            int64_t rows, int64_t hidden) {
     if (!MT_CELL_ARGS_OK(rows, hidden)) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_gru_cell_forward, xw, hw, h_prev, h, saved, rows, hidden);
     int64_t G = 3 * hidden;
     int nt = mt_threads_for(rows * G);
 #pragma omp parallel for schedule(static) num_threads(nt)
@@ -145,6 +168,8 @@ int F(mt_gru_cell_forward)(const T *xw, const T *hw, const T *h_prev, T *h, T *s
 int F(mt_gru_cell_backward)(const T *dh, const T *h_prev, const T *saved, T *dxw, T *dhw,
                             T *dh_prev, int64_t rows, int64_t hidden) {
     if (!MT_CELL_ARGS_OK(rows, hidden)) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_gru_cell_backward, dh, h_prev, saved, dxw, dhw, dh_prev, rows,
+                 hidden);
     int64_t G = 3 * hidden;
     int nt = mt_threads_for(rows * G);
 #pragma omp parallel for schedule(static) num_threads(nt)

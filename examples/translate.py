@@ -17,6 +17,13 @@ per head) when matplotlib is installed. Each corpus has its own run folder
 (``runs/translate/en-es``, ``runs/translate/trans-de-en``); a new run never replaces another's
 files unless ``--overwrite`` is given, and every argument is checked before anything is trained
 or written. ``main(argv)`` runs it in-process (the tests do).
+
+Under ``mpiexec -n N python examples/translate.py`` (needs ``pip install
+'minitorch-edu[distributed]'``) it trains data-parallel: every rank draws the same batches and
+trains on its 1/N of each (``DistributedDataParallel`` averages the gradients), on one C-kernel
+thread by default, so the run takes the same steps as one process and reaches the same model up
+to rounding and dropout; rank 0 alone prints, draws and writes the run folder, and every rank
+loads the checkpoint it resumes from.
 """
 from __future__ import annotations
 
@@ -31,12 +38,14 @@ import time
 import numpy as np
 
 import minitorch
-from minitorch import optim
+from minitorch import distributed as dist
+from minitorch import nn, optim
 from minitorch.text import BPETokenizer, bleu, load_corpus
-from minitorch.text.batching import count_batches, encode_pairs, iterate_batches
+from minitorch.text.batching import (bucket_indices, count_batches, encode_pairs,
+                                     iterate_batches, make_batch)
 from minitorch.text.decoding import greedy_decode, translate
 from minitorch.text.model import Seq2SeqTransformer, count_parameters
-from minitorch.text.training import Progress, train_step
+from minitorch.text.training import Progress, seq2seq_loss, train_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
 from _common import (Parser, add_model_arguments, add_run_arguments,  # noqa: E402
@@ -96,6 +105,7 @@ def build_parser():
                         "every token a little probability; the nucleus cuts that tail)")
     # One thread by default: this model's matrices are small, and a 2-thread GEMM team loses
     # far more to synchronisation than it gains (6x slower when other processes share the CPUs).
+    # Under mpiexec, --threads is per rank.
     add_run_arguments(p, "run folder (default: runs/translate/en-es, or runs/translate/"
                          "trans-de-en with --corpus trans-de-en)")
     p.add_argument("--translate", metavar="SENTENCE", default=None,
@@ -349,6 +359,63 @@ def plot_attention(model, sentence, src_tok, tgt_tok, path):
     return True
 
 
+# ----------------------------------------------------------------------------- ranks
+
+
+def join_ranks():
+    """(rank, world size): under mpiexec, this process's place in the job (the process group is
+    set up here); started alone, (0, 1), without importing MPI."""
+    if not dist.is_mpiexec_launched():
+        return 0, 1
+    if not dist.is_initialized():
+        try:
+            dist.init_process_group("mpi")
+        except ImportError as error:
+            sys.exit(f"{os.path.basename(sys.argv[0])}: error: started by mpiexec, but {error}")
+    return dist.get_rank(), dist.get_world_size()
+
+
+def rank_batches(train_ids, config, epoch, rank, world):
+    """The epoch's batches as (this rank's share, its loss weight, the batch's target tokens).
+
+    Every rank draws the same batches (same seed and epoch) and trains on pairs ``rank``,
+    ``rank + world``, ... of each. A share's mean loss is weighted by ``world`` times its part of
+    the batch's target tokens, so that the average of the ranks' gradients is the gradient of
+    the whole batch's mean loss: a run takes the same steps as one process. A share left empty
+    (a batch of fewer pairs than ranks) trains on one pair with weight 0: the rank still takes
+    part in the averaging, which every rank must.
+    """
+    if world == 1:
+        for batch in iterate_batches(train_ids, config["batch_size"], PAD_ID, BOS_ID, EOS_ID,
+                                     max_tokens=config["max_tokens"], seed=config["seed"],
+                                     epoch=epoch):
+            yield batch, 1.0, batch.n_tokens
+        return
+    lengths = [max(len(src), len(tgt) + 1) for src, tgt in train_ids]  # as iterate_batches
+    for indices in bucket_indices(lengths, config["batch_size"], max_tokens=config["max_tokens"],
+                                  seed=config["seed"], epoch=epoch):
+        tokens = sum(len(train_ids[i][1]) + 1 for i in indices)  # what Batch.n_tokens counts
+        share = indices[rank::world]
+        batch = make_batch([train_ids[i] for i in share or indices[:1]], PAD_ID, BOS_ID, EOS_ID)
+        yield batch, (world * batch.n_tokens / tokens if share else 0.0), tokens
+
+
+def data_parallel_step(ddp, batch, weight, optimizer, scheduler, label_smoothing):
+    """``train_step`` for one rank's share of a batch (see :func:`rank_batches`); returns the
+    whole batch's loss, the same on every rank."""
+    logits = ddp(batch.src, batch.tgt_in, batch.src_key_padding_mask,
+                 batch.tgt_key_padding_mask, batch.tgt_mask)
+    loss = seq2seq_loss(logits, batch.tgt_out, PAD_ID, label_smoothing) * weight
+    optimizer.zero_grad()
+    loss.backward()  # DDP averages the gradients over the ranks on the way
+    nn.utils.clip_grad_norm_(ddp.module.parameters(), 1.0)  # as train_step
+    optimizer.step()
+    scheduler.step()
+    total = loss.detach() / dist.get_world_size()
+    dist.all_reduce(total)
+    return float(total.item())
+
+
 # ----------------------------------------------------------------------------- commands
 
 
@@ -424,10 +491,14 @@ def main(argv=None):
     """Train (or with --translate, translate); returns a dict of results for tests."""
     parser, args = parse_args(argv)
     setup_backend(args)
+    rank, world = join_ranks()
     if args.translate is not None:
-        return run_translate(args)
+        return run_translate(args) if rank == 0 else None
+    if world > 1:
+        dist.barrier()  # every rank has checked the run folder before rank 0 writes in it
     checkpoint_path = os.path.join(args.out, CHECKPOINT)
-    say = (lambda *a: None) if args.quiet else print
+    quiet = args.quiet or rank != 0  # rank 0 alone prints, draws and writes
+    say = (lambda *a: None) if quiet else print
 
     if args.resume:
         checkpoint = load_checkpoint(checkpoint_path)
@@ -466,16 +537,21 @@ def main(argv=None):
                      step=checkpoint["step"], losses=list(checkpoint["history"]["loss"]),
                      bleus=list(checkpoint["history"]["bleu"]))
         say(f"resumed from {checkpoint_path}: epoch {state['epoch'] + 1}, step {state['step']}")
-    else:
+    elif rank == 0:
         make_run_folder(args.out, RUN_FILES, overwrite=args.overwrite)
         save_tokenizers(args.out, src_tok, tgt_tok)
+    ddp = None
+    if world > 1:
+        ddp = nn.parallel.DistributedDataParallel(model)
+        # Dropout: each rank its own masks, drawn from the seed, the rank and the step.
+        minitorch.manual_seed(config["seed"] + 1_000_003 * rank + state["step"])
     if long_train or long_valid:
         say(f"left out for --max-len {config['max_len']}: {long_train} training and "
             f"{long_valid} held-out pairs")
     say(f"{config['corpus']} corpus: {len(train_ids)} training pairs, {len(valid_text)} held out;"
         f" vocab {src_tok.vocab_size} / {tgt_tok.vocab_size}; model "
         f"{count_parameters(model) / 1e6:.2f}M parameters; backend {minitorch.backend()}, "
-        f"{minitorch.get_num_threads()} threads")
+        f"{minitorch.get_num_threads()} threads" + (f" x {world} ranks" if world > 1 else ""))
 
     batches_per_epoch = count_batches(train_ids, config["batch_size"],
                                       max_tokens=config["max_tokens"])
@@ -490,17 +566,19 @@ def main(argv=None):
         model.train()
         of = "" if last_epoch is None else f"/{last_epoch}"
         progress = Progress(batches_per_epoch, f"epoch {state['epoch'] + 1}{of}",
-                            enabled=not args.quiet, initial=state["batch_in_epoch"])
-        batches = iterate_batches(train_ids, config["batch_size"], PAD_ID, BOS_ID, EOS_ID,
-                                  max_tokens=config["max_tokens"], seed=config["seed"],
-                                  epoch=state["epoch"])
-        for index, batch in enumerate(batches):
+                            enabled=not quiet, initial=state["batch_in_epoch"])
+        batches = rank_batches(train_ids, config, state["epoch"], rank, world)
+        for index, (batch, weight, n_tokens) in enumerate(batches):
             if index < state["batch_in_epoch"]:
                 continue  # already trained on before the checkpoint we resumed from
             if not more_to_do():
                 break
-            loss = train_step(model, batch, optimizer, scheduler, pad_id=PAD_ID,
-                              label_smoothing=config["label_smoothing"])
+            if ddp is None:
+                loss = train_step(model, batch, optimizer, scheduler, pad_id=PAD_ID,
+                                  label_smoothing=config["label_smoothing"])
+            else:
+                loss = data_parallel_step(ddp, batch, weight, optimizer, scheduler,
+                                          config["label_smoothing"])
             if not math.isfinite(loss):
                 raise FloatingPointError(f"training loss became {loss} at step {state['step']}: "
                                          f"lower --lr-factor")
@@ -508,14 +586,14 @@ def main(argv=None):
             state["batch_in_epoch"] = index + 1
             state["losses"].append(loss)
             new_losses.append(loss)
-            progress.update(loss, batch.n_tokens, scheduler.get_last_lr()[0])
+            progress.update(loss, n_tokens, scheduler.get_last_lr()[0])
         progress.close()
         if state["batch_in_epoch"] == batches_per_epoch:
             state["epoch"] += 1
             state["batch_in_epoch"] = 0
         where = (f"epoch {state['epoch']}" if state["batch_in_epoch"] == 0 else
                  f"epoch {state['epoch'] + 1}, batch {state['batch_in_epoch']}")
-        if valid_text:
+        if valid_text and rank == 0:
             final_bleu, hyps = evaluate_bleu(model, valid_text, src_tok, tgt_tok, args)
             state["bleus"].append(final_bleu)
             say(f"{where}: step {state['step']}, held-out BLEU {final_bleu:.2f} ({label}), "
@@ -524,11 +602,12 @@ def main(argv=None):
                 say(f"  src: {src}\n  ref: {ref}\n  hyp: {hyp}")
         config["epochs"] = max(config["epochs"], state["epoch"] if last_epoch is None
                                else last_epoch)
-        save_checkpoint(checkpoint_path, model, optimizer, scheduler, state, config)
+        if rank == 0:
+            save_checkpoint(checkpoint_path, model, optimizer, scheduler, state, config)
 
-    if not args.no_plots:
+    if not args.no_plots and rank == 0:
         plot_loss(state["losses"], os.path.join(args.out, "loss.png"))
-    if valid_text and not args.no_plots:
+    if valid_text and not args.no_plots and rank == 0:
         plot_attention(model, valid_text[0][0], src_tok, tgt_tok,
                        os.path.join(args.out, "attention.png"))
     elapsed = time.perf_counter() - started
@@ -538,8 +617,9 @@ def main(argv=None):
     score = (f"Final held-out BLEU {final_bleu:.2f}, sacreBLEU-13a {bleu_13a:.2f} ({label})"
              if valid_text else
              f"No held-out pair fits --max-len {config['max_len']}: no BLEU")
-    print(f"{score} after {state['step'] - first_step} steps ({state['step']} in all), "
-          f"{elapsed:.0f}s (checkpoint: {checkpoint_path})")
+    if rank == 0:
+        print(f"{score} after {state['step'] - first_step} steps ({state['step']} in all), "
+              f"{elapsed:.0f}s (checkpoint: {checkpoint_path})")
     return {"bleu": final_bleu, "losses": new_losses, "all_losses": state["losses"],
             "step": state["step"], "seconds": elapsed, "out": args.out,
             "dropped": (long_train, long_valid)}

@@ -17,7 +17,7 @@ class Tensor:
     """A multi-dimensional array with optional gradient tracking, as ``torch.Tensor``."""
 
     __slots__ = ("_data", "requires_grad", "grad", "_ctx", "_output_nr", "_version", "_base",
-                 "_hooks", "_retains_grad", "__weakref__")
+                 "_hooks", "_retains_grad", "_post_accumulate_grad_hooks", "__weakref__")
     __array_priority__ = 1000  # numpy_scalar * tensor goes to Tensor.__rmul__
 
     def __init__(self, data, dtype=None, requires_grad=False):
@@ -36,6 +36,7 @@ class Tensor:
         self._version = base._version if base is not None else [0]
         self._hooks = []
         self._retains_grad = False
+        self._post_accumulate_grad_hooks = None  # a list once one is registered (leaves only)
 
     @classmethod
     def _make(cls, array, requires_grad=False):
@@ -294,6 +295,20 @@ class Tensor:
             self._ctx.output_hooks.setdefault(self._output_nr, [])
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook):
+        """Call ``hook(tensor)`` once backward has added this leaf's gradient to ``.grad`` (the
+        engine does so as soon as the last node using the leaf has run, while the rest of the
+        graph is still ahead); its return value is ignored."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require grad")
+        if self._ctx is not None:
+            raise RuntimeError("post accumulate grad hooks cannot be registered on non-leaf "
+                               "tensors")
+        if self._post_accumulate_grad_hooks is None:
+            self._post_accumulate_grad_hooks = []
+        self._post_accumulate_grad_hooks.append(hook)
+        return _RemovableHandle(self._post_accumulate_grad_hooks, hook)
 
     def retain_grad(self):
         """Keep ``.grad`` of this non-leaf tensor after backward (leaves always keep it)."""

@@ -98,6 +98,7 @@ OWN_TYPES = {
     "Tensor.detach_": "Tensor",
     "Tensor.requires_grad_": "Tensor",
     "Tensor.register_hook": "_RemovableHandle",
+    "Tensor.register_post_accumulate_grad_hook": "_RemovableHandle",
     "Tensor.retain_grad": "None",
     "Tensor.retains_grad": "builtins.bool",
     "Tensor.__repr__": "builtins.str",

@@ -61,7 +61,8 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         masked_fill masked_fill_ masked_select matmul max maximum mean min minimum mm mul
         mul_ multiply narrow nbytes ndim ne neg negative nelement new_empty new_full
         new_ones new_tensor new_zeros nonzero normal_ numel numpy outer permute pow pow_
-        register_hook relu remainder remainder_ repeat repeat_interleave requires_grad
+        register_hook register_post_accumulate_grad_hook relu remainder remainder_ repeat
+        repeat_interleave requires_grad
         requires_grad_ reshape reshape_as retain_grad retains_grad roll round round_ rsqrt
         scatter scatter_ scatter_add scatter_add_ shape short sigmoid sign sin size
         softmax sort split sqrt square squeeze std stride sub sub_ subtract sum swapaxes
@@ -74,8 +75,8 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         ParameterList RMSNorm ReLU Sequential SiLU Sigmoid SmoothL1Loss Softmax Softplus
         Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
         TransformerEncoderLayer Unflatten
-        AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d Conv1d Conv2d MaxPool2d
-        GRU GRUCell LSTM LSTMCell RNN RNNBase RNNCell RNNCellBase""",
+        GRU GRUCell LSTM LSTMCell RNN RNNBase RNNCell RNNCellBase
+        AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d Conv1d Conv2d MaxPool2d""",
     "torch.nn.Module": """
         add_module apply bfloat16 buffers children cpu cuda double eval extra_repr float
         forward get_parameter get_submodule half load_state_dict modules named_buffers
@@ -115,13 +116,21 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         BatchSampler ChainDataset ConcatDataset DataLoader Dataset IterableDataset
         RandomSampler Sampler SequentialSampler StackDataset Subset SubsetRandomSampler
         TensorDataset WeightedRandomSampler default_collate default_convert
-        get_worker_info random_split""",
+        get_worker_info random_split DistributedSampler""",
     "torch.cuda": """
         current_device device_count empty_cache get_device_name is_available
         is_bf16_supported is_initialized manual_seed manual_seed_all seed seed_all
         set_device synchronize""",
     "torch.backends.cudnn": """
         allow_tf32 benchmark deterministic enabled is_available version""",
+    "torch.distributed": """
+        ReduceOp all_gather all_reduce barrier broadcast destroy_process_group get_backend
+        get_rank get_world_size init_process_group is_available is_initialized
+        is_mpi_available""",
+    "torch.nn.parallel": """
+        DistributedDataParallel""",
+    "torch.nn.parallel.DistributedDataParallel": """
+        forward no_sync""",
 }
 
 

@@ -233,3 +233,29 @@ def test_pack_sequence_and_unpack_sequence_match_pytorch():
     for got, want in zip(rnn_utils.unpack_sequence(m_p),
                          torch.nn.utils.rnn.unpack_sequence(t_p)):
         _close(got.numpy(), want.numpy(), "unpacked sequence")
+
+
+# ----------------------------------------------------------------------------- the benchmark
+
+def test_bench_rnn_times_like_against_like(monkeypatch):
+    """benchmarks/bench_rnn.py: both frameworks' layers hold the same weights and compute the
+    same outputs and input gradients in every case it times (at its sizes' shapes, shrunk)."""
+    import pathlib
+    import sys
+    sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+    bench_rnn = pytest.importorskip("bench_rnn")
+    monkeypatch.setattr(bench_rnn, "SIZES", {
+        name: {key: max(1, value // 16) for key, value in cfg.items()}
+        for name, cfg in bench_rnn.SIZES.items()})
+    for kind in bench_rnn.KINDS:
+        for size in bench_rnn.SIZES:
+            ours, x, state = bench_rnn.build(mt, kind, size)
+            theirs, tx, tstate = bench_rnn.build(torch, kind, size)
+            bench_rnn.same_weights(theirs, ours)
+            for which in bench_rnn.PASSES:
+                got = bench_rnn.step_function(mt, ours, x, state, which)()
+                want = bench_rnn.step_function(torch, theirs, tx, tstate, which)()
+                got, want = _flatten(got)[0], _flatten(want)[0]
+                np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(),
+                                           rtol=1e-4, atol=1e-5, err_msg=f"{kind} {size}")
+            np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)

@@ -9,7 +9,8 @@ It is micrograd's ``Value.backward`` with nodes that have several inputs and out
         input_grads = node.fn.backward(node, *grads)
         for each input and its gradient: buffer.add(input, gradient)
 
-plus PyTorch's extras, each a named step of ``run_backward``: tensor hooks, ``inputs=`` (only
+plus PyTorch's extras, each a named step of ``run_backward``: tensor hooks (and a leaf's
+post-accumulate hooks, run as soon as its gradient is complete), ``inputs=`` (only
 the part of the graph that leads to them runs), freeing saved tensors unless ``retain_graph``,
 and ``create_graph`` (backward formulas run with grad mode on, so the gradients get a graph of
 their own and can be differentiated again); in anomaly mode (anomaly.py), each backward runs
@@ -40,31 +41,58 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     order = topological_order([out._ctx for out in outputs if out._ctx is not None])
     if inputs is not None:
         order = _leading_to(order, buffer.wanted)
+    # A leaf's gradient is complete once the last node that uses it has run: the leaf is
+    # finished then (hooks, .grad, post-accumulate hooks) while the rest of the graph still
+    # runs, as PyTorch's AccumulateGrad is, so that DistributedDataParallel can start sending
+    # it. The tensors ``inputs`` names are finished at the end instead.
+    uses_left = _leaf_uses(order) if inputs is None else {}
     with set_grad_enabled(create_graph):
         for out, grad in zip(outputs, grad_outputs):
             buffer.add(out, None if out._ctx is None else (out._ctx, out._output_nr), grad)
         for node in reversed(order):
             grads = buffer.pop(node)
-            if grads is None:
-                continue  # no gradient reached this node (its consumers returned None)
-            if node.output_hooks:
-                grads = _run_output_hooks(node, grads)
-            input_grads = _call_backward(node, grads) if not check_anomalies \
-                else anomaly.checked_backward(node, grads, _call_backward)
-            if not retain_graph:
-                node.free()
-            for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):
-                if tensor is not None and grad is not None:
-                    buffer.add(tensor, edge, grad)
+            if grads is not None:  # else no gradient reached it (its consumers returned None)
+                if node.output_hooks:
+                    grads = _run_output_hooks(node, grads)
+                input_grads = _call_backward(node, grads) if not check_anomalies \
+                    else anomaly.checked_backward(node, grads, _call_backward)
+                if not retain_graph:
+                    node.free()
+                for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):
+                    if tensor is not None and grad is not None:
+                        buffer.add(tensor, edge, grad)
+            for tensor, edge in zip(node.inputs, node.input_edges):
+                if edge is None and tensor is not None and id(tensor) in uses_left:
+                    uses_left[id(tensor)] -= 1
+                    if uses_left[id(tensor)] == 0 and id(tensor) in buffer.tensors:
+                        _finish_leaf(*buffer.tensors.pop(id(tensor)), create_graph)
         results = {}  # a leaf's hooks run once, on the sum of all that reached it (as PyTorch's)
         while buffer.tensors:  # popped, so that each buffered gradient is released in turn
             key, (tensor, grad) = buffer.tensors.popitem()
-            grad = _run_hooks(tensor._hooks, grad)
             if accumulate:
-                _accumulate_into_grad(tensor, grad, create_graph)
+                _finish_leaf(tensor, grad, create_graph)
             else:
-                results[key] = grad
+                results[key] = _run_hooks(tensor._hooks, grad)
     return None if accumulate else [results.get(id(t)) for t in inputs]
+
+
+def _leaf_uses(order):
+    """id(leaf) -> how many inputs of the nodes in ``order`` are that leaf (requiring grad)."""
+    uses = {}
+    for node in order:
+        for tensor, edge in zip(node.inputs, node.input_edges):
+            if edge is None and tensor is not None:
+                uses[id(tensor)] = uses.get(id(tensor), 0) + 1
+    return uses
+
+
+def _finish_leaf(tensor, grad, create_graph):
+    """The leaf's hooks on its whole gradient, the sum into ``.grad``, then its post-accumulate
+    hooks (``register_post_accumulate_grad_hook``)."""
+    _accumulate_into_grad(tensor, _run_hooks(tensor._hooks, grad), create_graph)
+    if tensor._post_accumulate_grad_hooks:
+        for hook in tuple(tensor._post_accumulate_grad_hooks):
+            hook(tensor)
 
 
 def topological_order(roots):

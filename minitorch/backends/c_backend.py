@@ -27,11 +27,10 @@ from minitorch._C import ffi, lib
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
                      broadcast_shape, check_arith, check_cell_arrays, check_clamp_bounds,
                      check_conv2d, check_conv2d_backward_input, check_conv2d_backward_weight,
-                     check_float, check_nonlinearity,
-                     check_gelu_approximate, check_gemm_operands, check_integer_exponent,
-                     check_label_smoothing,
-                     check_matmul_operands, check_reduction, check_row_indices,
-                     check_same_shape, check_target)
+                     check_float, check_gelu_approximate, check_gemm_operands,
+                     check_integer_exponent, check_label_smoothing, check_matmul_operands,
+                     check_nonlinearity, check_reduction, check_row_indices, check_same_shape,
+                     check_target)
 from . import large_buffers
 from .large_buffers import empty, empty_like
 
@@ -796,61 +795,6 @@ def arith(op, a, b, out=None):
     return out
 
 
-
-# ---------------------------------------------------------------------------------------------
-# 2-d convolution (im2col + GEMM in C)
-# ---------------------------------------------------------------------------------------------
-def _conv2d_call(name, dtype, pointers, x_shape, weight_shape, geometry):
-    (sh, sw), (ph, pw), (dh, dw), groups = geometry
-    n, c, h, w = x_shape
-    o, _, kh, kw = weight_shape
-    status = _kernel(name, dtype)(*pointers, n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw,
-                                  groups)
-    _check_status(status, name)
-
-
-def conv2d_forward(x, weight, bias, stride, padding, dilation, groups):
-    """y (N, O, OH, OW) of x (N, C, H, W) and weight (O, C/groups, kh, kw), bias (O,) or None."""
-    geometry, out = check_conv2d(x, weight, bias, stride, padding, dilation, groups)
-    y = empty((x.shape[0], weight.shape[0]) + out, x.dtype)
-    if y.size == 0:
-        return y
-    x, weight = _contiguous(x), _contiguous(weight)
-    bias = None if bias is None else _contiguous(bias)
-    _conv2d_call("conv2d_forward", x.dtype, (_ptr(x), _ptr(weight), _ptr_or_null(bias), _ptr(y)),
-                 x.shape, weight.shape, geometry)
-    return y
-
-
-def conv2d_backward_input(dy, weight, input_size, stride, padding, dilation, groups):
-    """dx (N, C, H, W): conv2d_forward's adjoint in x, applied to dy."""
-    geometry = check_conv2d_backward_input(dy, weight, input_size, stride, padding, dilation,
-                                           groups)
-    x_shape = (dy.shape[0], weight.shape[1] * geometry[3]) + tuple(int(n) for n in input_size)
-    dx = empty(x_shape, dy.dtype)
-    if dx.size == 0:
-        return dx
-    dy, weight = _contiguous(dy), _contiguous(weight)
-    _conv2d_call("conv2d_backward_input", dy.dtype, (_ptr(dy), _ptr(weight), _ptr(dx)),
-                 x_shape, weight.shape, geometry)
-    return dx
-
-
-def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups):
-    """dweight (O, C/groups, kh, kw): conv2d_forward's adjoint in the weight, applied to dy."""
-    geometry = check_conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation,
-                                            groups)
-    weight_shape = (dy.shape[1], x.shape[1] // geometry[3]) + tuple(int(k) for k in kernel_size)
-    dweight = empty(weight_shape, dy.dtype)
-    if x.shape[0] == 0:  # an empty sum
-        dweight.fill(0)
-        return dweight
-    dy, x = _contiguous(dy), _contiguous(x)
-    _conv2d_call("conv2d_backward_weight", dy.dtype, (_ptr(dy), _ptr(x), _ptr(dweight)),
-                 x.shape, weight_shape, geometry)
-    return dweight
-
-
 # ---------------------------------------------------------------------------------------------
 # Recurrent cells: one time step (the GEMMs around it are the caller's)
 # ---------------------------------------------------------------------------------------------
@@ -918,3 +862,56 @@ def gru_cell_backward(dh, h_prev, saved):
         ("saved", saved, 4), ("dh", dh, 1), ("h_prev", h_prev, 1)], [3, 3, 1])
     saved, dh, h_prev = arrays
     return tuple(_run_cell("gru_cell_backward", [dh, h_prev, saved], outs, rows, hidden))
+
+# ---------------------------------------------------------------------------------------------
+# 2-d convolution (im2col + GEMM in C)
+# ---------------------------------------------------------------------------------------------
+def _conv2d_call(name, dtype, pointers, x_shape, weight_shape, geometry):
+    (sh, sw), (ph, pw), (dh, dw), groups = geometry
+    n, c, h, w = x_shape
+    o, _, kh, kw = weight_shape
+    status = _kernel(name, dtype)(*pointers, n, c, h, w, o, kh, kw, sh, sw, ph, pw, dh, dw,
+                                  groups)
+    _check_status(status, name)
+
+
+def conv2d_forward(x, weight, bias, stride, padding, dilation, groups):
+    """y (N, O, OH, OW) of x (N, C, H, W) and weight (O, C/groups, kh, kw), bias (O,) or None."""
+    geometry, out = check_conv2d(x, weight, bias, stride, padding, dilation, groups)
+    y = empty((x.shape[0], weight.shape[0]) + out, x.dtype)
+    if y.size == 0:
+        return y
+    x, weight = _contiguous(x), _contiguous(weight)
+    bias = None if bias is None else _contiguous(bias)
+    _conv2d_call("conv2d_forward", x.dtype, (_ptr(x), _ptr(weight), _ptr_or_null(bias), _ptr(y)),
+                 x.shape, weight.shape, geometry)
+    return y
+
+
+def conv2d_backward_input(dy, weight, input_size, stride, padding, dilation, groups):
+    """dx (N, C, H, W): conv2d_forward's adjoint in x, applied to dy."""
+    geometry = check_conv2d_backward_input(dy, weight, input_size, stride, padding, dilation,
+                                           groups)
+    x_shape = (dy.shape[0], weight.shape[1] * geometry[3]) + tuple(int(n) for n in input_size)
+    dx = empty(x_shape, dy.dtype)
+    if dx.size == 0:
+        return dx
+    dy, weight = _contiguous(dy), _contiguous(weight)
+    _conv2d_call("conv2d_backward_input", dy.dtype, (_ptr(dy), _ptr(weight), _ptr(dx)),
+                 x_shape, weight.shape, geometry)
+    return dx
+
+
+def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups):
+    """dweight (O, C/groups, kh, kw): conv2d_forward's adjoint in the weight, applied to dy."""
+    geometry = check_conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation,
+                                            groups)
+    weight_shape = (dy.shape[1], x.shape[1] // geometry[3]) + tuple(int(k) for k in kernel_size)
+    dweight = empty(weight_shape, dy.dtype)
+    if x.shape[0] == 0:  # an empty sum
+        dweight.fill(0)
+        return dweight
+    dy, x = _contiguous(dy), _contiguous(x)
+    _conv2d_call("conv2d_backward_weight", dy.dtype, (_ptr(dy), _ptr(x), _ptr(dweight)),
+                 x.shape, weight_shape, geometry)
+    return dweight

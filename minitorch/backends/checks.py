@@ -196,6 +196,30 @@ def check_integer_exponent(exponent):
     return int(exponent)
 
 
+RNN_NONLINEARITIES = ("tanh", "relu")
+
+
+def check_cell_arrays(chunks, first, *others):
+    """(rows, hidden) of one step of a recurrent cell. ``first`` and ``others`` are (name,
+    array, width) triples: 2-D float arrays of the first one's dtype, each of shape (rows,
+    width * hidden); ``first`` holds ``chunks`` gates per unit, so hidden = its columns /
+    chunks."""
+    name, array, width = first
+    check_float(name, array)
+    if array.ndim != 2 or array.shape[1] % chunks:
+        raise ValueError(f"{name} must be 2-D (rows, {chunks} * hidden), got shape "
+                         f"{array.shape}")
+    rows, hidden = array.shape[0], array.shape[1] // chunks
+    for other_name, other, other_width in others:
+        check_float(other_name, other, array.dtype)
+        check_same_shape(other_name, other, (rows, other_width * hidden))
+    return rows, hidden
+
+
+def check_nonlinearity(nonlinearity):
+    if nonlinearity not in RNN_NONLINEARITIES:
+        raise ValueError(f"nonlinearity must be one of {RNN_NONLINEARITIES}, got "
+                         f"{nonlinearity!r}")
 def _check_pair_of(name, value, least):
     """A pair of ints (h, w), each >= least."""
     if (not isinstance(value, (tuple, list)) or len(value) != 2
@@ -292,29 +316,3 @@ def check_conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, 
     out = check_conv2d_shapes(x.shape, weight_shape, geometry[3], *geometry[:3])
     check_same_shape("dy", dy, (x.shape[0], dy.shape[1]) + out)
     return geometry
-
-
-RNN_NONLINEARITIES = ("tanh", "relu")
-
-
-def check_cell_arrays(chunks, first, *others):
-    """(rows, hidden) of one step of a recurrent cell. ``first`` and ``others`` are (name,
-    array, width) triples: 2-D float arrays of the first one's dtype, each of shape (rows,
-    width * hidden); ``first`` holds ``chunks`` gates per unit, so hidden = its columns /
-    chunks."""
-    name, array, width = first
-    check_float(name, array)
-    if array.ndim != 2 or array.shape[1] % chunks:
-        raise ValueError(f"{name} must be 2-D (rows, {chunks} * hidden), got shape "
-                         f"{array.shape}")
-    rows, hidden = array.shape[0], array.shape[1] // chunks
-    for other_name, other, other_width in others:
-        check_float(other_name, other, array.dtype)
-        check_same_shape(other_name, other, (rows, other_width * hidden))
-    return rows, hidden
-
-
-def check_nonlinearity(nonlinearity):
-    if nonlinearity not in RNN_NONLINEARITIES:
-        raise ValueError(f"nonlinearity must be one of {RNN_NONLINEARITIES}, got "
-                         f"{nonlinearity!r}")

@@ -11,10 +11,9 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, pow_int_forward,
   abs_backward (elementwise), sum_rows and
   amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
-  (add / sub / mul / div of the layouts the C kernel takes), conv2d_forward /
-  conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
-  and one time step of the recurrent cells: rnn_cell / lstm_cell / gru_cell _forward and
-  _backward.
+  (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
+  cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, and conv2d_forward /
+  conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -31,12 +30,11 @@ import math
 import numpy as np
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     check_arith, check_cell_arrays, check_clamp_bounds, check_float,
-                     check_gelu_approximate, check_conv2d, check_conv2d_backward_input,
-                     check_conv2d_backward_weight, check_gemm_operands,
-                     check_integer_exponent, check_label_smoothing, check_matmul_operands,
-                     check_nonlinearity, check_reduction, check_row_indices, check_same_shape,
-                     check_target)
+                     check_arith, check_cell_arrays, check_clamp_bounds, check_conv2d,
+                     check_conv2d_backward_input, check_conv2d_backward_weight, check_float,
+                     check_gelu_approximate, check_gemm_operands, check_integer_exponent,
+                     check_label_smoothing, check_matmul_operands, check_nonlinearity,
+                     check_reduction, check_row_indices, check_same_shape, check_target)
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -559,78 +557,6 @@ def arith(op, a, b, out=None):
 
 
 # ---------------------------------------------------------------------------------------------
-# 2-d convolution: y[n, o, i, j] = b[o] + sum_{c, p, q} w[o, c, p, q] xpad[n, g Cg + c,
-# i sh + p dh, j sw + q dw], with g = o // (O / groups) the group of output channel o and Cg
-# = C / groups its input channels. The receptive fields are a strided view of the padded input
-# (im2col without a copy); every product is an einsum in float64.
-# ---------------------------------------------------------------------------------------------
-def _receptive_fields(xpad, kernel, stride, dilation, out):
-    """The view [n, c, p, q, i, j] = xpad[n, c, i sh + p dh, j sw + q dw] of (N, C, Hp, Wp)."""
-    sn, sc, sh, sw = xpad.strides
-    strides = (sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1])
-    return np.lib.stride_tricks.as_strided(xpad, xpad.shape[:2] + tuple(kernel) + tuple(out),
-                                           strides, writeable=False)
-
-
-def _grouped_fields(x, kernel, stride, padding, dilation, groups, out):
-    """The receptive fields of x (float64, zero-padded), as (N, groups, C/groups, kh, kw, OH,
-    OW)."""
-    (ph, pw), (n, c) = padding, x.shape[:2]
-    xpad = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
-    fields = _receptive_fields(xpad, kernel, stride, dilation, out)
-    return fields.reshape((n, groups, c // groups) + fields.shape[2:])
-
-
-def conv2d_forward(x, weight, bias, stride, padding, dilation, groups):
-    """y (N, O, OH, OW) of x (N, C, H, W) and weight (O, C/groups, kh, kw), bias (O,) or None;
-    stride, padding, dilation: (h, w) pairs."""
-    (stride, padding, dilation, groups), out = check_conv2d(x, weight, bias, stride, padding,
-                                                            dilation, groups)
-    o, c_group, kh, kw = weight.shape
-    fields = _grouped_fields(x, (kh, kw), stride, padding, dilation, groups, out)
-    w = weight.astype(np.float64).reshape(groups, o // groups, c_group, kh, kw)
-    y = np.einsum("gocpq,ngcpqij->ngoij", w, fields, optimize=True).reshape((x.shape[0], o) + out)
-    if bias is not None:
-        y = y + bias.astype(np.float64)[:, None, None]
-    return y.astype(x.dtype)
-
-
-def conv2d_backward_input(dy, weight, input_size, stride, padding, dilation, groups):
-    """dx (N, C, H, W) = the adjoint of conv2d_forward in x: each output's gradient times the
-    weights goes back to every input position in its receptive field (col2im)."""
-    stride, padding, dilation, groups = check_conv2d_backward_input(
-        dy, weight, input_size, stride, padding, dilation, groups)
-    n, o = dy.shape[:2]
-    _, c_group, kh, kw = weight.shape
-    (sh, sw), (dh, dw), (ph, pw) = stride, dilation, padding
-    oh, ow = dy.shape[2:]
-    w = weight.astype(np.float64).reshape(groups, o // groups, c_group, kh, kw)
-    d = dy.astype(np.float64).reshape(n, groups, o // groups, oh, ow)
-    dfields = np.einsum("gocpq,ngoij->ngcpqij", w, d, optimize=True)
-    dfields = dfields.reshape((n, groups * c_group, kh, kw, oh, ow))
-    h, w_ = input_size
-    dxpad = np.zeros((n, groups * c_group, h + 2 * ph, w_ + 2 * pw))
-    for p in range(kh):
-        for q in range(kw):
-            dxpad[:, :, p * dh:p * dh + sh * (oh - 1) + 1:sh,
-                  q * dw:q * dw + sw * (ow - 1) + 1:sw] += dfields[:, :, p, q]
-    return np.ascontiguousarray(dxpad[:, :, ph:ph + h, pw:pw + w_]).astype(dy.dtype)
-
-
-def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups):
-    """dweight (O, C/groups, kh, kw) = sum over the batch and the output positions of each
-    output's gradient times its receptive field."""
-    stride, padding, dilation, groups = check_conv2d_backward_weight(
-        dy, x, kernel_size, stride, padding, dilation, groups)
-    n, o = dy.shape[:2]
-    weight_shape = (o, x.shape[1] // groups) + tuple(kernel_size)
-    fields = _grouped_fields(x, tuple(kernel_size), stride, padding, dilation, groups,
-                             dy.shape[2:])
-    d = dy.astype(np.float64).reshape((n, groups, o // groups) + dy.shape[2:])
-    dw = np.einsum("ngoij,ngcpqij->gocpq", d, fields, optimize=True)
-    return dw.reshape(weight_shape).astype(dy.dtype)
-
-
 # Recurrent cells: one time step, after the GEMMs (the caller's): xw = x W_ihᵀ + b_ih and
 # hw = h W_hhᵀ + b_hh, both (rows, chunks * hidden), gates in PyTorch's order
 # ---------------------------------------------------------------------------------------------
@@ -711,3 +637,73 @@ def gru_cell_backward(dh, h_prev, saved):
     dxw = np.concatenate([dr, dz, dn], axis=1)
     dhw = np.concatenate([dr, dz, dn * r], axis=1)
     return dxw.astype(dh.dtype), dhw.astype(dh.dtype), (dh64 * z).astype(dh.dtype)
+# 2-d convolution: y[n, o, i, j] = b[o] + sum_{c, p, q} w[o, c, p, q] xpad[n, g Cg + c,
+# i sh + p dh, j sw + q dw], with g = o // (O / groups) the group of output channel o and Cg
+# = C / groups its input channels. The receptive fields are a strided view of the padded input
+# (im2col without a copy); every product is an einsum in float64.
+# ---------------------------------------------------------------------------------------------
+def _receptive_fields(xpad, kernel, stride, dilation, out):
+    """The view [n, c, p, q, i, j] = xpad[n, c, i sh + p dh, j sw + q dw] of (N, C, Hp, Wp)."""
+    sn, sc, sh, sw = xpad.strides
+    strides = (sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1])
+    return np.lib.stride_tricks.as_strided(xpad, xpad.shape[:2] + tuple(kernel) + tuple(out),
+                                           strides, writeable=False)
+
+
+def _grouped_fields(x, kernel, stride, padding, dilation, groups, out):
+    """The receptive fields of x (float64, zero-padded), as (N, groups, C/groups, kh, kw, OH,
+    OW)."""
+    (ph, pw), (n, c) = padding, x.shape[:2]
+    xpad = np.pad(x.astype(np.float64), ((0, 0), (0, 0), (ph, ph), (pw, pw)))
+    fields = _receptive_fields(xpad, kernel, stride, dilation, out)
+    return fields.reshape((n, groups, c // groups) + fields.shape[2:])
+
+
+def conv2d_forward(x, weight, bias, stride, padding, dilation, groups):
+    """y (N, O, OH, OW) of x (N, C, H, W) and weight (O, C/groups, kh, kw), bias (O,) or None;
+    stride, padding, dilation: (h, w) pairs."""
+    (stride, padding, dilation, groups), out = check_conv2d(x, weight, bias, stride, padding,
+                                                            dilation, groups)
+    o, c_group, kh, kw = weight.shape
+    fields = _grouped_fields(x, (kh, kw), stride, padding, dilation, groups, out)
+    w = weight.astype(np.float64).reshape(groups, o // groups, c_group, kh, kw)
+    y = np.einsum("gocpq,ngcpqij->ngoij", w, fields, optimize=True).reshape((x.shape[0], o) + out)
+    if bias is not None:
+        y = y + bias.astype(np.float64)[:, None, None]
+    return y.astype(x.dtype)
+
+
+def conv2d_backward_input(dy, weight, input_size, stride, padding, dilation, groups):
+    """dx (N, C, H, W) = the adjoint of conv2d_forward in x: each output's gradient times the
+    weights goes back to every input position in its receptive field (col2im)."""
+    stride, padding, dilation, groups = check_conv2d_backward_input(
+        dy, weight, input_size, stride, padding, dilation, groups)
+    n, o = dy.shape[:2]
+    _, c_group, kh, kw = weight.shape
+    (sh, sw), (dh, dw), (ph, pw) = stride, dilation, padding
+    oh, ow = dy.shape[2:]
+    w = weight.astype(np.float64).reshape(groups, o // groups, c_group, kh, kw)
+    d = dy.astype(np.float64).reshape(n, groups, o // groups, oh, ow)
+    dfields = np.einsum("gocpq,ngoij->ngcpqij", w, d, optimize=True)
+    dfields = dfields.reshape((n, groups * c_group, kh, kw, oh, ow))
+    h, w_ = input_size
+    dxpad = np.zeros((n, groups * c_group, h + 2 * ph, w_ + 2 * pw))
+    for p in range(kh):
+        for q in range(kw):
+            dxpad[:, :, p * dh:p * dh + sh * (oh - 1) + 1:sh,
+                  q * dw:q * dw + sw * (ow - 1) + 1:sw] += dfields[:, :, p, q]
+    return np.ascontiguousarray(dxpad[:, :, ph:ph + h, pw:pw + w_]).astype(dy.dtype)
+
+
+def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups):
+    """dweight (O, C/groups, kh, kw) = sum over the batch and the output positions of each
+    output's gradient times its receptive field."""
+    stride, padding, dilation, groups = check_conv2d_backward_weight(
+        dy, x, kernel_size, stride, padding, dilation, groups)
+    n, o = dy.shape[:2]
+    weight_shape = (o, x.shape[1] // groups) + tuple(kernel_size)
+    fields = _grouped_fields(x, tuple(kernel_size), stride, padding, dilation, groups,
+                             dy.shape[2:])
+    d = dy.astype(np.float64).reshape((n, groups, o // groups) + dy.shape[2:])
+    dw = np.einsum("ngoij,ngcpqij->gocpq", d, fields, optimize=True)
+    return dw.reshape(weight_shape).astype(dy.dtype)

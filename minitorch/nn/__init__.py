@@ -11,13 +11,15 @@
 - ``attention.py`` (MultiheadAttention, KVCache), ``transformer.py`` (encoder/decoder layers,
   stacks, Transformer, TransformerDecoderCache), ``positional.py`` (sinusoidal and learned
   positions)
+- ``rnn.py``: recurrent layers (RNN, LSTM, GRU) and cells (RNNCell, LSTMCell, GRUCell)
 - ``conv.py`` (Conv1d, Conv2d), ``pooling.py`` (MaxPool2d, AvgPool2d, AdaptiveAvgPool2d),
   ``batchnorm.py`` (BatchNorm1d, BatchNorm2d)
-- ``rnn.py``: recurrent layers (RNN, LSTM, GRU) and cells (RNNCell, LSTMCell, GRUCell)
 - ``init.py`` (initialisers), ``functional.py`` (the stateless ops: ``import
   minitorch.nn.functional as F``)
+- ``parallel/`` (DistributedDataParallel: gradients averaged across the ranks of an MPI job)
 
-May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.creation``.
+May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.creation``,
+``minitorch.distributed`` (``parallel/`` only).
 """
 from . import functional, init
 from .activation import GELU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
@@ -34,17 +36,13 @@ from .module import Module
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
-from .rnn_attention import AdditiveAttention, DotProductAttention
 from .positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
+from .rnn_attention import AdditiveAttention, DotProductAttention
 from .sparse import Embedding
 from .transformer import (Transformer, TransformerDecoder, TransformerDecoderCache,
                           TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
-
-try:  # nn.utils (clip_grad_norm_, ...) is written separately and may not exist yet
-    from . import utils  # noqa: F401  (exported as nn.utils)
-except ImportError:
-    pass
+from . import parallel, utils  # noqa: E402  (they build on the layers above)
 
 __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "ParameterList",
            "ParameterDict", "Linear", "Identity", "Flatten", "Unflatten", "Embedding", "Dropout",
@@ -55,6 +53,6 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "TransformerEncoderLayer", "TransformerDecoderLayer", "TransformerEncoder",
            "TransformerDecoder", "TransformerDecoderCache", "Transformer",
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
+           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
-           "BatchNorm2d",
-           "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
+           "BatchNorm2d", "parallel", "utils"]

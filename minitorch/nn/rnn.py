@@ -151,20 +151,26 @@ class RNNBase(Module):
         return (layers, batch, self.proj_size or self.hidden_size), \
             (layers, batch, self.hidden_size)
 
-    def _check_state(self, name, state, shape):
-        if not isinstance(state, Tensor):
-            raise TypeError(f"{name} must be a Tensor, got {type(state).__name__}")
+    def _check_state(self, name, state, shape, dtype):
         if tuple(state.shape) != shape:
             raise RuntimeError(f"Expected {name} size {shape}, got {list(state.shape)}")
+        if state.dtype != dtype:
+            raise RuntimeError(f"Input and hidden tensors are not the same dtype: input is "
+                               f"{dtype}, {name} is {state.dtype}")
 
     # ------------------------------------------------------------------ forward
     def _unpack_state(self, hx):
         """hx as a tuple of states: (h,) or, for the LSTM, (h, c)."""
         if self.mode != "LSTM":
-            return (hx,)
-        if not isinstance(hx, (tuple, list)) or len(hx) != 2:
+            states = (hx,)
+        elif not isinstance(hx, (tuple, list)) or len(hx) != 2:
             raise TypeError(f"LSTM: hx must be a tuple (h_0, c_0), got {type(hx).__name__}")
-        return tuple(hx)
+        else:
+            states = tuple(hx)
+        for state in states:
+            if not isinstance(state, Tensor):
+                raise TypeError(f"hx must hold Tensors, got {type(state).__name__}")
+        return states
 
     def forward(self, input, hx=None):
         name = "LSTM" if self.mode == "LSTM" else ("GRU" if self.mode == "GRU" else "RNN")
@@ -175,8 +181,6 @@ class RNNBase(Module):
             data, batch_sizes, sorted_indices, unsorted_indices = input
             batch_sizes = [int(b) for b in batch_sizes.tolist()]
             self._check_input(data, 2)
-            if states is not None and sorted_indices is not None:
-                states = tuple(s.index_select(1, sorted_indices) for s in states)
         else:
             if not isinstance(input, Tensor):
                 raise TypeError(f"{name}: input must be a Tensor or a PackedSequence, got "
@@ -213,7 +217,9 @@ class RNNBase(Module):
         else:
             names = ("hx",) if len(states) == 1 else ("hx[0]", "hx[1]")
             for state_name, state, shape in zip(names, states, shapes):
-                self._check_state(state_name, state, shape)
+                self._check_state(state_name, state, shape, data.dtype)
+            if packed and sorted_indices is not None:  # into the packed (sorted) batch order
+                states = tuple(s.index_select(1, sorted_indices) for s in states)
         output, final = self._run_layers(data, batch_sizes, states)
         if packed:
             output = PackedSequence(output, input.batch_sizes, sorted_indices, unsorted_indices)
@@ -363,6 +369,8 @@ class RNNCellBase(Module):
                              "instead")
         labels = ("hidden",) if len(states) == 1 else ("hx[0]", "hx[1]")
         for label, state in zip(labels, states):
+            if state is not None and not isinstance(state, Tensor):
+                raise TypeError(f"{name}: {label} must be a Tensor, got {type(state).__name__}")
             if state is not None and state.dim() not in (1, 2):
                 raise ValueError(f"{name}: Expected {label} to be 1D or 2D, got {state.dim()}D "
                                  "instead")
@@ -380,6 +388,9 @@ class RNNCellBase(Module):
         states = tuple(zeros(batch, self.hidden_size, dtype=input.dtype) if s is None else s
                        for s in states)
         for label, state in zip(labels, states):
+            if state.dtype != input.dtype:
+                raise RuntimeError(f"{name}: {label} dtype ({state.dtype}) does not match the "
+                                   f"input's ({input.dtype})")
             if tuple(state.shape) != (batch, self.hidden_size):
                 raise RuntimeError(f"{name}: {label} must have shape {(batch, self.hidden_size)}"
                                    f" (input batch {batch}, hidden_size {self.hidden_size}), "

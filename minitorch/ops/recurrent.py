@@ -140,15 +140,16 @@ class RecurrentLayer(Function):
                 return composite_layer(ctx.mode, ctx.batch_sizes, ctx.reverse, *tensors)
             grads = (d_out, d_hn) if d_cn is None else (d_out, d_hn, d_cn)
             return _differentiate_composite(composite, inputs, needs, grads) + (None,) * 3
-        grads = _backward_through_time(ctx, inputs, d_out._data, d_hn._data,
+        grads = _backward_through_time(ctx, inputs, needs, d_out._data, d_hn._data,
                                        None if d_cn is None else d_cn._data)
         grads = [None if g is None or not need else Tensor._make(g)
                  for g, need in zip(grads, needs)]
         return tuple(grads) + (None,) * 3
 
 
-def _backward_through_time(ctx, inputs, d_out, dh, dc):
-    """The gradients of (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), as arrays."""
+def _backward_through_time(ctx, inputs, needs, d_out, dh, dc):
+    """The gradients of (x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr), as arrays (None for those
+    not in ``needs``)."""
     x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr = inputs
     kernels = backends.current()
     mode, W_hh = ctx.mode, w_hh._data
@@ -178,17 +179,20 @@ def _backward_through_time(ctx, inputs, d_out, dh, dc):
             d_xw[t] = d_hw[t] = kernels.rnn_cell_backward(g, h_new, _NONLINEARITY[mode])
             dh_prev = kernels.matmul(d_xw[t], W_hh)
         dh = _with_tail(dh_prev, dh)
-    # the weight gradients: one GEMM each over all steps' rows
+    # the input's and the weights' gradients: one GEMM each over all steps' rows
+    need_x, _, _, need_w_ih, need_w_hh, need_b_ih, need_b_hh, need_w_hr = needs
     d_xw_all = np.concatenate(d_xw) if n_steps > 1 else d_xw[0]
     d_hw_all = d_xw_all if mode != "GRU" else (np.concatenate(d_hw) if n_steps > 1 else d_hw[0])
-    h_prev_all = np.concatenate([ctx.per_step[t][0] for t in range(n_steps)])
-    dx = kernels.matmul(d_xw_all, w_ih._data)
-    dw_ih = kernels.matmul(d_xw_all.T, x._data)
-    dw_hh = kernels.matmul(d_hw_all.T, h_prev_all)
-    db_ih = None if b_ih is None else d_xw_all.sum(axis=0)
-    db_hh = None if b_hh is None else d_hw_all.sum(axis=0)
+    dx = kernels.matmul(d_xw_all, w_ih._data) if need_x else None
+    dw_ih = kernels.matmul(d_xw_all.T, x._data) if need_w_ih else None
+    dw_hh = None
+    if need_w_hh:
+        h_prev_all = np.concatenate([ctx.per_step[t][0] for t in range(n_steps)])
+        dw_hh = kernels.matmul(d_hw_all.T, h_prev_all)
+    db_ih = d_xw_all.sum(axis=0) if need_b_ih else None
+    db_hh = d_hw_all.sum(axis=0) if need_b_hh else None
     dw_hr = None
-    if W_hr is not None:
+    if need_w_hr:
         h_full = np.concatenate([ctx.per_step[t][4] for t in range(n_steps)])
         dw_hr = kernels.matmul(np.concatenate(d_proj).T, h_full)
     return dx, dh, dc, dw_ih, dw_hh, db_ih, db_hh, dw_hr

@@ -6,6 +6,8 @@
 - ``batching.py``: length buckets, padding, masks, teacher-forcing shift
 - ``model.py``: ``Seq2SeqTransformer``; ``decoding.py``: KV-cached greedy/sampled/beam decoding;
   ``training.py``: the loss, one training step, progress display
+- ``rnn_model.py``: ``Seq2SeqRNN``, the recurrent encoder-decoder with attention;
+  ``rnn_decoding.py``: its decoder cache, and decoding that returns the attention weights
 
 May import: ``minitorch.nn``, ``minitorch.optim`` and below.
 """
@@ -17,6 +19,8 @@ from minitorch.text.corpus import CorpusSplits, build_pair, generate_pairs, load
 from minitorch.text.decoding import (DecoderCache, beam_search, greedy_decode, sample_decode,
                                      translate)
 from minitorch.text.model import Seq2SeqTransformer
+from minitorch.text.rnn_decoding import RNNDecoderCache, decode_with_attention
+from minitorch.text.rnn_model import Seq2SeqRNN
 from minitorch.text.trans_de_en import load_trans_de_en
 from minitorch.text.training import Progress, evaluate_loss, seq2seq_loss, train_step
 
@@ -24,4 +28,5 @@ __all__ = ["BPETokenizer", "normalize", "bleu", "CorpusSplits", "build_pair", "g
            "load_corpus", "load_trans_de_en", "Batch", "make_batch", "causal_mask",
            "pad_sequences", "bucket_indices", "iterate_batches", "Seq2SeqTransformer",
            "DecoderCache", "greedy_decode", "sample_decode", "beam_search", "translate",
-           "seq2seq_loss", "train_step", "evaluate_loss", "Progress"]
+           "seq2seq_loss", "train_step", "evaluate_loss", "Progress", "Seq2SeqRNN",
+           "RNNDecoderCache", "decode_with_attention"]
