@@ -57,7 +57,7 @@ def parse_args(argv=None):
                    help="scenes in each held-out split (seen and unseen)")
     p.add_argument("--image-size", type=positive_int, default=32,
                    help=f"image side in pixels: a multiple of 4, at least {MIN_IMAGE_SIZE}")
-    p.add_argument("--width", type=positive_int, default=16,
+    p.add_argument("--width", type=positive_int, default=32,
                    help="channels of the first conv block (then 2x, 2x)")
     p.add_argument("--embed-size", type=positive_int, default=32, help="word embedding size")
     p.add_argument("--hidden-size", type=positive_int, default=128, help="decoder state size")
