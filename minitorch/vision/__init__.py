@@ -2,6 +2,7 @@
 
 - ``digits.py``: the 8×8 handwritten digits (for the Vision Transformer example)
 - ``shapes.py``: generated scenes of coloured shapes with captions (for the captioning example)
+- ``captioning.py``: the captioner: a CNN's feature grid, attended over by an RNN decoder
 
 May import: numpy, the standard library, ``minitorch``.
 """
