@@ -36,6 +36,7 @@ OP_RETURNS = {
     "nonzero": [("*, as_tuple: Literal[False] = False", "Tensor"),
                 ("*, as_tuple: Literal[True]", "tuple[Tensor, ...]")],
     "unique": "Any",  # a Tensor, or a tuple of them when an inverse or counts are asked for
+    "max_pool2d": "Any",  # a Tensor, or (values, indices) with return_indices=True
     "allclose": "builtins.bool",
     "split": "tuple[Tensor, ...]",
     "chunk": "tuple[Tensor, ...]",
