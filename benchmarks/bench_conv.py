@@ -25,8 +25,6 @@ Run from the repository root (after ``python setup.py build_ext --inplace``):
     PYTHONPATH=. python benchmarks/bench_conv.py --quick     # 1 round, batch 8: ~1 minute
 """
 import argparse
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -229,19 +227,8 @@ def main(argv=None):
     rounds = args.rounds or (1 if args.quick else 3)
     batch = 8 if args.quick else BATCH
     start = time.perf_counter()
-    print(f"# minitorch CNN layers vs PyTorch and numpy, float32, batch {batch}, "
-          f"{args.clock} time")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, "
-          f"torch {bk.torch.__version__ if bk.torch is not None else 'not available'}, "
-          f"minitorch backend {minitorch.backends.backend()}, ISA level "
-          f"{bk.mt.get_isa()}, OpenMP {bk.mt.has_openmp()}")
-    if bk.torch is None:
-        print(f"NOTE: PyTorch columns omitted ({bk.TORCH_ERROR})")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    if load is not None:
-        print(f"load average (1 min): {load:.2f}" + (
-            "  WARNING: the machine is busy; every column below is unreliable"
-            if load > 0.5 * (os.cpu_count() or 1) else ""))
+    load = bk.print_header(f"# minitorch CNN layers vs PyTorch and numpy, float32, "
+                           f"batch {batch}, {args.clock} time")
     rows = bench(cases(), args.threads, rounds, budget=0.3 * rounds, batch=batch,
                  clock=args.clock)
     if not args.no_report:

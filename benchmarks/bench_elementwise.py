@@ -27,8 +27,6 @@ Run from the repository root (after ``python setup.py build_ext --inplace``):
     PYTHONPATH=. python benchmarks/bench_elementwise.py --only pow gelu --threads 2 --no-report
 """
 import argparse
-import os
-import platform
 import sys
 import time
 from dataclasses import dataclass
@@ -309,19 +307,8 @@ def main(argv=None):
         parser.error(f"--only {' '.join(args.only)}: no such op; the ops are "
                      f"{', '.join(c.name for c in cases())}")
     start = time.perf_counter()
-    print("# minitorch elementwise, reduction and shape ops vs numpy and PyTorch, "
-          f"{SHAPE} float32")
-    print(f"python {platform.python_version()}, numpy {np.__version__}, "
-          f"torch {bk.torch.__version__ if bk.torch is not None else 'not available'}, "
-          f"minitorch backend {minitorch.backends.backend()}, ISA level "
-          f"{bk.mt.get_isa()}, OpenMP {bk.mt.has_openmp()}")
-    if bk.torch is None:
-        print(f"NOTE: PyTorch columns omitted ({bk.TORCH_ERROR})")
-    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-    if load is not None:
-        print(f"load average (1 min): {load:.2f}" + (
-            "  WARNING: the machine is busy; every column below is unreliable"
-            if load > 0.5 * (os.cpu_count() or 1) else ""))
+    load = bk.print_header("# minitorch elementwise, reduction and shape ops vs numpy and "
+                           f"PyTorch, {SHAPE} float32")
     rounds = args.rounds or (1 if args.quick else 3)
     with np.errstate(all="ignore"):  # the numpy composites of gelu/sigmoid may overflow exp
         rows = bench(case_list, args.threads, rounds=rounds, budget=0.1 * rounds, data=arrays())

@@ -33,6 +33,7 @@ import time
 
 import numpy as np
 
+import minitorch
 import report
 from minitorch.backends import c_backend as mt
 
@@ -447,6 +448,30 @@ def bench_rows(threads_list, quick):
     return rows
 
 
+def print_load():
+    """Print the 1-minute load average, with a warning when other work holds the cores; return
+    it (None where the OS does not say)."""
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    if load is not None:
+        print(f"load average (1 min): {load:.2f}" + (
+            "  WARNING: the machine is busy; every column below is unreliable"
+            if load > 0.5 * (os.cpu_count() or 1) else ""))
+    return load
+
+
+def print_header(title):
+    """A benchmark's first lines: its title, the library versions, the backend, the ISA level,
+    whether PyTorch is there, and the load; returns the load (see print_load)."""
+    print(title)
+    print(f"python {platform.python_version()}, numpy {np.__version__}, "
+          f"torch {torch.__version__ if torch is not None else 'not available'}, "
+          f"minitorch backend {minitorch.backends.backend()}, ISA level "
+          f"{mt.get_isa()}, OpenMP {mt.has_openmp()}")
+    if torch is None:
+        print(f"NOTE: PyTorch columns omitted ({TORCH_ERROR})")
+    return print_load()
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
@@ -466,11 +491,7 @@ def main():
     env = {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS", "OMP_", "MKL_"))}
     print(f"thread env: {env or 'none'}; numpy OpenBLAS thread control: "
           f"{'yes' if OPENBLAS_SET_THREADS else 'NOT FOUND (numpy uses its default)'}")
-    if hasattr(os, "getloadavg"):
-        load = os.getloadavg()[0]
-        print(f"load average (1 min): {load:.2f}" + (
-            "  WARNING: the machine is busy; every column below is unreliable"
-            if load > 0.5 * (os.cpu_count() or 1) else ""))
+    print_load()
     peaks = {}
     for threads in args.threads:
         for dtype in (np.float32, np.float64):
