@@ -4,8 +4,9 @@ This file holds :class:`Parser` (argparse that shows each default once in ``--he
 reports a bad argument in one line, exit status 2), the argument types :func:`positive_int`,
 :func:`non_negative_int`, :func:`positive_float` and :func:`fraction`,
 :func:`check_run_folder` and :func:`make_run_folder` (a run never overwrites another run's
-files unless told to) and :func:`run_main` (a program's expected errors as one line instead of
-a traceback). The examples import it by path (``examples/`` is the script's folder).
+files unless told to), :func:`check_resume_flags` (a resumed run keeps its settings) and
+:func:`run_main` (a program's expected errors as one line instead of a traceback). The
+examples import it by path (``examples/`` is the script's folder).
 May import: the standard library.
 """
 from __future__ import annotations
@@ -133,6 +134,18 @@ def check_run_folder(parser, out, run_files, *, overwrite=False, resume=False,
         os.rmdir(tempfile.mkdtemp(dir=parent, prefix=".write-probe-"))
     except OSError as error:
         parser.error(f"--out {out}: cannot write in {parent} ({error.strerror or error})")
+
+
+def check_resume_flags(parser, args, config, keys, *, free=()):
+    """With --resume, a flag given now (not at its default) that contradicts the saved run's
+    ``config`` is a one-line error; the keys in ``free`` (e.g. a step budget) may change."""
+    for key in keys:
+        value = getattr(args, key, None)
+        if key not in free and value != parser.get_default(key) and value != config.get(key):
+            flag = "--" + key.replace("_", "-")
+            parser.error(f"--resume: the run in {args.out} has {flag} {config.get(key)}, not "
+                         f"{value}: leave {flag} out, or start a new run (--overwrite or "
+                         f"another --out)")
 
 
 def make_run_folder(out, run_files, *, overwrite=False):

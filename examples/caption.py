@@ -37,8 +37,9 @@ from minitorch.vision.captioning import AttentionCaptioner, caption_loss
 from minitorch.vision.shapes import MIN_IMAGE_SIZE, make_corpus
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
-from _common import (Parser, add_run_arguments, check_run_folder,  # noqa: E402
-                     make_run_folder, non_negative_int, positive_float, positive_int, run_main)
+from _common import (Parser, add_run_arguments, check_resume_flags,  # noqa: E402
+                     check_run_folder, make_run_folder, non_negative_int, positive_float,
+                     positive_int, run_main)
 
 CHECKPOINT = "checkpoint.safetensors"
 RUN_FILES = (CHECKPOINT, "loss.png", "attention.png", "samples.png")
@@ -268,12 +269,7 @@ def load_run(parser, args):
         checkpoint["step"], checkpoint["model"], checkpoint["optimizer"], config["decay_steps"]
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} is not a caption checkpoint ({error})") from None
-    for key in CONFIG_KEYS:
-        value = getattr(args, key)
-        if value != parser.get_default(key) and value != config[key]:
-            flag = "--" + key.replace("_", "-")
-            parser.error(f"--resume: the run in {args.out} has {flag} {config[key]}, not "
-                         f"{value}: leave {flag} out, or start a new run")
+    check_resume_flags(parser, args, config, CONFIG_KEYS)
     return checkpoint, config
 
 

@@ -32,7 +32,7 @@ from minitorch.text.training import train_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
 from _common import (Parser, add_model_arguments, add_run_arguments,  # noqa: E402
-                     check_run_folder, make_run_folder, non_negative_int,
+                     check_resume_flags, check_run_folder, make_run_folder, non_negative_int,
                      positive_int, run_main)
 
 PAD_ID, BOS_ID, EOS_ID = 0, 2, 3
@@ -111,12 +111,7 @@ def load_run(parser, args):
         config = json.loads(checkpoint["config"])
     except (ValueError, KeyError, TypeError) as error:
         raise ValueError(f"{path} is not a copy_task checkpoint ({error})") from None
-    for key in CONFIG_KEYS:
-        value = getattr(args, key)
-        if value != parser.get_default(key) and value != config[key]:
-            flag = "--" + key.replace("_", "-")
-            parser.error(f"--resume: the run in {args.out} has {flag} {config[key]}, not "
-                         f"{value}: leave {flag} out, or start a new run")
+    check_resume_flags(parser, args, config, CONFIG_KEYS)
     return checkpoint, config
 
 

@@ -39,9 +39,9 @@ from minitorch.models import GPT, GPTConfig
 from minitorch.text.training import Progress
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
-from _common import (Parser, add_run_arguments, check_run_folder, fraction,  # noqa: E402
-                     make_run_folder, non_negative_int, positive_float, positive_int,
-                     run_main)
+from _common import (Parser, add_run_arguments, check_resume_flags,  # noqa: E402
+                     check_run_folder, fraction, make_run_folder, non_negative_int, positive_float,
+                     positive_int, run_main)
 
 CHECKPOINT, PLOT, SAMPLES = "checkpoint.safetensors", "loss.png", "samples.txt"
 RUN_FILES = (CHECKPOINT, PLOT, SAMPLES)
@@ -305,13 +305,7 @@ def restore_model(path):
 def resume_config(parser, args, checkpoint):
     """The resumed run's config; a flag given now that contradicts it is an error."""
     config = checkpoint["config"]
-    for key in CONFIG_KEYS:
-        value = getattr(args, key)
-        if key != "max_steps" and value != parser.get_default(key) and value != config[key]:
-            flag = "--" + key.replace("_", "-")
-            parser.error(f"--resume: the run in {args.out} has {flag} {config[key]}, not "
-                         f"{value}: leave {flag} out, or start a new run (--overwrite or "
-                         f"another --out)")
+    check_resume_flags(parser, args, config, CONFIG_KEYS, free=("max_steps",))
     return config
 
 

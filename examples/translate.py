@@ -49,8 +49,8 @@ from minitorch.text.training import Progress, seq2seq_loss, train_step
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # for _common when imported
 from _common import (Parser, add_model_arguments, add_run_arguments,  # noqa: E402
-                     check_run_folder, fraction, make_run_folder, non_negative_int,
-                     positive_float, positive_int, run_main)
+                     check_resume_flags, check_run_folder, fraction, make_run_folder,
+                     non_negative_int, positive_float, positive_int, run_main)
 
 CHECKPOINT = "checkpoint.safetensors"
 SRC_TOKENIZER, TGT_TOKENIZER = "src_bpe.json", "tgt_bpe.json"
@@ -454,13 +454,7 @@ def setup_backend(args):
 def resume_config(parser, args, checkpoint):
     """The resumed run's config; a flag given now that contradicts it is an error."""
     config = checkpoint["config"]
-    for key in CONFIG_KEYS:
-        value = getattr(args, key, None)
-        if key != "epochs" and value != parser.get_default(key) and value != config.get(key):
-            flag = "--" + key.replace("_", "-")
-            parser.error(f"--resume: the run in {args.out} has {flag} {config.get(key)}, not "
-                         f"{value}: leave {flag} out, or start a new run (--overwrite or "
-                         f"another --out)")
+    check_resume_flags(parser, args, config, CONFIG_KEYS, free=("epochs",))
     return config
 
 
