@@ -1,0 +1,50 @@
+"""The training-step benchmarks measure what they say: bench_transformer.py's GEMM floor counts
+the FLOPs of the products a step makes, and profile_step.py files each shared object under its
+group. (Timings are never asserted.)"""
+import pathlib
+import sys
+
+import pytest
+
+import minitorch
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
+bench_transformer = pytest.importorskip("bench_transformer")
+profile_step = pytest.importorskip("profile_step")
+
+pytestmark = pytest.mark.skipif("c" not in minitorch.backends.available,
+                                reason="the C extension is not built")
+
+
+def test_the_counted_flops_are_those_of_the_products_made():
+    a, b = minitorch.randn(3, 4), minitorch.randn(4, 5)
+    batch_a, batch_b = minitorch.randn(6, 2, 7), minitorch.randn(6, 7, 3)
+
+    def step():
+        a @ b                # 2·3·5·4
+        a @ b.T.T            # the same product through a transposed view
+        batch_a @ batch_b    # 6 products 2·2·3·7
+    assert bench_transformer._count_gemm_flops(step) == 2 * (2 * 3 * 5 * 4) + 6 * 2 * 2 * 3 * 7
+    # the kernels are put back: a second count starts from zero
+    assert bench_transformer._count_gemm_flops(lambda: a @ b) == 2 * 3 * 5 * 4
+
+
+def test_the_floor_is_the_flops_at_the_peak():
+    best = {"minitorch": {"ms": 50.0, "tok_s": 1.0, "rss_mb": 10, "gemm_flops": 4e9},
+            "torch": {"ms": 80.0, "tok_s": 1.0, "rss_mb": 20}}
+    mt_row, torch_row = bench_transformer._rows("small", 1, best, peak_gflops=100.0)
+    assert mt_row[6] == "1.60x"             # 80 / 50
+    assert mt_row[7] == "40.0"              # 4 GFLOP at 100 GFLOP/s
+    assert mt_row[8] == "2.00x"             # 80 / 40
+    assert torch_row[6:] == ["", "", ""]
+
+
+@pytest.mark.parametrize("dso, group", [
+    ("_C.abi3.so", "C kernels"), ("libgomp.so.1.0.0", "C kernels"),
+    ("_multiarray_umath.cpython-311-x86_64-linux-gnu.so", "numpy"),
+    ("libpython3.11.so.1.0", "Python"), ("python3.11", "Python"),
+    ("_cffi_backend.cpython-311-x86_64-linux-gnu.so", "Python"),
+    ("libc.so.6", "libc"), ("libm.so.6", "libc"), ("[kernel.kallsyms]", "OS"),
+    ("libfoo.so", "other")])
+def test_profile_groups_shared_objects(dso, group):
+    assert profile_step.category(dso) == group
