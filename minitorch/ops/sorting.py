@@ -34,6 +34,37 @@ def _stable_order(x, axis, descending):
     return (n - 1 - order).astype(np.int64)
 
 
+_MAX_PASSES = 16
+
+
+def _first_k_by_passes(x, axis, largest, k):
+    """The indices of the first ``k`` of each slice along ``axis`` in ``_stable_order``'s order,
+    found by ``k`` passes of argmax (argmin) that each mark the element they take; None where
+    that is not cheaper than a sort or cannot match it, and the caller sorts.
+
+    A small ``k`` (sampling's top-k) then costs k reads of the input instead of a full sort.
+    argmax and argmin return the first of equal values (the stable order's tie rule) and argmax
+    the first NaN (NaN sorts as the largest); a mark is -inf (+inf), so a slice whose picks
+    reach that infinity could pick a marked element twice: it falls back, as does ``largest=False``
+    with NaNs (argmin would pick them first)."""
+    if k > _MAX_PASSES or x.dtype.kind != "f" or x.shape[axis] < 4 * k:
+        return None
+    if not largest and np.isnan(x).any():
+        return None
+    work = np.moveaxis(x, axis, -1).copy()
+    flat = work.reshape(-1, work.shape[-1])
+    rows = np.arange(flat.shape[0])
+    pick, mark = (np.argmax, -np.inf) if largest else (np.argmin, np.inf)
+    order = np.empty((flat.shape[0], k), np.int64)
+    for i in range(k):
+        taken = pick(flat, axis=-1)
+        order[:, i] = taken
+        if (flat[rows, taken] == mark).any():
+            return None
+        flat[rows, taken] = mark
+    return np.moveaxis(order.reshape(work.shape[:-1] + (k,)), -1, axis)
+
+
 def _check_tensor(value, name, caller):
     if not isinstance(value, Tensor):
         raise TypeError(f"{caller}: {name} must be a Tensor, got {type(value).__name__}")
@@ -45,9 +76,11 @@ def _sorted_along(input, dim, descending, k=None):
     if input.ndim == 0:  # one element: it is its own sort
         values, indices = _sorted_along(input.reshape(1), 0, descending, k)
         return values_indices(values.reshape(()), indices.reshape(()))
-    order = _stable_order(input._data, d, descending)
-    if k is not None:
-        order = order[(slice(None),) * d + (slice(0, k),)]
+    order = None if k is None else _first_k_by_passes(input._data, d, descending, k)
+    if order is None:
+        order = _stable_order(input._data, d, descending)
+        if k is not None:
+            order = order[(slice(None),) * d + (slice(0, k),)]
     indices = _make(np.ascontiguousarray(order))
     return values_indices(Gather.apply(input, d, indices), indices)
 
