@@ -171,6 +171,10 @@ CASES = [
         f64, target, lse, np.ones(2), reduction="none"), ValueError, "grad must have shape"),
     ("cross_entropy backward lse int", lambda: C.cross_entropy_backward(f64, target, lse.astype(int), 1.0),
      TypeError, "lse must be"),
+    # erf
+    ("erf int", lambda: C.erf_forward(np.ones(4, np.int64)), TypeError, "x must be"),
+    ("erf negative n", lambda: c_status(C.lib.mt_erf_forward_f64, NULL, NULL, -1), ValueError, "rejected"),
+    ("erf misaligned", lambda: C.erf_forward(misaligned(f32)), None, ""),
     # layer norm / RMS norm
     ("layer_norm eps NaN", lambda: C.layer_norm_forward(f64, None, None, eps=NAN), ValueError, "eps"),
     ("layer_norm eps negative", lambda: C.layer_norm_forward(f64, None, None, eps=-1.0), ValueError, "eps"),

@@ -63,6 +63,7 @@ def elementwise_calls(rng, n, dtype):
         "clamp min only": ("clamp_forward", (x, 0.3, None)),
         "clamp backward": ("clamp_backward", (dy, x, -0.5, 1.25)),
         "rsqrt": ("rsqrt_forward", (positive,)),
+        "erf": ("erf_forward", (x / 4,)),
         "pow_int 3": ("pow_int_forward", (x, 3)),
         "pow_int -2": ("pow_int_forward", (positive, -2)),
         "pow_int 11": ("pow_int_forward", (x / 4, 11)),
@@ -319,7 +320,8 @@ def test_every_layout_gives_its_contiguous_result(dtype):
     calls = {"relu backward": (C.relu_backward, [dy, x]), "gelu": (C.gelu_forward, [x]),
              "gelu backward": (C.gelu_backward, [dy, x]), "sigmoid": (C.sigmoid_forward, [x]),
              "silu backward": (C.silu_backward, [dy, x]), "clamp": (C.clamp_forward, [x]),
-             "rsqrt": (C.rsqrt_forward, [np.abs(x) + 1]), "sum_rows": (C.sum_rows, [x]),
+             "rsqrt": (C.rsqrt_forward, [np.abs(x) + 1]), "erf": (C.erf_forward, [x]),
+             "sum_rows": (C.sum_rows, [x]),
              "amax_rows": (C.amax_rows, [x]),
              "index_add_rows": (lambda s: C.index_add_rows(s, np.arange(37) % 5, 5), [x])}
     for name, (call, arrays) in calls.items():
@@ -433,3 +435,21 @@ def test_c_entry_points_reject_what_python_should_have():
     assert lib.mt_arith_f64(4, p, 0, p, 0, p, 1, 4) == -2  # no such op
     assert lib.mt_arith_f64(0, p, 2, p, 1, p, 1, 4) == -2  # no full operand
     np.testing.assert_array_equal(out, 0)  # a rejected call writes nothing
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_erf_is_accurate_relatively_down_to_tiny_arguments(isa, dtype):
+    """Relative to libm's erf in double: near 0 erf(x) ~ 1.13 x, so an absolute tolerance alone
+    would pass an erf computed as 1 - erfc(x); and erf's special values."""
+    import math
+    x = np.concatenate([np.geomspace(1e-30, 6.0, 4001), -np.geomspace(1e-20, 6.0, 997)]).astype(dtype)
+    exact = np.array([math.erf(float(v)) for v in x])
+    with c_threads(1, isa):
+        got = C.erf_forward(x).astype(np.float64)
+        special = C.erf_forward(np.array([0.0, -0.0, np.inf, -np.inf, np.nan], dtype))
+    rtol = 4e-7 if dtype == np.float32 else 1e-15
+    np.testing.assert_allclose(got, exact.astype(dtype), rtol=rtol, atol=0)
+    assert special[:4].tolist() == [0.0, 0.0, 1.0, -1.0] and np.signbit(special[1])
+    assert np.isnan(special[4])

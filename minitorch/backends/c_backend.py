@@ -714,6 +714,10 @@ def rsqrt_forward(x):
     return _elementwise("rsqrt_forward", x)
 
 
+def erf_forward(x):
+    return _elementwise("erf_forward", x)
+
+
 def pow_int_forward(x, exponent):
     return _elementwise("pow_int_forward", x, check_integer_exponent(exponent))
 

@@ -469,6 +469,12 @@ def _gelu_slope64(x, approximate):
     return _normal_cdf64(x64) + x64 * np.exp(-0.5 * x64 * x64) / np.sqrt(2.0 * np.pi)
 
 
+def erf_forward(x):
+    """y = erf(x), math.erf per element: numpy has no erf."""
+    check_float("x", x)
+    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(x.dtype)
+
+
 def rsqrt_forward(x):
     """y = 1 / sqrt(x)."""
     check_float("x", x)
