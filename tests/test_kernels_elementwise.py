@@ -444,7 +444,8 @@ def test_erf_is_accurate_relatively_down_to_tiny_arguments(isa, dtype):
     """Relative to libm's erf in double: near 0 erf(x) ~ 1.13 x, so an absolute tolerance alone
     would pass an erf computed as 1 - erfc(x); and erf's special values."""
     import math
-    x = np.concatenate([np.geomspace(1e-30, 6.0, 4001), -np.geomspace(1e-20, 6.0, 997)]).astype(dtype)
+    x = np.concatenate([np.geomspace(1e-30, 6.0, 4001), -np.geomspace(1e-20, 6.0, 997)])
+    x = x.astype(dtype)
     exact = np.array([math.erf(float(v)) for v in x])
     with c_threads(1, isa):
         got = C.erf_forward(x).astype(np.float64)
