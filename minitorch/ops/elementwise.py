@@ -477,19 +477,44 @@ class ClampBackward(Function):
         return ClampBackward.apply(grad, x, *ctx.bounds), None, None, None
 
 
+def _winner_weight(ctx, grad, wins):
+    """1 where ``a`` wins (``wins(a, b)``), 0.5 on ties, 0 where ``b`` wins, as a constant."""
+    a, b = ctx.saved_tensors
+    x, y = np.broadcast_arrays(a._data, b._data)
+    weight_a = wins(x, y).astype(grad._data.dtype)
+    ties = np.equal(x, y)
+    if ties.any():
+        weight_a[ties] = 0.5
+    return _make(weight_a)
+
+
 class Maximum(Function):
     """Elementwise max; on ties the gradient is split evenly, as in PyTorch."""
 
     @staticmethod
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
-        x, y = np.broadcast_arrays(a._data, b._data)
-        ctx.weight_a = _make(np.where(x > y, 1.0, np.where(x == y, 0.5, 0.0)).astype(x.dtype))
+        ctx.save_for_backward(a, b)  # the weights are made in backward: no_grad calls skip them
         return _make(np.maximum(a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
-        w = ctx.weight_a
+        w = _winner_weight(ctx, grad, np.greater)
+        return _grads(ctx, lambda: grad * w, lambda: grad * (1.0 - w))
+
+
+class Minimum(Function):
+    """Elementwise min; on ties the gradient is split evenly, as in PyTorch."""
+
+    @staticmethod
+    def forward(ctx, a, b):
+        ctx.shapes = a.shape, b.shape
+        ctx.save_for_backward(a, b)
+        return _make(np.minimum(a._data, b._data))
+
+    @staticmethod
+    def backward(ctx, grad):
+        w = _winner_weight(ctx, grad, np.less)
         return _grads(ctx, lambda: grad * w, lambda: grad * (1.0 - w))
 
 
@@ -589,7 +614,7 @@ def maximum(input, other):
 @op()
 def minimum(input, other):
     input, other = broadcast_operands(input, other, "minimum")
-    return -Maximum.apply(-input, -other)
+    return Minimum.apply(input, other)
 
 
 @op(aliases="negative", methods="__neg__")
