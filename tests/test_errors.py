@@ -131,6 +131,14 @@ def test_gather_and_index_select_errors():
     _raises(IndexError, lambda: x.index_select(0, mt.tensor([3])), "index_select", "size 3",
             "max 3")
     _raises(TypeError, lambda: x.index_select(0, mt.tensor([[0]])), "index_select", "index")
+    _raises(IndexError, lambda: mt.tensor(2.0).gather(0, mt.tensor(1)), "gather", "size 1")
+
+
+def test_gather_of_a_scalar_is_the_scalar():  # as torch.gather(torch.tensor(2.), 0, tensor(0))
+    x = mt.tensor(2.0, requires_grad=True)
+    out = x.gather(0, mt.tensor(0))
+    out.backward()
+    assert out.shape == () and out.item() == 2.0 and x.grad.item() == 1.0
 
 
 def test_item_of_many_elements():

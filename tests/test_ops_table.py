@@ -282,10 +282,15 @@ SHAPE_OPS = [
         case(T(3, 4), index=(slice(None), np.array([1, 1]))),
         case((3, 2), index=np.array([], dtype=np.int64)), case((), index=None)]),
     Op("gather", lambda a, dim, index: a.gather(dim, mt.tensor(index)),
-       lambda x, dim, index: np.take_along_axis(x, index, dim),
+       lambda x, dim, index: np.take_along_axis(
+           x[tuple(slice(0, n) if k != dim % x.ndim else slice(None)
+                   for k, n in enumerate(index.shape))], index, dim),
        [case((3, 4), dim=1, index=np.array([[0, 0], [3, 1], [2, 2]])),
         case((3, 2), dim=0, index=np.array([[2, 0], [2, 2]])),
-        case(T(3, 2), dim=-1, index=np.array([[1], [1], [0]]))]),
+        case(T(3, 2), dim=-1, index=np.array([[1], [1], [0]])),
+        case((3, 4), dim=1, index=np.array([[-1, 0], [-4, 3]])),
+        case((2, 5, 3), dim=1, index=np.array([[[4, 0], [4, 4], [1, 2], [0, 0]]] * 2)),
+        case(T(4, 5), dim=0, index=np.zeros((0, 2), np.int64))]),
     Op("index_select", lambda a, dim, index: a.index_select(dim, mt.tensor(index)),
        lambda x, dim, index: np.take(x, index, axis=dim),
        [case((4, 3), dim=0, index=np.array([3, 0, 3])), case((2, 3), dim=1,
