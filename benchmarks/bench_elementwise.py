@@ -5,8 +5,8 @@ grad (forward + backward), minitorch beside PyTorch and, for the forward, beside
 composite one would write by hand; then minitorch's time ÷ PyTorch's (> 1: minitorch is
 slower) and ÷ numpy's. The ops: arithmetic (tensor and scalar operand), neg, pow with the
 common constant exponents, unary math and activations, clamp, where, masked_fill, reductions
-over the last dim and over everything, var, softmax, log_softmax, cat, stack,
-transpose + contiguous, slicing and integer indexing.
+over the last dim and over everything, var, softmax, log_softmax, erf, maximum, softplus,
+cumsum, topk, tril, gather, cat, stack, transpose + contiguous, slicing and integer indexing.
 
 Each op is one function ``fn(lib, F, inputs)`` called with minitorch and with PyTorch
 (minitorch copies PyTorch's API, so the same code runs on both): what is timed is the same
@@ -55,11 +55,13 @@ class Case:
 
 @dataclass
 class Inputs:
-    """One library's inputs to a case: x, y (like x), a bool mask, int64 row indices."""
+    """One library's inputs to a case: x, y (like x), a bool mask, int64 row indices, int64
+    indices into the last dim of x's shape (for gather)."""
     x: object
     y: object
     mask: object
     idx: object
+    gather_idx: object
 
 
 def _np_sigmoid(x):
@@ -139,6 +141,17 @@ def cases():
              uses_y=True),
         Case("transpose+contiguous", lambda m, F, t: t.x.transpose(1, 2).contiguous(),
              lambda t: np.ascontiguousarray(t.x.transpose(0, 2, 1))),
+        Case("erf", lambda m, F, t: t.x.erf(), lambda t: _np_erf(t.x)),
+        Case("maximum", lambda m, F, t: m.maximum(t.x, t.y), lambda t: np.maximum(t.x, t.y),
+             uses_y=True),
+        Case("softplus", lambda m, F, t: F.softplus(t.x),
+             lambda t: np.logaddexp(f32(0), t.x)),
+        Case("cumsum(-1)", lambda m, F, t: t.x.cumsum(-1), lambda t: np.cumsum(t.x, -1)),
+        Case("topk(5, -1)", lambda m, F, t: t.x.topk(5, -1)[0],
+             lambda t: np.sort(t.x, -1)[..., :-6:-1]),
+        Case("tril", lambda m, F, t: t.x.tril(), lambda t: np.tril(t.x)),
+        Case("gather(-1)", lambda m, F, t: t.x.gather(-1, t.gather_idx),
+             lambda t: np.take_along_axis(t.x, t.gather_idx, -1)),
         Case("slice [:, 1:, ::2]", lambda m, F, t: t.x[:, 1:, ::2], lambda t: t.x[:, 1:, ::2]),
         Case("index [idx]", lambda m, F, t: t.x[t.idx], lambda t: t.x[t.idx]),
     ]
@@ -149,13 +162,14 @@ def cases():
 # ---------------------------------------------------------------------------------------------
 def arrays(shape=SHAPE, seed=0):
     """numpy inputs: x (normal, and positive), y, a bool mask, shape[0] int64 row indices into
-    dim 0 (repeats included, as an embedding lookup has)."""
+    dim 0 (repeats included, as an embedding lookup has), int64 indices into the last dim."""
     rng = np.random.default_rng(seed)
     x = rng.standard_normal(shape, dtype=np.float32)
     return {"x": x, "x_positive": (np.abs(x) + 0.5).astype(np.float32),
             "y": rng.standard_normal(shape, dtype=np.float32),
             "mask": rng.random(shape) < 0.5,
-            "idx": rng.integers(0, shape[0], shape[0]).astype(np.int64)}
+            "idx": rng.integers(0, shape[0], shape[0]).astype(np.int64),
+            "gather_idx": rng.integers(0, shape[-1], shape).astype(np.int64)}
 
 
 class Library:
@@ -175,7 +189,7 @@ class Library:
         if requires_grad:
             x = x.detach().requires_grad_(True)
             y = y.detach().requires_grad_(case.uses_y)
-        return Inputs(x, y, t["mask"], t["idx"])
+        return Inputs(x, y, t["mask"], t["idx"], t["gather_idx"])
 
     def forward(self, case):
         """A call that runs the op without grad."""
@@ -207,7 +221,7 @@ class Library:
 
 def numpy_forward(case, data):
     x = data["x_positive"] if case.positive else data["x"]
-    inputs = Inputs(x, data["y"], data["mask"], data["idx"])
+    inputs = Inputs(x, data["y"], data["mask"], data["idx"], data["gather_idx"])
     return lambda: case.np_fn(inputs)
 
 
@@ -227,7 +241,7 @@ COLUMNS = ["threads", "op", "pass", "minitorch µs", "numpy µs", "torch µs", "
 NOTE = ("time per call (best of interleaved rounds), (32, 32, 512) float32; fwd: no grad; "
         "fwd+bwd: forward with grad, backward of a random gradient; mt/torch, mt/np = "
         "minitorch's time ÷ PyTorch's, numpy's (> 1: minitorch is slower); numpy: the forward "
-        "written as a numpy composite (erf for gelu: Abramowitz-Stegun 7.1.26)")
+        "written as a numpy composite (erf, also for gelu: Abramowitz-Stegun 7.1.26)")
 
 
 def us(seconds):
