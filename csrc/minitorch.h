@@ -200,6 +200,12 @@ int mt_index_add_rows_f32(const float *src, const int64_t *rows, float *out, int
 int mt_index_add_rows_f64(const double *src, const int64_t *rows, double *out, int64_t n,
                           int64_t cols, int64_t out_rows);
 
+/* ---- running sums along rows (cumsum_rows.c) ----
+ * y[r, j] = x[r, 0] + ... + x[r, j], summed in double; x and y rows x cols, contiguous, y may
+ * be x. */
+int mt_cumsum_rows_f32(const float *x, float *y, int64_t rows, int64_t cols);
+int mt_cumsum_rows_f64(const double *x, double *y, int64_t rows, int64_t cols);
+
 /* ---- arithmetic on every thread (arith.c) ----
  * y = a (op) b over rows x cols, op 0 add, 1 sub, 2 mul, 3 div. Operand layouts: 0 full
  * (rows x cols), 1 row (cols values repeated on every row), 2 scalar (one value); at least one

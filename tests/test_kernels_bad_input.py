@@ -175,6 +175,11 @@ CASES = [
     ("erf int", lambda: C.erf_forward(np.ones(4, np.int64)), TypeError, "x must be"),
     ("erf negative n", lambda: c_status(C.lib.mt_erf_forward_f64, NULL, NULL, -1), ValueError, "rejected"),
     ("erf misaligned", lambda: C.erf_forward(misaligned(f32)), None, ""),
+    # cumsum
+    ("cumsum_rows int", lambda: C.cumsum_rows(np.ones((2, 3), np.int64)), TypeError, "x must be"),
+    ("cumsum_rows negative rows", lambda: c_status(C.lib.mt_cumsum_rows_f32, NULL, NULL, -1, 3),
+     ValueError, "rejected"),
+    ("cumsum_rows misaligned", lambda: C.cumsum_rows(misaligned(f32)), None, ""),
     # layer norm / RMS norm
     ("layer_norm eps NaN", lambda: C.layer_norm_forward(f64, None, None, eps=NAN), ValueError, "eps"),
     ("layer_norm eps negative", lambda: C.layer_norm_forward(f64, None, None, eps=-1.0), ValueError, "eps"),

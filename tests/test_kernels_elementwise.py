@@ -128,6 +128,24 @@ def test_row_kernels_match_numpy(dtype, isa, data):
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+@given(data=st.data())
+def test_running_sums_match_numpy_exactly(dtype, isa, data):
+    """Both sum in double in each row's order, so they agree to the last bit."""
+    rows = data.draw(st.sampled_from([0, 1, 3, 17, 1000]), label="rows")
+    cols = data.draw(st.sampled_from([0, 1, 5, 33, 512]), label="cols")
+    threads = data.draw(st.sampled_from(THREADS), label="threads")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2**32 - 1), label="seed"))
+    x = (rng.standard_normal((rows, cols)) * 3).astype(dtype)
+    with c_threads(threads, isa):
+        got = C.cumsum_rows(x)
+    expected = N.cumsum_rows(x)
+    assert got.shape == expected.shape == (rows, cols) and got.dtype == dtype
+    np.testing.assert_array_equal(got, expected)
+
+
+@needs_c
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("isa", ISAS[1:])
 def test_tuned_levels_match_the_reference_level(dtype, isa):
@@ -321,6 +339,7 @@ def test_every_layout_gives_its_contiguous_result(dtype):
              "gelu backward": (C.gelu_backward, [dy, x]), "sigmoid": (C.sigmoid_forward, [x]),
              "silu backward": (C.silu_backward, [dy, x]), "clamp": (C.clamp_forward, [x]),
              "rsqrt": (C.rsqrt_forward, [np.abs(x) + 1]), "erf": (C.erf_forward, [x]),
+             "cumsum_rows": (C.cumsum_rows, [x]),
              "sum_rows": (C.sum_rows, [x]),
              "amax_rows": (C.amax_rows, [x]),
              "index_add_rows": (lambda s: C.index_add_rows(s, np.arange(37) % 5, 5), [x])}

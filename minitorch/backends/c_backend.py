@@ -784,6 +784,18 @@ def index_add_rows(src, rows, out_rows):
     return out
 
 
+def cumsum_rows(x):
+    """The running sum along the last dim, summed in double."""
+    check_float("x", x)
+    out = empty(x.shape, x.dtype)
+    if x.size:
+        cols = x.shape[-1]
+        status = _kernel("cumsum_rows", x.dtype)(_ptr(_contiguous(x)), _ptr(out),
+                                                 x.size // cols, cols)
+        _check_status(status, "cumsum_rows")
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Arithmetic on every thread
 # ---------------------------------------------------------------------------------------------

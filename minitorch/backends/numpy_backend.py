@@ -10,7 +10,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, pow_int_forward,
   abs_backward (elementwise), sum_rows and
-  amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
+  amax_rows (reductions over the last dim), index_add_rows (rows added at indices), cumsum_rows (running sums
+  along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
@@ -548,6 +549,12 @@ def index_add_rows(src, rows, out_rows):
     out = np.zeros((out_rows,) + src.shape[1:], src.dtype)
     np.add.at(out, rows, src)
     return out
+
+
+def cumsum_rows(x):
+    """y[..., j] = x[..., 0] + ... + x[..., j] along the last dim, summed in float64."""
+    check_float("x", x)
+    return np.cumsum(x.astype(np.float64), axis=-1).astype(x.dtype)
 
 
 # ---------------------------------------------------------------------------------------------
