@@ -43,7 +43,10 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         split sqrt square squeeze stack std sub subtract sum swapaxes swapdims t tanh
         tensor tile topk transpose tril triu trunc uint8 unbind unflatten unique unsqueeze
         var where zeros zeros_like
-        conv1d conv2d""",
+        conv1d conv2d
+        acos addcdiv addcmul arccos arcsin arctan arctan2 asin atan atan2 cosh count_nonzero
+        exp2 expm1 frac hypot lerp log10 log1p log2 logaddexp logit nan_to_num norm prod
+        reciprocal sinh tan""",
     "torch.Tensor": """
         T __abs__ __add__ __and__ __eq__ __floordiv__ __format__ __ge__ __getitem__ __gt__
         __iadd__ __imul__ __invert__ __isub__ __itruediv__ __le__ __lt__ __matmul__
@@ -67,7 +70,12 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         scatter scatter_ scatter_add scatter_add_ shape short sigmoid sign sin size
         softmax sort split sqrt square squeeze std stride sub sub_ subtract sum swapaxes
         swapdims t tanh tile to tolist topk transpose tril triu trunc trunc_ type type_as
-        unbind unflatten uniform_ unique unsqueeze var view view_as where zero_""",
+        unbind unflatten uniform_ unique unsqueeze var view view_as where zero_
+        acos acos_ addcdiv addcdiv_ addcmul addcmul_ arccos arccos_ arcsin arcsin_ arctan
+        arctan2 arctan2_ arctan_ asin asin_ atan atan2 atan2_ atan_ cosh cosh_ count_nonzero
+        exp2 exp2_ expm1 expm1_ frac frac_ hypot hypot_ lerp lerp_ log10 log10_ log1p
+        log1p_ log2 log2_ logaddexp logit logit_ nan_to_num nan_to_num_ norm prod
+        reciprocal reciprocal_ sinh sinh_ tan tan_""",
     "torch.nn": """
         BCELoss BCEWithLogitsLoss CrossEntropyLoss Dropout Embedding Flatten GELU
         HuberLoss Identity KLDivLoss L1Loss LayerNorm Linear LogSoftmax MSELoss Mish
@@ -76,7 +84,10 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         Tanh Transformer TransformerDecoder TransformerDecoderLayer TransformerEncoder
         TransformerEncoderLayer Unflatten
         GRU GRUCell LSTM LSTMCell RNN RNNBase RNNCell RNNCellBase
-        AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d Conv1d Conv2d MaxPool2d""",
+        AdaptiveAvgPool2d AvgPool2d BatchNorm1d BatchNorm2d Conv1d Conv2d MaxPool2d
+        CELU CosineSimilarity ELU GLU Hardshrink Hardsigmoid Hardswish Hardtanh LeakyReLU
+        LogSigmoid PairwiseDistance ReLU6 SELU Softmin Softshrink Softsign Tanhshrink
+        Threshold""",
     "torch.nn.Module": """
         add_module apply bfloat16 buffers children cpu cuda double eval extra_repr float
         forward get_parameter get_submodule half load_state_dict modules named_buffers
@@ -91,7 +102,10 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         embedding gelu huber_loss kl_div l1_loss layer_norm linear log_softmax mish
         mse_loss nll_loss normalize one_hot pad relu rms_norm scaled_dot_product_attention
         sigmoid silu smooth_l1_loss softmax softplus tanh
-        adaptive_avg_pool2d avg_pool2d batch_norm conv1d conv2d max_pool2d""",
+        adaptive_avg_pool2d avg_pool2d batch_norm conv1d conv2d max_pool2d
+        celu cosine_similarity elu glu hardshrink hardsigmoid hardswish hardtanh leaky_relu
+        logsigmoid pairwise_distance relu6 selu softmin softshrink softsign tanhshrink
+        threshold""",
     "torch.nn.init": """
         calculate_gain constant_ dirac_ eye_ kaiming_normal_ kaiming_uniform_ normal_
         ones_ orthogonal_ sparse_ trunc_normal_ uniform_ xavier_normal_ xavier_uniform_

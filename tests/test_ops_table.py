@@ -581,6 +581,143 @@ CLOSENESS_OPS = [
 ]
 
 
+# ----------------------------------------------------------------------------- more maths
+
+def _np_logit(x):
+    return np.log(x / (1 - x))
+
+
+MATH_OPS = [
+    _unary("log1p", mt.log1p, np.log1p, domain="positive"),
+    _unary("expm1", mt.expm1, np.expm1),
+    _unary("log2", mt.log2, np.log2, domain="positive"),
+    _unary("log10", mt.log10, np.log10, domain="positive"),
+    _unary("exp2", mt.exp2, np.exp2),
+    _unary("reciprocal", mt.reciprocal, np.reciprocal, domain="nonzero"),
+    _unary("tan", lambda a: mt.tan(a * 0.5), lambda x: np.tan(x * 0.5)),
+    _unary("sinh", mt.sinh, np.sinh),
+    _unary("cosh", mt.cosh, np.cosh),
+    _unary("asin", lambda a: mt.asin(mt.tanh(a) * 0.9), lambda x: np.arcsin(np.tanh(x) * 0.9)),
+    _unary("acos", lambda a: mt.acos(mt.tanh(a) * 0.9), lambda x: np.arccos(np.tanh(x) * 0.9)),
+    _unary("atan", mt.atan, np.arctan),
+    _unary("frac", mt.frac, lambda x: x - np.trunc(x)),
+    _unary("logit", lambda a: mt.logit(mt.sigmoid(a)), lambda x: _np_logit(_sigmoid(x))),
+    Op("logit_eps", lambda a: mt.logit(mt.sigmoid(a * 4), eps=0.1),
+       lambda x: _np_logit(np.clip(_sigmoid(x * 4), 0.1, 0.9)), [case((2, 3)), case(T(3, 2))],
+       op="logit"),
+    Op("nan_to_num", lambda a, **k: mt.nan_to_num(mt.log(a) * a, **k),
+       lambda x, **k: np.nan_to_num(np.log(x) * x, **k),
+       [case((2, 3)), case(T(2, 3), nan=1.5), case((0, 3))], domains=("positive",)),
+    _binary("atan2", mt.atan2, np.arctan2),
+    _binary("hypot", mt.hypot, np.hypot, domains=("nonzero", "nonzero")),
+    _binary("logaddexp", mt.logaddexp, np.logaddexp),
+    Op("lerp", mt.lerp, lambda a, b, w: a + w * (b - a),
+       [case((2, 3), (2, 3), (2, 3)), case((2, 3), (3,), ()), case(T(2, 3), (2, 1), step(2, 3)),
+        case((0, 3), (3,), (1,))]),
+    Op("lerp_scalar", lambda a, b: mt.lerp(a, b, 0.25), lambda a, b: a + 0.25 * (b - a),
+       [case((2, 3), (3,))], op="lerp"),
+    Op("addcmul", lambda a, b, c: mt.addcmul(a, b, c, value=0.5), lambda a, b, c: a + 0.5 * b * c,
+       [case((2, 3), (2, 3), (2, 3)), case((3,), (2, 1), (2, 3)), case(T(2, 3), (), step(2, 3))]),
+    Op("addcdiv", lambda a, b, c: a.addcdiv(b, c, value=-2), lambda a, b, c: a - 2 * b / c,
+       [case((2, 3), (2, 3), (2, 3)), case((3,), (2, 1), (2, 3)), case(T(2, 3), (), step(2, 3))],
+       domains=(None, None, "nonzero")),
+]
+
+
+def _np_elu(x, alpha=1.0):
+    return np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0)))
+
+
+def _np_hardsigmoid(x):
+    return np.clip(x + 3, 0, 6) / 6
+
+
+ACTIVATION_OPS = [
+    Op("hardtanh", lambda a, **k: F.hardtanh(a, **k), lambda x, min_val=-1.0, max_val=1.0:
+       np.clip(x, min_val, max_val), UNARY_SHAPES + [case((2, 3), min_val=-0.5, max_val=2.0)]),
+    Op("relu6", lambda a: F.relu6(a * 4), lambda x: np.clip(x * 4, 0, 6), UNARY_SHAPES,
+       domains=("nonzero",)),
+    Op("leaky_relu", lambda a, **k: F.leaky_relu(a, **k),
+       lambda x, negative_slope=0.01: np.where(x > 0, x, x * negative_slope),
+       UNARY_SHAPES + [case((2, 3), negative_slope=0.2)], domains=("nonzero",)),
+    Op("elu", lambda a, **k: F.elu(a, **k), _np_elu,
+       UNARY_SHAPES + [case((2, 3), alpha=0.5)], domains=("nonzero",)),
+    Op("selu", F.selu, lambda x: 1.0507009873554804934193349852946 * _np_elu(
+       x, 1.6732632423543772848170429916717), UNARY_SHAPES, domains=("nonzero",)),
+    Op("celu", lambda a, **k: F.celu(a, **k),
+       lambda x, alpha=1.0: np.where(x > 0, x, alpha * np.expm1(np.minimum(x, 0) / alpha)),
+       UNARY_SHAPES + [case((2, 3), alpha=2.0)], domains=("nonzero",)),
+    _unary("softsign", F.softsign, lambda x: x / (1 + np.abs(x)), domain="nonzero"),
+    Op("hardsigmoid", lambda a: F.hardsigmoid(a * 4), lambda x: _np_hardsigmoid(x * 4),
+       UNARY_SHAPES, gradgrad=False),
+    Op("hardswish", lambda a: F.hardswish(a * 4), lambda x: x * 4 * _np_hardsigmoid(x * 4),
+       UNARY_SHAPES, gradgrad=False),
+    _unary("logsigmoid", F.logsigmoid, lambda x: -np.logaddexp(0, -x)),
+    _unary("tanhshrink", F.tanhshrink, lambda x: x - np.tanh(x)),
+    Op("softshrink", lambda a, **k: F.softshrink(a * 2, **k), lambda x, lambd=0.5: np.where(
+       x * 2 > lambd, x * 2 - lambd, np.where(x * 2 < -lambd, x * 2 + lambd, 0)),
+       UNARY_SHAPES + [case((2, 3), lambd=1.0)]),
+    Op("hardshrink", lambda a, **k: F.hardshrink(a * 2, **k),
+       lambda x, lambd=0.5: np.where(np.abs(x * 2) > lambd, x * 2, 0),
+       UNARY_SHAPES + [case((2, 3), lambd=1.0)]),
+    Op("threshold", lambda a: F.threshold(a, 0.1, -2.0), lambda x: np.where(x > 0.1, x, -2.0),
+       UNARY_SHAPES),
+    Op("glu", lambda a, **k: F.glu(a, **k), lambda x, dim=-1: np.split(x, 2, dim)[0] * _sigmoid(
+       np.split(x, 2, dim)[1]), [case((2, 4)), case((4, 3), dim=0), case(T(2, 6)),
+                                 case((0, 2))]),
+    Op("softmin", lambda a, **k: F.softmin(a, **k), lambda x, dim: _softmax(-x, dim),
+       [case((2, 3), dim=1), case(T(3, 2), dim=0), case((4,), dim=0)]),
+]
+
+
+def _np_norm(x, p="fro", dim=None, keepdim=False):
+    axis = dim if dim is None or isinstance(dim, int) else tuple(dim)
+    a = np.abs(x)
+    if p in ("fro", 2):
+        return np.sqrt((a * a).sum(axis=axis, keepdims=keepdim))
+    if p == math.inf:
+        return a.max(axis=axis, keepdims=keepdim)
+    if p == -math.inf:
+        return a.min(axis=axis, keepdims=keepdim)
+    if p == 0:
+        return (a != 0).sum(axis=axis, keepdims=keepdim).astype(x.dtype)
+    return (a ** p).sum(axis=axis, keepdims=keepdim) ** (1 / p)
+
+
+def _np_cosine(x1, x2, dim=1, eps=1e-8):
+    x1, x2 = np.broadcast_arrays(x1, x2)  # broadcast before the norms, as PyTorch
+    n1 = np.maximum(np.sqrt((x1 * x1).sum(dim, keepdims=True)), eps)
+    n2 = np.maximum(np.sqrt((x2 * x2).sum(dim, keepdims=True)), eps)
+    return ((x1 / n1) * (x2 / n2)).sum(dim)
+
+
+NORM_OPS = [
+    Op("prod", lambda a, **k: mt.prod(a, **k), lambda x, dim=None, keepdim=False: np.prod(
+       x, axis=dim, keepdims=keepdim), [case(()), case((4,)), case((2, 3)), case((2, 3), dim=1),
+                                        case(T(3, 2), dim=0, keepdim=True), case((2, 0), dim=1),
+                                        case((0, 3)), case((3, 1), dim=-1)]),
+    Op("prod_with_zeros", lambda a: mt.prod(a * mt.tensor([1.0, 0.0, 1.0, 0.0]).to(a.dtype), 1),
+       lambda x: np.prod(x * np.array([1.0, 0.0, 1.0, 0.0]), 1),
+       [case((2, 4)), case(step(3, 4))], op="prod"),
+    Op("norm", lambda a, **k: a.norm(**k), _np_norm,
+       [case(()), case((4,)), case((2, 3)), case((2, 3), dim=1), case(T(3, 2), p=1, dim=0),
+        case((2, 3), p=3, dim=(0, 1), keepdim=True), case((2, 3), p=math.inf, dim=1),
+        case((2, 3), p=-math.inf), case((2, 3), p=0.5, dim=-1), case((0, 3), dim=1),
+        case(step(2, 3), p="fro", dim=(0, 1))], domains=("nonzero",)),
+    Op("norm_of_zeros", lambda a: mt.norm(a * 0, dim=1), lambda x: np.zeros(x.shape[0]),
+       [case((2, 3))], op="norm"),
+    Op("count_nonzero", lambda a, **k: mt.count_nonzero(a > 0.3, **k),
+       lambda x, dim=None: np.count_nonzero(x > 0.3, axis=dim),
+       [case((2, 3)), case((2, 3), dim=1), case(T(2, 3, 2), dim=(0, 2)), case(())],
+       differentiable=False),
+    Op("cosine_similarity", lambda a, b, **k: F.cosine_similarity(a, b, **k), _np_cosine,
+       [case((2, 3), (2, 3)), case((4, 3), (3,), dim=0), case(T(2, 5), step(2, 5), dim=-1)]),
+    Op("pairwise_distance", lambda a, b, **k: F.pairwise_distance(a, b, **k),
+       lambda x, y, p=2.0, keepdim=False: _np_norm(x - y + 1e-6, p, -1, keepdim),
+       [case((2, 3), (2, 3)), case((4, 3), (3,), p=1.0, keepdim=True), case(T(2, 5), (2, 5))]),
+]
+
+
 # ----------------------------------------------------------------------------- nn.functional
 
 def _np_softplus(x, beta=1.0, threshold=20.0):
@@ -811,7 +948,7 @@ OPS = [
                                 case((5, 2), const([[4, 4], [0, 2]]), padding_idx=-1)],
        differentiable=False, op="embedding"),
 ] + SHAPE_OPS + SORTING_OPS + SCAN_OPS + SCATTER_OPS + TILING_OPS + LINALG_OPS \
-    + ROUNDING_OPS + CLOSENESS_OPS + NN_OPS
+    + ROUNDING_OPS + CLOSENESS_OPS + NN_OPS + MATH_OPS + ACTIVATION_OPS + NORM_OPS
 
 KERNEL_OPS = [
     Op("matmul", lambda a, b: a @ b, np.matmul,

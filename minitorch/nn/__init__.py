@@ -2,7 +2,8 @@
 
 - ``module.py``/``parameter.py``/``containers.py``: Module (and its hooks, ``hooks.py``),
   Parameter, Sequential, ModuleList, ModuleDict, ParameterList, ParameterDict
-- layers: ``linear.py`` (Linear, Identity), ``activation.py``, ``dropout.py``,
+- layers: ``linear.py`` (Linear, Identity), ``activation.py``, ``distance.py``
+  (CosineSimilarity, PairwiseDistance), ``dropout.py``,
   ``normalization.py`` (LayerNorm, RMSNorm), ``sparse.py`` (Embedding), ``flatten.py``
   (Flatten, Unflatten)
 - ``loss.py``: the loss modules (CrossEntropyLoss, NLLLoss, MSELoss, BCEWithLogitsLoss, ...)
@@ -22,11 +23,15 @@ May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``m
 ``minitorch.distributed`` (``parallel/`` only).
 """
 from . import functional, init
-from .activation import GELU, LogSoftmax, Mish, ReLU, Sigmoid, SiLU, Softmax, Softplus, Tanh
+from .activation import (CELU, ELU, GELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish,
+                         Hardtanh, LeakyReLU, LogSigmoid, LogSoftmax, Mish, ReLU, ReLU6, Sigmoid,
+                         SiLU, Softmax, Softmin, Softplus, Softshrink, Softsign, Tanh, Tanhshrink,
+                         Threshold)
 from .attention import KVCache, MultiheadAttention
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .containers import ModuleDict, ModuleList, ParameterDict, ParameterList, Sequential
 from .conv import Conv1d, Conv2d
+from .distance import CosineSimilarity, PairwiseDistance
 from .dropout import Dropout
 from .flatten import Flatten, Unflatten
 from .linear import Identity, Linear
@@ -55,4 +60,7 @@ __all__ = ["Module", "Parameter", "Sequential", "ModuleList", "ModuleDict", "Par
            "SinusoidalPositionalEncoding", "LearnedPositionalEmbedding", "functional", "init",
            "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell",
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
-           "BatchNorm2d", "parallel", "utils"]
+           "BatchNorm2d", "ReLU6", "Hardtanh", "LeakyReLU", "ELU", "CELU", "SELU", "Hardsigmoid",
+           "Hardswish", "Softsign", "LogSigmoid", "Tanhshrink", "Softshrink", "Hardshrink",
+           "Threshold", "GLU", "Softmin", "CosineSimilarity", "PairwiseDistance", "parallel",
+           "utils"]
