@@ -11,15 +11,20 @@
     label smoothing and every reduction; layer norm with and without weight and bias; NaN and
     inf rows; bad input raising the C backend's errors. Skipped where CuPy or a GPU is absent;
 (c) without CuPy, the loader imports (and ``import minitorch`` never imports CuPy), and its
-    functions raise RuntimeError.
+    functions raise RuntimeError;
+(d) without a GPU, (b)'s tests on a numpy stand-in for CuPy whose kernels are the C kernels of
+    the same names: the loader's launches (shapes, strides, flags, scalar types) are checked on
+    every machine with the C extension.
 
 Imports: numpy, pytest and minitorch's backends; CuPy only where installed.
 """
 import importlib
+import math
 import os
 import shutil
 import subprocess
 import sys
+import types
 
 import numpy as np
 import pytest
@@ -28,6 +33,8 @@ from minitorch.backends import cuda_kernels as K
 from minitorch.backends import numpy_backend as N
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# the sources beside the tests (an installed package, as in the sdist check, has none beside it)
+CUDA_DIR = os.path.join(ROOT, "csrc", "cuda")
 DTYPES = (np.float32, np.float64)
 
 try:
@@ -66,19 +73,19 @@ def test_every_entry_point_is_defined_in_its_file():
     """The kernels the loader asks for: mt_<name>_f32 written out, or mt_<name>_##SFX in a
     macro that is then expanded for f32 and f64."""
     for filename, names in K.ENTRY_POINTS.items():
-        source = K.kernel_source(filename)
+        source = K.kernel_source(filename, CUDA_DIR)
         for name in names:
             spelled = f"mt_{name}_f32(" in source and f"mt_{name}_f64(" in source
             by_macro = f"mt_{name}_##SFX(" in source and ", f32)" in source and ", f64)" in source
             assert spelled or by_macro, f"{filename} defines no mt_{name}_f32 / _f64"
-    on_disk = sorted(f for f in os.listdir(K.CUDA_DIR) if f.endswith(".cu"))
+    on_disk = sorted(f for f in os.listdir(CUDA_DIR) if f.endswith(".cu"))
     assert on_disk == sorted(K.ENTRY_POINTS)
 
 
 def test_kernel_source_is_self_contained():
     """NVRTC has no C library headers, and CuPy's cache hashes only the text it is given."""
     for filename in K.ENTRY_POINTS:
-        source = K.kernel_source(filename)
+        source = K.kernel_source(filename, CUDA_DIR)
         assert "#include" not in source
         assert "mt_block_sum" in source  # common.cuh was pasted in
 
@@ -450,3 +457,139 @@ def test_layer_norm_rejects_what_the_c_backend_rejects():
         K.layer_norm_forward(x, None, None, eps=-1.0)
     with pytest.raises(ValueError, match="mean must have shape"):
         K.layer_norm_backward(x, x, None, x, x[:, 0])
+
+
+# ---------------------------------------------------------------------------------------------
+# (d) the loader's launches, without a GPU: the tests of (b) on a numpy stand-in for CuPy whose
+#     kernels are the C kernels of the same names (csrc/minitorch.h: the arguments the .cu entry
+#     points take), so that the shapes, strides, flags and scalar types the loader passes are
+#     checked on every machine with the C extension. It checks the loader, not the CUDA code.
+# ---------------------------------------------------------------------------------------------
+try:
+    from minitorch._C import ffi, lib
+except ImportError:
+    lib = None
+
+
+class _StandInDevice:
+    id = 0
+
+
+class _StandInArray(np.ndarray):
+    """A numpy array that says it lives on cuda:0."""
+    device = _StandInDevice()
+
+
+def _on_stand_in(a):
+    return np.asarray(a).view(_StandInArray)
+
+
+_C_ARRAY = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]",
+            np.dtype(np.int64): "int64_t[]", np.dtype(np.bool_): "uint8_t[]"}
+
+
+def _c_argument(a):
+    """One kernel argument as cffi passes it to C; the loader must pass C-contiguous arrays,
+    NULL as np.uint64(0) and every scalar as a sized numpy scalar."""
+    if isinstance(a, np.ndarray):
+        assert a.flags.c_contiguous, "a kernel was given a non-contiguous array"
+        return ffi.from_buffer(_C_ARRAY[a.dtype], a)
+    if isinstance(a, np.uint64):
+        assert a == 0, "np.uint64 is only for NULL"
+        return ffi.NULL
+    assert isinstance(a, (np.int32, np.int64, np.float32, np.float64)), type(a)
+    return a.item()
+
+
+def _stand_in_kernel(name, code):
+    assert f"{name}(" in code or f"{name[:-4]}_##SFX(" in code, f"no kernel {name}"
+
+    def launch(grid, block, args):
+        assert all(isinstance(g, int) and g >= 1 for g in grid), grid
+        assert math.prod(block) <= 1024, block
+        if name.startswith("mt_layer_norm_backward"):  # C's takes dweight, dbias after dx
+            args = args[:6] + (np.uint64(0), np.uint64(0)) + args[6:]
+        elif name.startswith("mt_layer_norm_param_partials"):
+            dy, x, mean, rstd, partial_w, partial_b, rows, cols, per_chunk = args
+            assert grid == (-(-int(cols) // 32), partial_w.shape[0]) and block == (32, 8)
+            dy, x = dy.reshape(int(rows), int(cols)), x.reshape(int(rows), int(cols))
+            xhat = (x - mean.reshape(-1, 1).astype(np.float64)) * rstd.reshape(-1, 1)
+            for chunk in range(partial_w.shape[0]):
+                these = slice(chunk * int(per_chunk), (chunk + 1) * int(per_chunk))
+                partial_w[chunk] = (dy[these] * xhat[these]).sum(axis=0)
+                partial_b[chunk] = dy[these].sum(axis=0, dtype=np.float64)
+            return
+        elif name.startswith("mt_layer_norm_param_grads"):
+            partial_w, partial_b, chunks, cols, dweight, dbias = args
+            dweight[...] = partial_w.sum(axis=0)
+            dbias[...] = partial_b.sum(axis=0)
+            return
+        assert getattr(lib, name)(*[_c_argument(a) for a in args]) == 0, name
+    return launch
+
+
+def _cupy_stand_in():
+    stand_in = types.ModuleType("cupy")
+    stand_in.ndarray = _StandInArray
+    stand_in.asarray = lambda a, dtype=None: _on_stand_in(np.array(a, dtype=dtype))
+    stand_in.asnumpy = lambda a: np.array(a).view(np.ndarray)
+    stand_in.ascontiguousarray = lambda a: _on_stand_in(np.ascontiguousarray(a))
+    # outputs start as NaN, so that an element a kernel leaves unwritten shows
+    stand_in.empty = lambda shape, dtype=float: _on_stand_in(np.full(shape, np.nan, dtype))
+    stand_in.empty_like = lambda a: _on_stand_in(np.full(a.shape, np.nan, a.dtype))
+    stand_in.zeros = lambda shape, dtype=float: _on_stand_in(np.zeros(shape, dtype))
+    stand_in.full = lambda shape, value, dtype=float: _on_stand_in(np.full(shape, value, dtype))
+    stand_in.broadcast_to = lambda a, shape: _on_stand_in(np.broadcast_to(a, shape))
+    stand_in.count_nonzero = np.count_nonzero
+    stand_in.may_share_memory = np.may_share_memory
+    stand_in.cuda = types.SimpleNamespace(
+        runtime=types.SimpleNamespace(getDeviceCount=lambda: 1), Device=_StandInDevice)
+    stand_in.RawModule = lambda code, options: types.SimpleNamespace(
+        get_function=lambda name: _stand_in_kernel(name, code))
+    return stand_in
+
+
+@pytest.fixture
+def c_kernels_as_cupy(monkeypatch):
+    if lib is None:
+        pytest.skip("C extension not built")
+    stand_in = _cupy_stand_in()
+    monkeypatch.setitem(sys.modules, "cupy", stand_in)
+    monkeypatch.setitem(globals(), "cupy", stand_in)
+    K._module.cache_clear()  # no stand-in module may outlive the test (nor a real one leak in)
+    yield stand_in
+    K._module.cache_clear()
+
+
+def test_loader_launches_on_the_c_kernels(c_kernels_as_cupy):
+    """(b)'s tests but those where the tuned C and numpy differ (a NaN row's max in lse, dx
+    rounded in float at one column): the GPU kernels follow numpy there."""
+    assert K.is_available()
+    test_compile_all_builds_every_kernel()
+    for dtype in DTYPES:
+        for a_shape, b_shape in MATMUL_SHAPES:
+            test_matmul_matches_numpy(dtype, a_shape, b_shape)
+        test_matmul_of_transposed_and_strided_views(dtype)
+        for trans_a in (False, True):
+            for trans_b in (False, True):
+                test_gemm_transposes_alpha_beta(dtype, trans_a, trans_b)
+        test_gemm_does_not_read_what_alpha_or_beta_zero_leave_out(dtype)
+        for shape in ROW_SHAPES:
+            test_softmax_forward_backward_match_numpy(dtype, shape, 0.125)
+            test_log_softmax_forward_backward_match_numpy(dtype, shape)
+        for x_shape, mask_shape in MASKED:
+            for kind in ("bool", "additive"):
+                test_softmax_masks_match_numpy(dtype, x_shape, mask_shape, kind)
+        for shape in [(2, 3, 5, 17), (4, 20, 7), (1, 1)]:
+            test_softmax_causal_matches_numpy(dtype, shape)
+        test_softmax_non_finite_rows(dtype)
+        for rows, cols in [(7, 17), (64, 1000), (0, 5)]:
+            for reduction in ("mean", "sum", "none"):
+                test_cross_entropy_matches_numpy(dtype, rows, cols, 2, 0.1, reduction)
+        for shape in [(5, 17), (37, 1000), (2, 150, 24), (5000, 17), (0, 8)]:
+            for affine in (True, False):
+                test_layer_norm_matches_numpy(dtype, shape, affine)
+    test_gemm_rejects_what_the_c_backend_rejects()
+    test_softmax_rejects_what_the_c_backend_rejects()
+    test_cross_entropy_rejects_what_the_c_backend_rejects()
+    test_layer_norm_rejects_what_the_c_backend_rejects()

@@ -75,15 +75,15 @@ def is_available():
     return True
 
 
-def kernel_source(filename):
-    """The text of csrc/cuda/<filename> with common.cuh pasted in place of its #include."""
-    path = os.path.join(CUDA_DIR, filename)
+def kernel_source(filename, cuda_dir=CUDA_DIR):
+    """The text of <cuda_dir>/<filename> with common.cuh pasted in place of its #include."""
+    path = os.path.join(cuda_dir, filename)
     if not os.path.exists(path):
         raise RuntimeError(f"{path} not found: the CUDA kernels are compiled from the source "
                            "tree's csrc/cuda/ (a checkout or an editable install)")
     with open(path, encoding="utf-8") as f:
         source = f.read()
-    with open(os.path.join(CUDA_DIR, _COMMON_HEADER), encoding="utf-8") as f:
+    with open(os.path.join(cuda_dir, _COMMON_HEADER), encoding="utf-8") as f:
         header = f.read()
     return source.replace(f'#include "{_COMMON_HEADER}"', header, 1)
 
