@@ -82,6 +82,20 @@ def test_every_entry_point_is_defined_in_its_file():
     assert on_disk == sorted(K.ENTRY_POINTS)
 
 
+def test_launch_shapes_are_the_kernels_own():
+    """The loader's block shapes are the ones the kernels' shared arrays and loops assume."""
+    defines = {}
+    for filename in K.ENTRY_POINTS:
+        for line in K.kernel_source(filename, CUDA_DIR).splitlines():
+            words = line.split()
+            if len(words) >= 3 and words[0] == "#define" and words[2].isdigit():
+                defines[words[1]] = int(words[2])
+    assert K.ROW_THREADS == defines["MT_ROW_THREADS"]
+    assert K.GEMM_TILE == defines["MT_GEMM_TILE"] and K.GEMM_THREADS == defines["MT_GEMM_THREADS"]
+    assert (K.LN_COLS, K.LN_ROWS) == (defines["MT_LN_COLS"], defines["MT_LN_ROWS"])
+    assert K.ROW_THREADS % 32 == 0 and K.ROW_THREADS <= 1024  # whole warps, at most 32
+
+
 def test_kernel_source_is_self_contained():
     """NVRTC has no C library headers, and CuPy's cache hashes only the text it is given."""
     for filename in K.ENTRY_POINTS:
