@@ -92,7 +92,9 @@ def _count_gemm_flops(step):
     return flops[0]
 
 
-def worker(framework, size, threads, steps, warmup):
+def training_step(framework, size, threads):
+    """(lib, step): one Adam step of the model on a fixed batch, built in ``framework``
+    ("minitorch" or "torch") with ``threads`` threads; ``step()`` returns the loss."""
     cfg = SIZES[size]
     rng = np.random.default_rng(0)
     src = rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["src_len"]))
@@ -120,7 +122,11 @@ def worker(framework, size, threads, steps, warmup):
         loss.backward()
         optimizer.step()
         return loss.item()
+    return lib, step
 
+
+def worker(framework, size, threads, steps, warmup):
+    lib, step = training_step(framework, size, threads)
     for _ in range(warmup):
         step()
     gemm_flops = _count_gemm_flops(step) if framework == "minitorch" else None
@@ -130,6 +136,7 @@ def worker(framework, size, threads, steps, warmup):
         step()
         times.append(time.perf_counter() - start)
     ms = 1000 * float(np.median(times))
+    cfg = SIZES[size]
     print(json.dumps({"ms": ms, "tok_s": cfg["batch"] * cfg["tgt_len"] / (ms / 1000),
                       "rss_mb": _peak_rss_mb(), "gemm_flops": gemm_flops,
                       "backend": lib.backend() if framework == "minitorch" else "torch"}))

@@ -74,25 +74,8 @@ def shares(perf_data, tid=None):
 WORKER = r"""
 import json, sys, time
 sys.path.insert(0, {bench!r})
-import numpy as np
-import minitorch as lib, minitorch.nn as nn, minitorch.nn.functional as F
 import bench_transformer
-cfg = bench_transformer.SIZES[{size!r}]
-lib.set_num_threads({threads})
-lib.manual_seed(0)
-rng = np.random.default_rng(0)
-src = lib.tensor(rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["src_len"])))
-tgt = rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["tgt_len"] + 1))
-tgt_in, tgt_out = lib.tensor(tgt[:, :-1]), lib.tensor(tgt[:, 1:])
-model = bench_transformer._build(lib, nn, cfg)
-optimizer = lib.optim.Adam(model.parameters(), lr=1e-4)
-mask = nn.Transformer.generate_square_subsequent_mask(cfg["tgt_len"])
-def step():
-    logits = model(src, tgt_in, mask)
-    loss = F.cross_entropy(logits.reshape(-1, cfg["vocab"]), tgt_out.reshape(-1))
-    optimizer.zero_grad()
-    loss.backward()
-    optimizer.step()
+_, step = bench_transformer.training_step("minitorch", {size!r}, {threads})
 for _ in range(3):
     step()
 print("ready", flush=True)
