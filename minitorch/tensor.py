@@ -291,8 +291,13 @@ class Tensor:
         """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require grad")
-        hooks = self._hooks if self._ctx is None else \
-            self._ctx.output_hooks.setdefault(self._output_nr, [])
+        if self._ctx is None:
+            hooks = self._hooks
+        else:
+            node = self._ctx
+            if node.output_hooks is None:  # made on the first hook: most nodes never get one
+                node.output_hooks = {}
+            hooks = node.output_hooks.setdefault(self._output_nr, [])
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 

@@ -20,7 +20,11 @@ makes the ``Context`` the node of the graph: the output tensors point at it (``g
 and it points at the input tensors. The engine (engine.py) later walks these nodes backwards,
 calling ``fn.backward(ctx, *output_grads)`` on each.
 """
+from ..dtype import _BY_NUMPY
 from .grad_mode import _state as _grad_state
+
+# The numpy dtypes of floating tensors: outputs of these join the graph.
+_FLOATING = frozenset(d for d, dtype in _BY_NUMPY.items() if dtype.is_floating_point)
 
 
 class Context:
@@ -30,10 +34,13 @@ class Context:
     changes), ``needs_input_grad`` (one bool per positional argument of ``apply``),
     ``mark_non_differentiable``, and any attribute it sets itself (``ctx.dim = dim``).
 
-    For the engine: ``inputs`` (the input tensors; None where no gradient is needed),
+    For the engine: ``inputs`` (per input: None where no gradient is needed, the tensor itself
+    for a leaf, and for an input some node made only its ``(shape, numpy dtype)``: the node
+    keeps no intermediate alive that its backward does not save, as PyTorch's),
     ``input_edges`` (for each such input, ``(node that made it, its output index)`` at the time
-    of use, or None for a leaf), ``output_meta`` (shape and dtype of each output, to make zeros
-    for an unused one), ``output_hooks`` (output index -> hooks on that output tensor), ``free``.
+    of use, or None for a leaf), ``output_meta`` (shape and numpy dtype of each output, to make
+    zeros for an unused one), ``output_hooks`` (None, or output index -> hooks on that output
+    tensor), ``free``.
     """
 
     # Class-level defaults: a Context is made for every op, so attributes that most ops leave
@@ -53,11 +60,20 @@ class Context:
         needs = self.needs_input_grad = tuple([isinstance(a, tensor) and a.requires_grad
                                                for a in args])
         if True in needs:  # otherwise this node never enters a graph: no edges to record
-            self.inputs = tuple([a if need else None for a, need in zip(args, needs)])
-            # The node that made the input *now*: an in-place op later re-points the tensor's
-            # own ``_ctx`` at its new history, which must not change what this node computes.
-            self.input_edges = tuple([(a._ctx, a._output_nr) if need and a._ctx is not None
-                                      else None for a, need in zip(args, needs)])
+            inputs, edges = [], []
+            for a, need in zip(args, needs):
+                if not need:
+                    inputs.append(None)
+                    edges.append(None)
+                elif a._ctx is None:  # a leaf: its .grad is where the gradient goes
+                    inputs.append(a)
+                    edges.append(None)
+                else:
+                    inputs.append((a._data.shape, a._data.dtype))
+                    # The node that made the input *now*: an in-place op later re-points the
+                    # tensor's ``_ctx`` at its new history, which must not change this node.
+                    edges.append((a._ctx, a._output_nr))
+            self.inputs, self.input_edges = tuple(inputs), tuple(edges)
 
     def save_for_backward(self, *tensors):
         self._saved = tensors
@@ -135,12 +151,17 @@ class Function:
             outputs = cls.forward(ctx, *args, **kwargs)
         # 2. if grad mode is on and an input requires grad: each float output points at ctx
         if recording and True in ctx.needs_input_grad:
-            outs = outputs if type(outputs) is tuple else (outputs,)
-            ctx.output_meta = tuple([(o._data.shape, o.dtype) for o in outs])
-            ctx.output_hooks = {}
+            if type(outputs) is not tuple:  # one output (most ops): no loop
+                data = outputs._data
+                ctx.output_meta = ((data.shape, data.dtype),)
+                skip = ctx._non_differentiable
+                if data.dtype in _FLOATING and not (skip and id(outputs) in skip):
+                    outputs._ctx, outputs._output_nr, outputs.requires_grad = ctx, 0, True
+                return outputs
+            ctx.output_meta = tuple([(o._data.shape, o._data.dtype) for o in outputs])
             skip = ctx._non_differentiable
-            for index, out in enumerate(outs):
-                if (skip and id(out) in skip) or not out.dtype.is_floating_point:
+            for index, out in enumerate(outputs):
+                if (skip and id(out) in skip) or out._data.dtype not in _FLOATING:
                     continue
                 out._ctx, out._output_nr, out.requires_grad = ctx, index, True
         return outputs
