@@ -44,7 +44,8 @@ def as_operands(a, b):
 def broadcast_operands(a, b, name):
     """``as_operands``, then a ValueError naming ``name`` and both shapes if they don't broadcast
     (numpy's own message names neither the op nor which argument is which)."""
-    a, b = as_operands(a, b)
+    if not (isinstance(a, Tensor) and isinstance(b, Tensor) and a._data.dtype is b._data.dtype):
+        a, b = as_operands(a, b)  # else two tensors of one dtype: nothing to promote
     if a._data.shape == b._data.shape or not a._data.ndim or not b._data.ndim:
         return a, b  # the common cases, checked without the cost of broadcast_shapes
     try:
@@ -82,7 +83,7 @@ def to_tensor(value, dtype):
 def unbroadcast(grad, shape):
     """Sum ``grad`` over the dimensions broadcasting added or stretched, back to ``shape``."""
     shape = tuple(shape)
-    if tuple(grad.shape) == shape:
+    if grad._data.shape == shape:
         return grad
     extra = grad.ndim - len(shape)
     dims = tuple(range(extra)) + tuple(
