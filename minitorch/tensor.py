@@ -34,7 +34,7 @@ class Tensor:
         # Views share one counter with their base: an in-place change through any of them
         # must invalidate what autograd saved from the others.
         self._version = base._version if base is not None else [0]
-        self._hooks = []
+        self._hooks = ()  # a list once a hook is registered (most tensors never get one)
         self._retains_grad = False
         self._post_accumulate_grad_hooks = None  # a list once one is registered (leaves only)
 
@@ -292,6 +292,8 @@ class Tensor:
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require grad")
         if self._ctx is None:
+            if type(self._hooks) is tuple:  # the shared empty () of a tensor without hooks
+                self._hooks = []
             hooks = self._hooks
         else:
             node = self._ctx

@@ -54,8 +54,9 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
         for out, grad in zip(outputs, grad_outputs):
             buffer.add(out, None if out._ctx is None else (out._ctx, out._output_nr), grad)
         grad = None
+        pop, add = buffer.pop, buffer.add
         for node in reversed(order):
-            grads = buffer.pop(node)
+            grads = pop(node)
             if grads is not None:  # else no gradient reached it (its consumers returned None)
                 if node.output_hooks:
                     grads = _run_output_hooks(node, grads)
@@ -65,7 +66,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     node.free()
                 for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):
                     if grad is not None and tensor is not None:
-                        buffer.add(tensor, edge, grad)
+                        add(tensor, edge, grad)
                 # The buffer now holds the only references this loop made to the gradients:
                 # a leaf's gradient can then become its .grad without a copy (take_result).
                 grads = input_grads = grad = None
@@ -256,14 +257,16 @@ def _call_backward(node, grads):
         raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
                            f"{len(inputs)} inputs")
     tensor_class = _tensor_class()
-    for i, (tensor, edge, grad) in enumerate(zip(inputs, node.input_edges, input_grads)):
+    i = -1
+    for tensor, edge, grad in zip(inputs, node.input_edges, input_grads):
+        i += 1
         if tensor is None or grad is None:
             continue
         if type(grad) is not tensor_class and not isinstance(grad, tensor_class):
             raise TypeError(f"{node.name()} returned a {_type_name(grad)} as the gradient of "
                             f"input {i}; expected a Tensor or None")
         # a leaf is there itself; of any other input, the node kept (shape, numpy dtype)
-        shape, dtype = (tensor._data.shape, tensor._data.dtype) if edge is None else tensor
+        shape, dtype = tensor if edge is not None else (tensor._data.shape, tensor._data.dtype)
         data = grad._data
         if data.shape != shape:
             raise RuntimeError(f"{node.name()} returned a gradient of shape {tuple(data.shape)} "

@@ -56,9 +56,15 @@ class Context:
     def __init__(self, fn, args):
         self.fn = fn
         tensor = _Tensor or _tensor_class()  # a global read, not a call: this runs for every op
-        # List comprehensions and `True in`, not generators and any(): cheaper, once per op.
-        needs = self.needs_input_grad = tuple([isinstance(a, tensor) and a.requires_grad
-                                               for a in args])
+        # Two inputs (the arithmetic) spelled out, else a list comprehension and `True in`, not
+        # generators and any(): cheaper, once per op.
+        if len(args) == 2:
+            a, b = args
+            needs = (isinstance(a, tensor) and a.requires_grad,
+                     isinstance(b, tensor) and b.requires_grad)
+        else:
+            needs = tuple([isinstance(a, tensor) and a.requires_grad for a in args])
+        self.needs_input_grad = needs
         if True in needs:  # otherwise this node never enters a graph: no edges to record
             inputs, edges = [], []
             for a, need in zip(args, needs):

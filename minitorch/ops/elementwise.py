@@ -45,7 +45,7 @@ def _arith(op, ufunc, x, y, out=None):
         kernels = _kernels()
         if kernels.get_num_threads() > 1 and arith_layout(x, y) is not None:
             return kernels.arith(op, x, y, out=out)
-    return ufunc(x, y, out=out)
+    return ufunc(x, y) if out is None else ufunc(x, y, out=out)  # (out=None costs a little)
 
 
 def _grads(ctx, grad_a, grad_b):
