@@ -198,13 +198,12 @@ class GradientBuffer:
         as it is (PyTorch's AccumulateGrad steals such a gradient too). Reference counts decide:
         one per holder, exact in CPython; a caller still holding it only costs a copy."""
         tensor, grad = self.tensors.pop(key)
-        data = grad._data
-        # getrefcount counts its own argument: 2 is the name here (grad) / the Tensor's slot
-        # (data) alone.
-        owned = (getrefcount(grad) == 2 and type(grad) is _tensor_class()
-                 and getrefcount(data) == 2 and data.base is None and data.flags.writeable
-                 and grad._ctx is None and not grad.requires_grad and grad._base is None
-                 and not grad._hooks and not getweakrefcount(grad))
+        # getrefcount counts its own argument: 2 is the name ``grad`` here / the Tensor's slot
+        # ``_data`` alone.
+        owned = (getrefcount(grad) == 2 and getrefcount(grad._data) == 2
+                 and type(grad) is _tensor_class() and grad._data.base is None
+                 and grad._data.flags.writeable and grad._ctx is None and not grad.requires_grad
+                 and grad._base is None and not grad._hooks and not getweakrefcount(grad))
         return tensor, grad, owned
 
 
