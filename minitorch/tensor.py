@@ -46,7 +46,14 @@ class Tensor:
             array = np.asarray(array)  # numpy scalars and odd dtypes; ops mostly skip this
             if array.dtype not in _NUMPY_OK:
                 array = array.astype(as_dtype(array.dtype).numpy)
-        t._init(array, requires_grad)
+        # _init's fields written here, not by a call to it: this runs for every op's output
+        t._data = array
+        t.requires_grad = requires_grad
+        t.grad = t._ctx = t._base = t._post_accumulate_grad_hooks = None
+        t._output_nr = 0
+        t._version = [0]
+        t._hooks = ()
+        t._retains_grad = False
         return t
 
     @classmethod

@@ -49,7 +49,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     # finished then (hooks, .grad, post-accumulate hooks) while the rest of the graph still
     # runs, as PyTorch's AccumulateGrad is, so that DistributedDataParallel can start sending
     # it. The tensors ``inputs`` names are finished at the end instead.
-    uses_left = _leaf_uses(order) if inputs is None else {}
+    uses_left, with_leaves = _leaf_uses(order) if inputs is None else ({}, ())
     with set_grad_enabled(create_graph):
         for out, grad in zip(outputs, grad_outputs):
             buffer.add(out, None if out._ctx is None else (out._ctx, out._output_nr), grad)
@@ -70,7 +70,7 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 # The buffer now holds the only references this loop made to the gradients:
                 # a leaf's gradient can then become its .grad without a copy (take_result).
                 grads = input_grads = grad = None
-            if uses_left:
+            if node in with_leaves:
                 for tensor, edge in zip(node.inputs, node.input_edges):
                     if edge is None and tensor is not None:
                         key = id(tensor)
@@ -95,13 +95,15 @@ def _result_key(tensor):
 
 
 def _leaf_uses(order):
-    """id(leaf) -> how many inputs of the nodes in ``order`` are that leaf (requiring grad)."""
-    uses = {}
+    """id(leaf) -> how many inputs of the nodes in ``order`` are that leaf (requiring grad); and
+    the set of those nodes with such an input (in a long graph, few)."""
+    uses, with_leaves = {}, set()
     for node in order:
         for tensor, edge in zip(node.inputs, node.input_edges):
             if edge is None and tensor is not None:
                 uses[id(tensor)] = uses.get(id(tensor), 0) + 1
-    return uses
+                with_leaves.add(node)
+    return uses, with_leaves
 
 
 def _finish_leaf(tensor, grad, owned, create_graph):
