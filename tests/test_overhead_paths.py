@@ -211,3 +211,20 @@ def test_same_dtype_operands_promote_as_the_general_path():
     assert (mt.ones(3) * mt.ones(3, dtype=mt.float64)).dtype is mt.float64
     with pytest.raises(ValueError, match="mul: shape of input"):
         mt.ones(3) * mt.ones(4)
+
+
+def test_under_no_grad_a_node_records_no_inputs_even_with_a_parameter_among_them():
+    weight = _leaf(3)
+    with mt.no_grad():
+        seen = []
+
+        class _Spy(Function):
+            @staticmethod
+            def forward(ctx, x, w):
+                seen.append(ctx)
+                return Tensor._make(x._data * w._data)
+
+        out = _Spy.apply(mt.ones(3, dtype=mt.float64), weight)
+    ctx, = seen
+    assert ctx.needs_input_grad == (False, True)  # as PyTorch's ctx under no_grad
+    assert ctx.inputs == () and ctx.input_edges == () and out.grad_fn is None

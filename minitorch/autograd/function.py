@@ -65,21 +65,24 @@ class Context:
         else:
             needs = tuple([isinstance(a, tensor) and a.requires_grad for a in args])
         self.needs_input_grad = needs
-        if True in needs:  # otherwise this node never enters a graph: no edges to record
-            inputs, edges = [], []
-            for a, need in zip(args, needs):
-                if not need:
-                    inputs.append(None)
-                    edges.append(None)
-                elif a._ctx is None:  # a leaf: its .grad is where the gradient goes
-                    inputs.append(a)
-                    edges.append(None)
-                else:
-                    inputs.append((a._data.shape, a._data.dtype))
-                    # The node that made the input *now*: an in-place op later re-points the
-                    # tensor's ``_ctx`` at its new history, which must not change this node.
-                    edges.append((a._ctx, a._output_nr))
-            self.inputs, self.input_edges = tuple(inputs), tuple(edges)
+
+    def record_inputs(self, args):
+        """``inputs`` and ``input_edges`` from ``apply``'s arguments, for a node that enters the
+        graph (grad mode on, some input requiring grad)."""
+        inputs, edges = [], []
+        for a, need in zip(args, self.needs_input_grad):
+            if not need:
+                inputs.append(None)
+                edges.append(None)
+            elif a._ctx is None:  # a leaf: its .grad is where the gradient goes
+                inputs.append(a)
+                edges.append(None)
+            else:
+                inputs.append((a._data.shape, a._data.dtype))
+                # The node that made the input *now*: an in-place op later re-points the
+                # tensor's ``_ctx`` at its new history, which must not change this node.
+                edges.append((a._ctx, a._output_nr))
+        self.inputs, self.input_edges = tuple(inputs), tuple(edges)
 
     def save_for_backward(self, *tensors):
         self._saved = tensors
@@ -143,11 +146,16 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run ``forward``; when recording, make its outputs the node's outputs in the graph."""
         ctx = Context(cls, args)
-        # 1. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op;
-        # the mode is thread-local, and with it already off there is nothing to switch)
         state = _grad_state
-        recording = state.enabled
+        grad_mode = state.enabled
+        # 1. if grad mode is on and an input requires grad, the node's edges to its inputs
+        # (under no_grad, with parameters among the inputs, there is nothing to record)
+        recording = grad_mode and True in ctx.needs_input_grad
         if recording:
+            ctx.record_inputs(args)
+        # 2. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op;
+        # the mode is thread-local, and with it already off there is nothing to switch)
+        if grad_mode:
             state.enabled = False
             try:
                 outputs = cls.forward(ctx, *args, **kwargs)
@@ -155,8 +163,8 @@ class Function:
                 state.enabled = True
         else:
             outputs = cls.forward(ctx, *args, **kwargs)
-        # 2. if grad mode is on and an input requires grad: each float output points at ctx
-        if recording and True in ctx.needs_input_grad:
+        # 3. each float output points at ctx
+        if recording:
             if type(outputs) is not tuple:  # one output (most ops): no loop
                 data = outputs._data
                 ctx.output_meta = ((data.shape, data.dtype),)
