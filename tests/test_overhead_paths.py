@@ -228,3 +228,31 @@ def test_under_no_grad_a_node_records_no_inputs_even_with_a_parameter_among_them
     ctx, = seen
     assert ctx.needs_input_grad == (False, True)  # as PyTorch's ctx under no_grad
     assert ctx.inputs == () and ctx.input_edges == () and out.grad_fn is None
+
+
+class _Saves(Function):
+    """x * w, saving both, and noting its ctx."""
+    contexts = []
+
+    @staticmethod
+    def forward(ctx, x, w):
+        ctx.save_for_backward(x, w)
+        _Saves.contexts.append(ctx)
+        return Tensor._make(x._data * w._data)
+
+    @staticmethod
+    def backward(ctx, g):
+        x, w = ctx.saved_tensors
+        return g * w, g * x
+
+
+def test_a_node_outside_the_graph_keeps_nothing_saved():
+    weight, x = _leaf(3), mt.ones(3, dtype=mt.float64)
+    _Saves.contexts.clear()
+    with mt.no_grad():
+        _Saves.apply(x, weight)
+    _Saves.apply(x, weight).sum().backward(retain_graph=True)
+    outside, inside = _Saves.contexts
+    assert outside._saved == ()  # the node is in no graph: nothing to keep for backward
+    assert inside.saved_tensors == (x, weight)
+    np.testing.assert_array_equal(weight.grad.numpy(), x.numpy())

@@ -85,6 +85,8 @@ class Context:
         self.inputs, self.input_edges = tuple(inputs), tuple(edges)
 
     def save_for_backward(self, *tensors):
+        if not self.input_edges:  # the node is in no graph (no_grad): its backward never runs
+            return
         self._saved = tensors
         self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
