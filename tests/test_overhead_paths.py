@@ -256,3 +256,21 @@ def test_a_node_outside_the_graph_keeps_nothing_saved():
     assert outside._saved == ()  # the node is in no graph: nothing to keep for backward
     assert inside.saved_tensors == (x, weight)
     np.testing.assert_array_equal(weight.grad.numpy(), x.numpy())
+
+
+def test_two_inputs_are_recorded_as_the_general_loop_records_them():
+    from minitorch.autograd.function import Context
+    leaf = _leaf(2)
+    made = leaf * 2.0
+    kinds = [leaf, made, mt.ones(2, dtype=mt.float64), 3.0]
+    for a in kinds:
+        for b in kinds:
+            pair, triple = Context(_Saves, (a, b)), Context(_Saves, (a, b, None))
+            if True not in pair.needs_input_grad:
+                continue
+            pair.record_inputs((a, b))
+            triple.record_inputs((a, b, None))
+            assert pair.needs_input_grad == triple.needs_input_grad[:2]
+            assert pair.input_edges == triple.input_edges[:2]
+            for ours, general in zip(pair.inputs, triple.inputs):
+                assert ours is general or ours == general  # the leaf itself, or (shape, dtype)

@@ -69,6 +69,16 @@ class Context:
     def record_inputs(self, args):
         """``inputs`` and ``input_edges`` from ``apply``'s arguments, for a node that enters the
         graph (grad mode on, some input requiring grad)."""
+        if len(args) == 2:  # the binary ops, the commonest: the loop below spelled out
+            (a, b), (need_a, need_b) = args, self.needs_input_grad
+            leaf_a = need_a and a._ctx is None
+            leaf_b = need_b and b._ctx is None
+            self.inputs = (
+                None if not need_a else a if leaf_a else (a._data.shape, a._data.dtype),
+                None if not need_b else b if leaf_b else (b._data.shape, b._data.dtype))
+            self.input_edges = (None if not need_a or leaf_a else (a._ctx, a._output_nr),
+                                None if not need_b or leaf_b else (b._ctx, b._output_nr))
+            return
         inputs, edges = [], []
         for a, need in zip(args, self.needs_input_grad):
             if not need:
