@@ -16,10 +16,13 @@ and ``create_graph`` (backward formulas run with grad mode on, so the gradients 
 their own and can be differentiated again); in anomaly mode (anomaly.py), each backward runs
 under its checks.
 
-A node is a ``Context`` (function.py): ``node.inputs[i]`` is its i-th input tensor (None if it
-needs no gradient) and ``node.input_edges[i]`` is ``(node that made it, its output index)``,
-or None for a leaf. Nothing here recurses, so a chain of 100,000 ops back-propagates within
-Python's recursion limit.
+A node is a ``Context`` (function.py): ``node.input_edges[i]`` is ``(node that made it, its
+output index)`` for its i-th input, or None for a leaf; ``node.inputs[i]`` is the leaf itself,
+or of an input some node made only ``(shape, numpy dtype)`` (the node keeps no intermediate
+alive that its backward does not save), or None if the input needs no gradient. A leaf's
+gradient becomes its ``.grad`` without a copy when nothing else holds it (``take_result``).
+Nothing here recurses, so a chain of 100,000 ops back-propagates within Python's recursion
+limit.
 """
 from sys import getrefcount
 from weakref import getweakrefcount
@@ -278,7 +281,8 @@ def _call_backward(node, grads):
 
 
 def _accumulate_into_grad(tensor, grad, owned, create_graph):
-    """Add ``grad`` to ``tensor.grad`` (called with grad mode set to ``create_graph``)."""
+    """Add ``grad`` to ``tensor.grad`` (called with grad mode set to ``create_graph``);
+    ``owned``: no one else holds ``grad``, which can then be ``.grad`` itself."""
     if tensor.grad is not None:
         tensor.grad = tensor.grad + grad
     elif create_graph or owned:

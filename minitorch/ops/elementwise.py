@@ -83,6 +83,13 @@ def _times(x, y):
     return mul(x, y)
 
 
+def _negative(x):
+    """-x in a backward formula, as ``_times``."""
+    if not _grad_mode.enabled:
+        return _make(_negate(x._data))
+    return neg(x)
+
+
 def _over(x, y):
     """x / y in a backward formula, as ``_times``."""
     if not _grad_mode.enabled and x._data.dtype is y._data.dtype:
@@ -112,7 +119,8 @@ class Sub(Function):
     @staticmethod
     def backward(ctx, grad):
         need_a, need_b = ctx.needs_input_grad
-        return _to_input_shapes(ctx, grad if need_a else None, -grad if need_b else None)
+        return _to_input_shapes(ctx, grad if need_a else None,
+                                _negative(grad) if need_b else None)
 
 
 class Mul(Function):
@@ -143,7 +151,8 @@ class Div(Function):
         a, b = ctx.saved_tensors
         need_a, need_b = ctx.needs_input_grad
         return _to_input_shapes(ctx, _over(grad, b) if need_a else None,
-                                -grad * a / (b * b) if need_b else None)
+                                _over(_times(_negative(grad), a), _times(b, b)) if need_b
+                                else None)  # -grad * a / (b * b)
 
 
 class Pow(Function):
@@ -198,18 +207,22 @@ class PowScalar(Function):
         return grad * (PowScalar.apply(a, e - 1) * float(e)), None
 
 
+def _negate(x):
+    """-x for an array: times -1 (exact) for floats, on the arith kernel's threads where that
+    pays."""
+    if x.dtype.kind != "f":
+        return -x
+    return _arith("mul", np.multiply, x, np.asarray(-1, x.dtype))
+
+
 class Neg(Function):
     @staticmethod
     def forward(ctx, a):
-        x = a._data
-        if x.dtype.kind != "f":
-            return _make(-x)
-        # times -1 (exact): on the arith kernel's threads where that pays
-        return _make(_arith("mul", np.multiply, x, np.asarray(-1, x.dtype)))
+        return _make(_negate(a._data))
 
     @staticmethod
     def backward(ctx, grad):
-        return -grad
+        return _negative(grad)
 
 
 class Abs(Function):
