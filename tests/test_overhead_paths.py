@@ -274,3 +274,17 @@ def test_two_inputs_are_recorded_as_the_general_loop_records_them():
             assert pair.input_edges == triple.input_edges[:2]
             for ours, general in zip(pair.inputs, triple.inputs):
                 assert ours is general or ours == general  # the leaf itself, or (shape, dtype)
+
+
+@pytest.mark.parametrize("dtype", [mt.float16, mt.float32, mt.float64, mt.bfloat16, mt.int64,
+                                   mt.bool])
+@pytest.mark.parametrize("scalar", [2.5, 3, True, np.float64(0.1)], ids=repr)
+def test_a_python_scalar_operand_gives_as_operands_result(dtype, scalar):
+    from minitorch.ops._helpers import as_operands, broadcast_operands
+    tensor = mt.ones(3, dtype=dtype)
+    for pair in ((tensor, scalar), (scalar, tensor)):
+        fast, general = broadcast_operands(*pair, "mul"), as_operands(*pair)
+        for ours, reference in zip(fast, general):
+            assert ours.dtype is reference.dtype and ours.shape == reference.shape
+            np.testing.assert_array_equal(ours.float().numpy(), reference.float().numpy())
+    assert (tensor * scalar).dtype is (scalar * tensor).dtype
