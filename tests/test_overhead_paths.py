@@ -288,3 +288,22 @@ def test_a_python_scalar_operand_gives_as_operands_result(dtype, scalar):
             assert ours.dtype is reference.dtype and ours.shape == reference.shape
             np.testing.assert_array_equal(ours.float().numpy(), reference.float().numpy())
     assert (tensor * scalar).dtype is (scalar * tensor).dtype
+
+
+def test_permute_and_unsqueeze_check_their_dims_as_before():
+    x = _leaf(2, 3, 4)
+    np.testing.assert_array_equal(x.permute(-1, 0, 1).detach().numpy(),
+                                  x.detach().numpy().transpose(2, 0, 1))
+    with pytest.raises(IndexError, match="dims: dimension out of range"):
+        x.permute(0, 1, 3)
+    with pytest.raises(ValueError, match="not a permutation"):
+        x.permute(0, 1, -2)
+    with pytest.raises(TypeError, match="shape: expected ints"):
+        x.permute(0, 1, 2.0)
+    assert x.unsqueeze(-1).shape == (2, 3, 4, 1) and x.unsqueeze(1).shape == (2, 1, 3, 4)
+    with pytest.raises(IndexError, match="dimension out of range"):
+        x.unsqueeze(4)
+    y = x.permute(1, 2, 0).unsqueeze(0).reshape(3, 8)  # each backward inverts its own view
+    y.backward(mt.arange(24, dtype=mt.float64).reshape(3, 8))
+    expected = np.arange(24.0).reshape(3, 4, 2).transpose(2, 0, 1)
+    np.testing.assert_array_equal(x.grad.numpy(), expected)
