@@ -17,8 +17,9 @@ Every differentiable op is a subclass of ``Function`` with two static methods, a
 
 ``Exp.apply(x)`` runs ``forward`` and, when grad mode is on and some input requires grad,
 makes the ``Context`` the node of the graph: the output tensors point at it (``grad_fn``),
-and it points at the input tensors. The engine (engine.py) later walks these nodes backwards,
-calling ``fn.backward(ctx, *output_grads)`` on each.
+and it points at its inputs (a leaf itself; an input another node made, through that node:
+what backward needs of it, it saves). The engine (engine.py) later walks these nodes
+backwards, calling ``fn.backward(ctx, *output_grads)`` on each.
 """
 from ..dtype import _BY_NUMPY
 from .grad_mode import _state as _grad_state
@@ -95,7 +96,7 @@ class Context:
         self.inputs, self.input_edges = tuple(inputs), tuple(edges)
 
     def save_for_backward(self, *tensors):
-        if not self.input_edges:  # the node is in no graph (no_grad): its backward never runs
+        if not self.input_edges:  # in no graph (no_grad, no input needing grad): no backward
             return
         self._saved = tensors
         self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
