@@ -50,6 +50,7 @@ class Context:
     _saved_versions = ()
     _freed = False
     _non_differentiable = ()
+    _outside_graph = False  # set by apply for a node that enters no graph: it saves nothing
     output_meta = ()
     output_hooks = None
     inputs = input_edges = ()
@@ -96,7 +97,7 @@ class Context:
         self.inputs, self.input_edges = tuple(inputs), tuple(edges)
 
     def save_for_backward(self, *tensors):
-        if not self.input_edges:  # in no graph (no_grad, no input needing grad): no backward
+        if self._outside_graph:  # no_grad, or no input needing grad: backward never runs
             return
         self._saved = tensors
         self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
@@ -166,6 +167,8 @@ class Function:
         recording = grad_mode and True in ctx.needs_input_grad
         if recording:
             ctx.record_inputs(args)
+        else:
+            ctx._outside_graph = True
         # 2. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op;
         # the mode is thread-local, and with it already off there is nothing to switch)
         if grad_mode:
