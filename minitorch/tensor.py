@@ -34,7 +34,7 @@ class Tensor:
         # Views share one counter with their base: an in-place change through any of them
         # must invalidate what autograd saved from the others.
         self._version = base._version if base is not None else [0]
-        self._hooks = []
+        self._hooks = ()  # a list once a hook is registered (most tensors never get one)
         self._retains_grad = False
         self._post_accumulate_grad_hooks = None  # a list once one is registered (leaves only)
 
@@ -46,7 +46,14 @@ class Tensor:
             array = np.asarray(array)  # numpy scalars and odd dtypes; ops mostly skip this
             if array.dtype not in _NUMPY_OK:
                 array = array.astype(as_dtype(array.dtype).numpy)
-        t._init(array, requires_grad)
+        # _init's fields written here, not by a call to it: this runs for every op's output
+        t._data = array
+        t.requires_grad = requires_grad
+        t.grad = t._ctx = t._base = t._post_accumulate_grad_hooks = None
+        t._output_nr = 0
+        t._version = [0]
+        t._hooks = ()
+        t._retains_grad = False
         return t
 
     @classmethod
@@ -291,8 +298,15 @@ class Tensor:
         """Call ``hook(grad)`` when this tensor's gradient is computed; it may return a new one."""
         if not self.requires_grad:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require grad")
-        hooks = self._hooks if self._ctx is None else \
-            self._ctx.output_hooks.setdefault(self._output_nr, [])
+        if self._ctx is None:
+            if type(self._hooks) is tuple:  # the shared empty () of a tensor without hooks
+                self._hooks = []
+            hooks = self._hooks
+        else:
+            node = self._ctx
+            if node.output_hooks is None:  # made on the first hook: most nodes never get one
+                node.output_hooks = {}
+            hooks = node.output_hooks.setdefault(self._output_nr, [])
         hooks.append(hook)
         return _RemovableHandle(hooks, hook)
 

@@ -186,3 +186,30 @@ def test_conv_cases_compute_the_same_thing(case):
     for ours, theirs in zip(_as_arrays((ours_out,) + ours_grads),
                             _as_arrays((torch_out,) + torch_grads)):
         np.testing.assert_allclose(ours, theirs, rtol=1e-4, atol=1e-4, err_msg=case.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# bench_overhead.py: each chain computes the same thing in minitorch, numpy and PyTorch
+# ---------------------------------------------------------------------------------------------
+bench_overhead = pytest.importorskip("bench_overhead")
+
+
+@pytest.mark.parametrize("op", bench_overhead.OPS)
+def test_overhead_chains_compute_the_same_thing(op):
+    data = bench_overhead.arrays((3, 5))
+    x, y, g = (d.astype(np.float64) for d in data)
+    expected = x * y ** 10 if op == "mul" else x + 10 * y
+    np.testing.assert_allclose(bench_overhead.numpy_chain(op, data, length=10)(), expected,
+                               rtol=1e-5, atol=1e-5)
+    libraries = [minitorch] + ([bench_kernels.torch] if bench_kernels.torch is not None else [])
+    for lib in libraries:
+        for mode in ("no-grad", "graph"):
+            out = bench_overhead.chain(lib, op, mode, data, length=10)()
+            assert out.requires_grad == (mode == "graph")
+            np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-5, atol=1e-5,
+                                       err_msg=f"{lib.__name__} {mode}")
+        grad_call = bench_overhead.chain(lib, op, "fwd+bwd", data, length=10)
+        for _ in range(2):  # x.grad is cleared after each call: no accumulation across calls
+            grad = grad_call().numpy()
+            np.testing.assert_allclose(grad, g * y ** 10 if op == "mul" else g, rtol=1e-5,
+                                       atol=1e-5, err_msg=f"{lib.__name__} fwd+bwd")

@@ -16,13 +16,20 @@ and ``create_graph`` (backward formulas run with grad mode on, so the gradients 
 their own and can be differentiated again); in anomaly mode (anomaly.py), each backward runs
 under its checks.
 
-A node is a ``Context`` (function.py): ``node.inputs[i]`` is its i-th input tensor (None if it
-needs no gradient) and ``node.input_edges[i]`` is ``(node that made it, its output index)``,
-or None for a leaf. Nothing here recurses, so a chain of 100,000 ops back-propagates within
-Python's recursion limit.
+A node is a ``Context`` (function.py): ``node.input_edges[i]`` is ``(node that made it, its
+output index)`` for its i-th input, or None for a leaf; ``node.inputs[i]`` is the leaf itself,
+or of an input some node made only ``(shape, numpy dtype)`` (the node keeps no intermediate
+alive that its backward does not save), or None if the input needs no gradient. A leaf's
+gradient becomes its ``.grad`` without a copy when nothing else holds it (``take_result``).
+Nothing here recurses, so a chain of 100,000 ops back-propagates within Python's recursion
+limit.
 """
+from sys import getrefcount
+from weakref import getweakrefcount
+
 import numpy as np
 
+from ..dtype import _BY_NUMPY
 from . import anomaly
 from .function import _tensor_class
 from .grad_mode import set_grad_enabled
@@ -45,12 +52,14 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
     # finished then (hooks, .grad, post-accumulate hooks) while the rest of the graph still
     # runs, as PyTorch's AccumulateGrad is, so that DistributedDataParallel can start sending
     # it. The tensors ``inputs`` names are finished at the end instead.
-    uses_left = _leaf_uses(order) if inputs is None else {}
+    uses_left, with_leaves = _leaf_uses(order) if inputs is None else ({}, ())
     with set_grad_enabled(create_graph):
         for out, grad in zip(outputs, grad_outputs):
             buffer.add(out, None if out._ctx is None else (out._ctx, out._output_nr), grad)
+        grad = None
+        pop, add = buffer.pop, buffer.add
         for node in reversed(order):
-            grads = buffer.pop(node)
+            grads = pop(node)
             if grads is not None:  # else no gradient reached it (its consumers returned None)
                 if node.output_hooks:
                     grads = _run_output_hooks(node, grads)
@@ -59,37 +68,54 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                 if not retain_graph:
                     node.free()
                 for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):
-                    if tensor is not None and grad is not None:
-                        buffer.add(tensor, edge, grad)
-            for tensor, edge in zip(node.inputs, node.input_edges):
-                if edge is None and tensor is not None and id(tensor) in uses_left:
-                    uses_left[id(tensor)] -= 1
-                    if uses_left[id(tensor)] == 0 and id(tensor) in buffer.tensors:
-                        _finish_leaf(*buffer.tensors.pop(id(tensor)), create_graph)
+                    if grad is not None and tensor is not None:
+                        add(tensor, edge, grad)
+                # The buffer now holds the only references this loop made to the gradients:
+                # a leaf's gradient can then become its .grad without a copy (take_result).
+                grads = input_grads = grad = None
+            if node in with_leaves:
+                for tensor, edge in zip(node.inputs, node.input_edges):
+                    if edge is None and tensor is not None:
+                        key = id(tensor)
+                        left = uses_left[key] = uses_left[key] - 1
+                        if left == 0 and key in buffer.tensors:
+                            _finish_leaf(*buffer.take_result(key), create_graph)
         results = {}  # a leaf's hooks run once, on the sum of all that reached it (as PyTorch's)
-        while buffer.tensors:  # popped, so that each buffered gradient is released in turn
-            key, (tensor, grad) = buffer.tensors.popitem()
+        while buffer.tensors:  # taken one by one, so that each gradient is released in turn
+            key = next(reversed(buffer.tensors))
             if accumulate:
-                _finish_leaf(tensor, grad, create_graph)
+                _finish_leaf(*buffer.take_result(key), create_graph)
             else:
+                tensor, grad, _ = buffer.take_result(key)
                 results[key] = _run_hooks(tensor._hooks, grad)
-    return None if accumulate else [results.get(id(t)) for t in inputs]
+    return None if accumulate else [results.get(_result_key(t)) for t in inputs]
+
+
+def _result_key(tensor):
+    """How the buffer knows a tensor whose gradient is a result: a leaf by its id, any other
+    by its edge (node, output index), which is all that the nodes using it keep of it."""
+    return id(tensor) if tensor._ctx is None else (tensor._ctx, tensor._output_nr)
 
 
 def _leaf_uses(order):
-    """id(leaf) -> how many inputs of the nodes in ``order`` are that leaf (requiring grad)."""
-    uses = {}
+    """id(leaf) -> how many inputs of the nodes in ``order`` are that leaf (requiring grad); and
+    the set of those nodes with such an input (in a long graph, few)."""
+    uses, with_leaves = {}, set()
     for node in order:
         for tensor, edge in zip(node.inputs, node.input_edges):
             if edge is None and tensor is not None:
                 uses[id(tensor)] = uses.get(id(tensor), 0) + 1
-    return uses
+                with_leaves.add(node)
+    return uses, with_leaves
 
 
-def _finish_leaf(tensor, grad, create_graph):
+def _finish_leaf(tensor, grad, owned, create_graph):
     """The leaf's hooks on its whole gradient, the sum into ``.grad``, then its post-accumulate
-    hooks (``register_post_accumulate_grad_hook``)."""
-    _accumulate_into_grad(tensor, _run_hooks(tensor._hooks, grad), create_graph)
+    hooks (``register_post_accumulate_grad_hook``). ``owned``: nothing but the engine holds
+    ``grad`` (GradientBuffer.take_result)."""
+    if tensor._hooks:
+        grad, owned = _run_hooks(tensor._hooks, grad), False  # a hook may have kept it
+    _accumulate_into_grad(tensor, grad, owned, create_graph)
     if tensor._post_accumulate_grad_hooks:
         for hook in tuple(tensor._post_accumulate_grad_hooks):
             hook(tensor)
@@ -116,10 +142,12 @@ def topological_order(roots):
 
 
 def _leading_to(order, wanted):
-    """The nodes of ``order`` that have a path to a tensor in ``wanted`` (a set of ids)."""
+    """The nodes of ``order`` that have a path to a tensor in ``wanted`` (keyed by
+    ``_result_key``)."""
     useful = set()
     for node in order:  # the nodes that made a node's inputs come first: one pass suffices
-        if any(t is not None and (id(t) in wanted or (edge is not None and edge[0] in useful))
+        if any(t is not None and (id(t) in wanted if edge is None else
+                                  (edge in wanted or edge[0] in useful))
                for t, edge in zip(node.inputs, node.input_edges)):
             useful.add(node)
     return [node for node in order if node in useful]
@@ -133,19 +161,26 @@ class GradientBuffer:
     """
 
     def __init__(self, inputs=None):
-        self.wanted = None if inputs is None else {id(t) for t in inputs}
+        # key -> the tensor ``inputs`` names (a node keeps only the edge of a non-leaf input)
+        self.wanted = None if inputs is None else {_result_key(t): t for t in inputs}
         self.nodes = {}    # node -> one gradient per output of the node (None: none yet)
-        self.tensors = {}  # id(tensor) -> (tensor, gradient), for the wanted tensors
+        self.tensors = {}  # key -> (tensor, gradient), for the result tensors
 
     def add(self, tensor, edge, grad):
-        """Add ``grad`` to what ``tensor`` has received; ``edge`` is (its node, output index)."""
-        if self.wanted is None:
-            is_result = edge is None and tensor.requires_grad  # a leaf, for its .grad
+        """Add ``grad`` to what an input has received: ``tensor`` is the tensor for a leaf
+        (``edge`` None), else (node that made it, output index) is its ``edge``."""
+        wanted = self.wanted
+        if wanted is None:
+            key = id(tensor) if edge is None and tensor.requires_grad else None  # for its .grad
         else:
-            is_result = id(tensor) in self.wanted
-        if is_result:
-            previous = self.tensors.get(id(tensor))
-            self.tensors[id(tensor)] = (tensor, grad if previous is None else previous[1] + grad)
+            key = id(tensor) if edge is None else edge
+            if key in wanted:
+                tensor = wanted[key]
+            else:
+                key = None
+        if key is not None:
+            previous = self.tensors.get(key)
+            self.tensors[key] = (tensor, grad if previous is None else previous[1] + grad)
         if edge is not None:
             node, index = edge
             grads = self.nodes.get(node)
@@ -158,9 +193,23 @@ class GradientBuffer:
         grads = self.nodes.pop(node, None)
         if grads is not None and len(grads) > 1:  # one output: its gradient is there
             make = _tensor_class()._make
-            grads = [make(np.zeros(shape, dtype.numpy)) if grad is None else grad
+            grads = [make(np.zeros(shape, dtype)) if grad is None else grad
                      for grad, (shape, dtype) in zip(grads, node.output_meta)]
         return grads
+
+    def take_result(self, key):
+        """``(tensor, gradient, owned)`` for a result tensor, out of the buffer. ``owned``: no
+        one else holds the gradient, not even a view of its memory, so it can become ``.grad``
+        as it is (PyTorch's AccumulateGrad steals such a gradient too). Reference counts decide:
+        one per holder, exact in CPython; a caller still holding it only costs a copy."""
+        tensor, grad = self.tensors.pop(key)
+        # getrefcount counts its own argument: 2 is the name ``grad`` here / the Tensor's slot
+        # ``_data`` alone.
+        owned = (getrefcount(grad) == 2 and getrefcount(grad._data) == 2
+                 and type(grad) is _tensor_class() and grad._data.base is None
+                 and grad._data.flags.writeable and grad._ctx is None and not grad.requires_grad
+                 and grad._base is None and not grad._hooks and not getweakrefcount(grad))
+        return tensor, grad, owned
 
 
 def _run_hooks(hooks, grad):
@@ -207,29 +256,36 @@ def _call_backward(node, grads):
     input_grads = node.fn.backward(node, *grads)
     if type(input_grads) is not tuple:
         input_grads = (input_grads,)
-    if len(input_grads) != len(node.inputs):
+    inputs = node.inputs
+    if len(input_grads) != len(inputs):
         raise RuntimeError(f"{node.name()} returned {len(input_grads)} gradients for "
-                           f"{len(node.inputs)} inputs")
+                           f"{len(inputs)} inputs")
     tensor_class = _tensor_class()
-    for i, (tensor, grad) in enumerate(zip(node.inputs, input_grads)):
+    i = -1
+    for tensor, edge, grad in zip(inputs, node.input_edges, input_grads):
+        i += 1
         if tensor is None or grad is None:
             continue
-        if not isinstance(grad, tensor_class):
+        if type(grad) is not tensor_class and not isinstance(grad, tensor_class):
             raise TypeError(f"{node.name()} returned a {_type_name(grad)} as the gradient of "
                             f"input {i}; expected a Tensor or None")
-        if grad._data.shape != tensor._data.shape:
-            raise RuntimeError(f"{node.name()} returned a gradient of shape {tuple(grad.shape)} "
-                               f"for an input of shape {tuple(tensor.shape)}")
-        if grad._data.dtype != tensor._data.dtype:
-            input_grads = input_grads[:i] + (grad.to(tensor.dtype),) + input_grads[i + 1:]
+        # a leaf is there itself; of any other input, the node kept (shape, numpy dtype)
+        shape, dtype = tensor if edge is not None else (tensor._data.shape, tensor._data.dtype)
+        data = grad._data
+        if data.shape != shape:
+            raise RuntimeError(f"{node.name()} returned a gradient of shape {tuple(data.shape)} "
+                               f"for an input of shape {tuple(shape)}")
+        if data.dtype != dtype:
+            input_grads = input_grads[:i] + (grad.to(_BY_NUMPY[dtype]),) + input_grads[i + 1:]
     return input_grads
 
 
-def _accumulate_into_grad(tensor, grad, create_graph):
-    """Add ``grad`` to ``tensor.grad`` (called with grad mode set to ``create_graph``)."""
+def _accumulate_into_grad(tensor, grad, owned, create_graph):
+    """Add ``grad`` to ``tensor.grad`` (called with grad mode set to ``create_graph``);
+    ``owned``: no one else holds ``grad``, which can then be ``.grad`` itself."""
     if tensor.grad is not None:
         tensor.grad = tensor.grad + grad
-    elif create_graph:
+    elif create_graph or owned:
         tensor.grad = grad
     else:
         # A copy, so .grad owns its storage: the same gradient tensor may reach several leaves

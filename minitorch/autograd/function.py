@@ -17,10 +17,15 @@ Every differentiable op is a subclass of ``Function`` with two static methods, a
 
 ``Exp.apply(x)`` runs ``forward`` and, when grad mode is on and some input requires grad,
 makes the ``Context`` the node of the graph: the output tensors point at it (``grad_fn``),
-and it points at the input tensors. The engine (engine.py) later walks these nodes backwards,
-calling ``fn.backward(ctx, *output_grads)`` on each.
+and it points at its inputs (a leaf itself; an input another node made, through that node:
+what backward needs of it, it saves). The engine (engine.py) later walks these nodes
+backwards, calling ``fn.backward(ctx, *output_grads)`` on each.
 """
+from ..dtype import _BY_NUMPY
 from .grad_mode import _state as _grad_state
+
+# The numpy dtypes of floating tensors: outputs of these join the graph.
+_FLOATING = frozenset(d for d, dtype in _BY_NUMPY.items() if dtype.is_floating_point)
 
 
 class Context:
@@ -30,10 +35,13 @@ class Context:
     changes), ``needs_input_grad`` (one bool per positional argument of ``apply``),
     ``mark_non_differentiable``, and any attribute it sets itself (``ctx.dim = dim``).
 
-    For the engine: ``inputs`` (the input tensors; None where no gradient is needed),
+    For the engine: ``inputs`` (per input: None where no gradient is needed, the tensor itself
+    for a leaf, and for an input some node made only its ``(shape, numpy dtype)``: the node
+    keeps no intermediate alive that its backward does not save, as PyTorch's),
     ``input_edges`` (for each such input, ``(node that made it, its output index)`` at the time
-    of use, or None for a leaf), ``output_meta`` (shape and dtype of each output, to make zeros
-    for an unused one), ``output_hooks`` (output index -> hooks on that output tensor), ``free``.
+    of use, or None for a leaf), ``output_meta`` (shape and numpy dtype of each output, to make
+    zeros for an unused one), ``output_hooks`` (None, or output index -> hooks on that output
+    tensor), ``free``.
     """
 
     # Class-level defaults: a Context is made for every op, so attributes that most ops leave
@@ -42,6 +50,7 @@ class Context:
     _saved_versions = ()
     _freed = False
     _non_differentiable = ()
+    _outside_graph = False  # set by apply for a node that enters no graph: it saves nothing
     output_meta = ()
     output_hooks = None
     inputs = input_edges = ()
@@ -49,17 +58,47 @@ class Context:
     def __init__(self, fn, args):
         self.fn = fn
         tensor = _Tensor or _tensor_class()  # a global read, not a call: this runs for every op
-        # List comprehensions and `True in`, not generators and any(): cheaper, once per op.
-        needs = self.needs_input_grad = tuple([isinstance(a, tensor) and a.requires_grad
-                                               for a in args])
-        if True in needs:  # otherwise this node never enters a graph: no edges to record
-            self.inputs = tuple([a if need else None for a, need in zip(args, needs)])
-            # The node that made the input *now*: an in-place op later re-points the tensor's
-            # own ``_ctx`` at its new history, which must not change what this node computes.
-            self.input_edges = tuple([(a._ctx, a._output_nr) if need and a._ctx is not None
-                                      else None for a, need in zip(args, needs)])
+        # Two inputs (the arithmetic) spelled out, else a list comprehension and `True in`, not
+        # generators and any(): cheaper, once per op.
+        if len(args) == 2:
+            a, b = args
+            needs = (isinstance(a, tensor) and a.requires_grad,
+                     isinstance(b, tensor) and b.requires_grad)
+        else:
+            needs = tuple([isinstance(a, tensor) and a.requires_grad for a in args])
+        self.needs_input_grad = needs
+
+    def record_inputs(self, args):
+        """``inputs`` and ``input_edges`` from ``apply``'s arguments, for a node that enters the
+        graph (grad mode on, some input requiring grad)."""
+        if len(args) == 2:  # the binary ops, the commonest: the loop below spelled out
+            (a, b), (need_a, need_b) = args, self.needs_input_grad
+            leaf_a = need_a and a._ctx is None
+            leaf_b = need_b and b._ctx is None
+            self.inputs = (
+                None if not need_a else a if leaf_a else (a._data.shape, a._data.dtype),
+                None if not need_b else b if leaf_b else (b._data.shape, b._data.dtype))
+            self.input_edges = (None if not need_a or leaf_a else (a._ctx, a._output_nr),
+                                None if not need_b or leaf_b else (b._ctx, b._output_nr))
+            return
+        inputs, edges = [], []
+        for a, need in zip(args, self.needs_input_grad):
+            if not need:
+                inputs.append(None)
+                edges.append(None)
+            elif a._ctx is None:  # a leaf: its .grad is where the gradient goes
+                inputs.append(a)
+                edges.append(None)
+            else:
+                inputs.append((a._data.shape, a._data.dtype))
+                # The node that made the input *now*: an in-place op later re-points the
+                # tensor's ``_ctx`` at its new history, which must not change this node.
+                edges.append((a._ctx, a._output_nr))
+        self.inputs, self.input_edges = tuple(inputs), tuple(edges)
 
     def save_for_backward(self, *tensors):
+        if self._outside_graph:  # no_grad, or no input needing grad: backward never runs
+            return
         self._saved = tensors
         self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
@@ -121,11 +160,18 @@ class Function:
     def apply(cls, *args, **kwargs):
         """Run ``forward``; when recording, make its outputs the node's outputs in the graph."""
         ctx = Context(cls, args)
-        # 1. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op;
-        # the mode is thread-local, and with it already off there is nothing to switch)
         state = _grad_state
-        recording = state.enabled
+        grad_mode = state.enabled
+        # 1. if grad mode is on and an input requires grad, the node's edges to its inputs
+        # (under no_grad, with parameters among the inputs, there is nothing to record)
+        recording = grad_mode and True in ctx.needs_input_grad
         if recording:
+            ctx.record_inputs(args)
+        else:
+            ctx._outside_graph = True
+        # 2. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op;
+        # the mode is thread-local, and with it already off there is nothing to switch)
+        if grad_mode:
             state.enabled = False
             try:
                 outputs = cls.forward(ctx, *args, **kwargs)
@@ -133,14 +179,19 @@ class Function:
                 state.enabled = True
         else:
             outputs = cls.forward(ctx, *args, **kwargs)
-        # 2. if grad mode is on and an input requires grad: each float output points at ctx
-        if recording and True in ctx.needs_input_grad:
-            outs = outputs if type(outputs) is tuple else (outputs,)
-            ctx.output_meta = tuple([(o._data.shape, o.dtype) for o in outs])
-            ctx.output_hooks = {}
+        # 3. each float output points at ctx
+        if recording:
+            if type(outputs) is not tuple:  # one output (most ops): no loop
+                data = outputs._data
+                ctx.output_meta = ((data.shape, data.dtype),)
+                skip = ctx._non_differentiable
+                if data.dtype in _FLOATING and not (skip and id(outputs) in skip):
+                    outputs._ctx, outputs._output_nr, outputs.requires_grad = ctx, 0, True
+                return outputs
+            ctx.output_meta = tuple([(o._data.shape, o._data.dtype) for o in outputs])
             skip = ctx._non_differentiable
-            for index, out in enumerate(outs):
-                if (skip and id(out) in skip) or not out.dtype.is_floating_point:
+            for index, out in enumerate(outputs):
+                if (skip and id(out) in skip) or out._data.dtype not in _FLOATING:
                     continue
                 out._ctx, out._output_nr, out.requires_grad = ctx, index, True
         return outputs

@@ -44,7 +44,19 @@ def as_operands(a, b):
 def broadcast_operands(a, b, name):
     """``as_operands``, then a ValueError naming ``name`` and both shapes if they don't broadcast
     (numpy's own message names neither the op nor which argument is which)."""
-    a, b = as_operands(a, b)
+    # Fast paths for the commonest operands, with as_operands' result: two tensors of one
+    # dtype (nothing to promote), and a float tensor with a Python float (which takes its dtype).
+    if isinstance(a, Tensor):
+        if isinstance(b, Tensor) and a._data.dtype is b._data.dtype:
+            pass
+        elif type(b) is float and a._data.dtype.kind == "f":
+            b = Tensor._make(np.asarray(b, dtype=a._data.dtype))
+        else:
+            a, b = as_operands(a, b)
+    elif type(a) is float and isinstance(b, Tensor) and b._data.dtype.kind == "f":
+        a = Tensor._make(np.asarray(a, dtype=b._data.dtype))
+    else:
+        a, b = as_operands(a, b)
     if a._data.shape == b._data.shape or not a._data.ndim or not b._data.ndim:
         return a, b  # the common cases, checked without the cost of broadcast_shapes
     try:
@@ -82,7 +94,7 @@ def to_tensor(value, dtype):
 def unbroadcast(grad, shape):
     """Sum ``grad`` over the dimensions broadcasting added or stretched, back to ``shape``."""
     shape = tuple(shape)
-    if tuple(grad.shape) == shape:
+    if grad._data.shape == shape:
         return grad
     extra = grad.ndim - len(shape)
     dims = tuple(range(extra)) + tuple(

@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
+from ..autograd.grad_mode import _state as _grad_mode
 from ..backends.checks import POW_INT_LIMIT, arith_layout
 from ..dtype import get_default_dtype, int64
 from ..tensor import Tensor
@@ -44,7 +45,7 @@ def _arith(op, ufunc, x, y, out=None):
         kernels = _kernels()
         if kernels.get_num_threads() > 1 and arith_layout(x, y) is not None:
             return kernels.arith(op, x, y, out=out)
-    return ufunc(x, y, out=out)
+    return ufunc(x, y) if out is None else ufunc(x, y, out=out)  # (out=None costs a little)
 
 
 def _grads(ctx, grad_a, grad_b):
@@ -54,54 +55,104 @@ def _grads(ctx, grad_a, grad_b):
             unbroadcast(grad_b(), shape_b) if ctx.needs_input_grad[1] else None)
 
 
+# The arithmetic ops (add, sub, mul, div) run for every step of every model, so their Functions
+# skip what the general path pays for: they keep the input shapes only where broadcasting made
+# them differ (``ctx.shapes`` None otherwise: nothing to sum back), and their backward formulas
+# call ``_times``/``_over`` below, which go straight to numpy when no graph is being recorded.
+
+def _record_shapes(ctx, a, b):
+    """``ctx.shapes``: the two input shapes if broadcasting stretched one, else None."""
+    shape_a, shape_b = a._data.shape, b._data.shape
+    ctx.shapes = None if shape_a == shape_b else (shape_a, shape_b)
+
+
+def _to_input_shapes(ctx, grad_a, grad_b):
+    """The gradients, each reduced to its input's shape where broadcasting stretched it."""
+    if ctx.shapes is not None:
+        shape_a, shape_b = ctx.shapes
+        grad_a = None if grad_a is None else unbroadcast(grad_a, shape_a)
+        grad_b = None if grad_b is None else unbroadcast(grad_b, shape_b)
+    return grad_a, grad_b
+
+
+def _times(x, y):
+    """x * y in a backward formula: ``mul``, or, with grad mode off (backward without
+    create_graph) and one dtype, the same numpy product without a node."""
+    if not _grad_mode.enabled and x._data.dtype is y._data.dtype:
+        return _make(_arith("mul", np.multiply, x._data, y._data))
+    return mul(x, y)
+
+
+def _negative(x):
+    """-x in a backward formula, as ``_times``."""
+    if not _grad_mode.enabled:
+        return _make(_negate(x._data))
+    return neg(x)
+
+
+def _over(x, y):
+    """x / y in a backward formula, as ``_times``."""
+    if not _grad_mode.enabled and x._data.dtype is y._data.dtype:
+        return _make(_arith("div", np.divide, x._data, y._data))
+    return div(x, y)
+
+
 class Add(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = a.shape, b.shape
+        _record_shapes(ctx, a, b)
         return _make(_arith("add", np.add, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
-        return _grads(ctx, lambda: grad, lambda: grad)
+        need_a, need_b = ctx.needs_input_grad
+        # ``grad`` itself for both: the engine copies it before a leaf's .grad could alias it
+        return _to_input_shapes(ctx, grad if need_a else None, grad if need_b else None)
 
 
 class Sub(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = a.shape, b.shape
+        _record_shapes(ctx, a, b)
         return _make(_arith("sub", np.subtract, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
-        return _grads(ctx, lambda: grad, lambda: -grad)
+        need_a, need_b = ctx.needs_input_grad
+        return _to_input_shapes(ctx, grad if need_a else None,
+                                _negative(grad) if need_b else None)
 
 
 class Mul(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = a.shape, b.shape
+        _record_shapes(ctx, a, b)
+        need_a, need_b = ctx.needs_input_grad
         # Save only what the needed gradients read, so in-place edits of the rest stay legal.
-        ctx.save_for_backward(b if ctx.needs_input_grad[0] else None,
-                              a if ctx.needs_input_grad[1] else None)
+        ctx.save_for_backward(b if need_a else None, a if need_b else None)
         return _make(_arith("mul", np.multiply, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
         b, a = ctx.saved_tensors
-        return _grads(ctx, lambda: grad * b, lambda: grad * a)
+        return _to_input_shapes(ctx, None if b is None else _times(grad, b),
+                                None if a is None else _times(grad, a))
 
 
 class Div(Function):
     @staticmethod
     def forward(ctx, a, b):
-        ctx.shapes = a.shape, b.shape
+        _record_shapes(ctx, a, b)
         ctx.save_for_backward(a if ctx.needs_input_grad[1] else None, b)
         return _make(_arith("div", np.divide, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
         a, b = ctx.saved_tensors
-        return _grads(ctx, lambda: grad / b, lambda: -grad * a / (b * b))
+        need_a, need_b = ctx.needs_input_grad
+        return _to_input_shapes(ctx, _over(grad, b) if need_a else None,
+                                _over(_times(_negative(grad), a), _times(b, b)) if need_b
+                                else None)  # -grad * a / (b * b)
 
 
 class Pow(Function):
@@ -156,18 +207,22 @@ class PowScalar(Function):
         return grad * (PowScalar.apply(a, e - 1) * float(e)), None
 
 
+def _negate(x):
+    """-x for an array: times -1 (exact) for floats, on the arith kernel's threads where that
+    pays."""
+    if x.dtype.kind != "f":
+        return -x
+    return _arith("mul", np.multiply, x, np.asarray(-1, x.dtype))
+
+
 class Neg(Function):
     @staticmethod
     def forward(ctx, a):
-        x = a._data
-        if x.dtype.kind != "f":
-            return _make(-x)
-        # times -1 (exact): on the arith kernel's threads where that pays
-        return _make(_arith("mul", np.multiply, x, np.asarray(-1, x.dtype)))
+        return _make(_negate(a._data))
 
     @staticmethod
     def backward(ctx, grad):
-        return -grad
+        return _negative(grad)
 
 
 class Abs(Function):

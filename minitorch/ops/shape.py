@@ -61,7 +61,7 @@ class Reshape(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.reshape(ctx.shape), None
+        return Reshape.apply(grad, ctx.shape), None  # (the shape is known valid: no checks)
 
 
 class Permute(Function):
@@ -72,7 +72,8 @@ class Permute(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return grad.permute(tuple(sorted(range(len(ctx.dims)), key=ctx.dims.__getitem__))), None
+        inverse = tuple(sorted(range(len(ctx.dims)), key=ctx.dims.__getitem__))
+        return Permute.apply(grad, inverse), None  # (a valid permutation: no checks)
 
 
 class Expand(Function):
@@ -304,12 +305,13 @@ def view_as(self, other):
 @op()
 def permute(input, *dims):
     dims = _shape_arg(dims)
-    if len(dims) != input.ndim:
-        raise ValueError(f"permute: expected {input.ndim} dims for a tensor of shape "
+    ndim = input._data.ndim
+    if len(dims) != ndim:
+        raise ValueError(f"permute: expected {ndim} dims for a tensor of shape "
                          f"{tuple(input.shape)}, got {dims}")
-    dims = tuple(normalize_dim(d, input.ndim, "dims") for d in dims)
-    if sorted(dims) != list(range(input.ndim)):
-        raise ValueError(f"permute: dims {dims} is not a permutation of {input.ndim} dims")
+    dims = tuple([_plain_dim(d, ndim, "dims") for d in dims])
+    if len(set(dims)) != ndim:  # each in range now: distinct means a permutation
+        raise ValueError(f"permute: dims {dims} is not a permutation of {ndim} dims")
     return Permute.apply(input, dims)
 
 
@@ -365,8 +367,8 @@ def broadcast_to(input, shape):
 
 @op()
 def unsqueeze(input, dim):
-    d = normalize_dim(dim, input.ndim + 1)
-    shape = list(input.shape)
+    d = _plain_dim(dim, input._data.ndim + 1, "dim")
+    shape = list(input._data.shape)
     shape.insert(d, 1)
     return Reshape.apply(input, tuple(shape))
 
