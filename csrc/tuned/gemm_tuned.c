@@ -93,7 +93,9 @@ static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
     }
     for (int64_t s = 0; s < mc; s += mr) {
         int64_t rows = mc - s < mr ? mc - s : mr;
-        if (rows == 6 && mr == 6) {
+        if (rows == mr && pr->plan.pack_a_rows) {
+            pr->plan.pack_a_rows(kc, a + (i0 + s) * pr->lda + p0, pr->lda, ap);
+        } else if (rows == 6 && mr == 6) {
             MT_PACK_A_FULL_SLIVER(6);
         } else if (rows == 4 && mr == 4) {
             MT_PACK_A_FULL_SLIVER(4);
@@ -117,7 +119,9 @@ static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t 
     int64_t col0 = s * nr;
     int64_t cols = nc - col0 < nr ? nc - col0 : nr;
     bp += col0 * kc;
-    if (!pr->trans_b && cols == nr && (nr == 8 || nr == 16 || nr == 32)) {
+    if (!pr->trans_b && cols == nr && pr->plan.pack_b_rows) {
+        pr->plan.pack_b_rows(kc, b + p0 * pr->ldb + j0 + col0, pr->ldb, bp);
+    } else if (!pr->trans_b && cols == nr && (nr == 8 || nr == 16 || nr == 32)) {
         /* full sliver: fixed-length row copies the compiler turns into vector moves */
         const T *src = b + p0 * pr->ldb + j0 + col0;
         const int64_t ldb = pr->ldb;
