@@ -56,7 +56,7 @@ class Linear(Function):
         else:
             out = backends.current().matmul(rows, weight._data.T)
         if bias is not None:
-            out += bias._data
+            _add_bias_(out, bias._data)
         return Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
 
     @staticmethod
@@ -69,6 +69,21 @@ class Linear(Function):
         grad_weight = rows.mT @ x.reshape(n_rows, x.shape[-1]) if need_weight else None
         grad_bias = rows.sum(0) if need_bias else None
         return grad_x, grad_weight, grad_bias
+
+
+# From this many elements the bias goes in through the C arith kernel: on its threads, and on
+# one thread too, as adding a broadcast row is where numpy's loop is slowest.
+_C_BIAS_MIN = 1 << 14
+
+
+def _add_bias_(out, bias):
+    """out += bias (a row added to every row of the GEMM's fresh 2-d output), in place."""
+    if (out.size >= _C_BIAS_MIN and out.dtype == bias.dtype and out.dtype.kind == "f"
+            and out.itemsize >= 4 and bias.shape == out.shape[-1:] and bias.flags.c_contiguous
+            and backends.backend() == "c"):
+        backends.current().arith("add", out, bias, out=out)
+    else:
+        out += bias
 
 
 @op(methods="__matmul__", reflected="__rmatmul__")
