@@ -333,6 +333,12 @@ CASES = [
                                                    NULL, C.ffi.new("int64_t[]", [-4]), C.ffi.new("double[]", [1.0]),
                                                    C.ffi.new("double[]", [1.0]), 0.1, 0.9, 0.999, 1e-8, 0.0,
                                                    0, 0), ValueError, "rejected"),
+    # sums down the columns (a bias gradient)
+    ("sum_cols 1-d", lambda: C.sum_cols(np.ones(4)), ValueError, "x must be 2-d"),
+    ("sum_cols int", lambda: C.sum_cols(np.ones((2, 3), np.int64)), TypeError, "x must be float32"),
+    ("sum_cols list", lambda: C.sum_cols([[1.0]]), TypeError, "x must be a numpy.ndarray"),
+    ("sum_cols C negative rows", lambda: c_status(C.lib.mt_sum_cols_f64, NULL, NULL, -1, 4), ValueError,
+     "rejected"),
 ]
 
 

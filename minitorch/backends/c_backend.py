@@ -767,6 +767,18 @@ def amax_rows(x, largest=True):
     return y
 
 
+def sum_cols(x):
+    check_float("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-d, got shape {x.shape}")
+    x = _contiguous(x)
+    y = np.empty(x.shape[1], x.dtype)
+    if y.size:
+        status = _kernel("sum_cols", x.dtype)(_ptr(x), _ptr(y), x.shape[0], x.shape[1])
+        _check_status(status, "sum_cols")
+    return y
+
+
 # ---------------------------------------------------------------------------------------------
 # Adding rows at indices
 # ---------------------------------------------------------------------------------------------

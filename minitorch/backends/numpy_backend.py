@@ -10,7 +10,7 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, pow_int_forward,
   abs_backward (elementwise), sum_rows and
-  amax_rows (reductions over the last dim), index_add_rows (rows added at indices), arith
+  amax_rows (reductions over the last dim), sum_cols (sums down the columns of a matrix), index_add_rows (rows added at indices), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
@@ -852,3 +852,12 @@ def _check_adam_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, ste
                 raise ValueError(f"adam_step: {name}[{i}] must have the shape of params[{i}] "
                                  f"{tuple(getattr(p, 'shape', ()))}, got "
                                  f"{getattr(a, 'shape', type(a).__name__)}")
+
+
+def sum_cols(x):
+    """y[j] = sum_i x[i, j] over a 2-d x (the gradient of a bias added to every row), summed
+    in float64 and rounded to x's dtype once."""
+    check_float("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-d, got shape {x.shape}")
+    return x.sum(axis=0, dtype=np.float64).astype(x.dtype)

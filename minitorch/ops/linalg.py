@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from ._helpers import as_operands, unbroadcast
 from .registry import op
@@ -67,13 +68,24 @@ class Linear(Function):
         rows = grad.reshape(n_rows, grad.shape[-1])
         grad_x = (rows @ weight).reshape(ctx.x_shape) if need_x else None
         grad_weight = rows.mT @ x.reshape(n_rows, x.shape[-1]) if need_weight else None
-        grad_bias = rows.sum(0) if need_bias else None
+        grad_bias = _bias_grad(rows) if need_bias else None
         return grad_x, grad_weight, grad_bias
 
 
-# From this many elements the bias goes in through the C arith kernel: on its threads, and on
-# one thread too, as adding a broadcast row is where numpy's loop is slowest.
+# From this many elements the bias goes in through the C arith kernel (on its threads, and on
+# one thread too, as adding a broadcast row is where numpy's loop is slowest), and its gradient
+# comes out of the C column sum.
 _C_BIAS_MIN = 1 << 14
+
+
+def _bias_grad(rows):
+    """The bias's gradient, the (n, out) gradient summed over its rows: the C backend's
+    threaded column sum where no graph is recorded (create_graph=False), else a Tensor sum."""
+    data = rows._data
+    if (not is_grad_enabled() and data.size >= _C_BIAS_MIN and data.dtype.kind == "f"
+            and data.itemsize >= 4 and backends.backend() == "c"):
+        return Tensor._make(backends.current().sum_cols(data))
+    return rows.sum(0)
 
 
 def _add_bias_(out, bias):
