@@ -42,7 +42,8 @@ def _grads_both_ways(fn, leaves, upstream):
 MATMUL_CASES = [((5, 7), (7, 3), False, False), ((4, 6, 5), (4, 5, 2), False, False),
                 ((2, 3, 6, 5), (5, 4), False, False), ((6, 5), (3, 5, 4), False, False),
                 ((1, 3, 6, 5), (2, 1, 5, 4), False, False), ((4, 6, 5), (4, 5, 2), True, True),
-                ((2, 3, 33, 17), (2, 3, 17, 9), True, False), ((8, 32, 32), (8, 32, 32), False, True)]
+                ((2, 3, 33, 17), (2, 3, 17, 9), True, False),
+                ((8, 32, 32), (8, 32, 32), False, True)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
