@@ -316,8 +316,8 @@ int mt_adam_step_f64(int64_t count, double *const *params, const double *const *
                      double beta1, double beta2, double eps, double weight_decay,
                      int decoupled_weight_decay, int maximize);
 /* ---- sums down the columns (sum_cols.c) ----
- * x: rows x cols contiguous; y[j] = sum_i x[i, j] (0 for rows 0), summed in double in row
- * order: a bias gradient. */
+ * x: rows x cols contiguous; y[j] = sum_i x[i, j] (0 for rows 0), summed in the element type
+ * in row order (numpy's order for axis 0): a bias gradient. */
 int mt_sum_cols_f32(const float *x, float *y, int64_t rows, int64_t cols);
 int mt_sum_cols_f64(const double *x, double *y, int64_t rows, int64_t cols);
 /* END CDEF */

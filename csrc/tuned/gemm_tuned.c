@@ -235,8 +235,12 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
     /* op(A)(r, p): row-major A is a[r*lda + p], transposed A is a[p*lda + r]. */
     const int64_t rs_a = pr->trans_a ? 1 : pr->lda, cs_a = pr->trans_a ? pr->lda : 1;
     const int64_t full_rows = m / mr * mr;
+    /* A last partial row tile is, when C is not read (beta 0) and there are MR rows at all,
+     * the full tile of the last MR rows: the rows it repeats get the same values again (each
+     * row's sums run alone, in the same order), and the tail needs no packing and no copy. */
+    const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
     T edge[6 * 32] __attribute__((aligned(64)));
-    if (full_rows < m) /* the last row tile, zero-padded, in the packed layout (rs 1, cs MR) */
+    if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
         F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack);
     for (int64_t j = 0; j < n; j += nr) {
         int64_t cols = n - j < nr ? n - j : nr;
@@ -248,6 +252,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
             ldb = nr;
         }
         for (int64_t i = 0; i < m; i += mr) {
+            if (overlap_tail && i == full_rows) i = m - mr;
             int64_t rows = m - i < mr ? m - i : mr;
             const T *as = i < full_rows ? a + i * rs_a : apack;
             int64_t rs = i < full_rows ? rs_a : 1, cs = i < full_rows ? cs_a : mr;

@@ -856,8 +856,8 @@ def _check_adam_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, ste
 
 def sum_cols(x):
     """y[j] = sum_i x[i, j] over a 2-d x (the gradient of a bias added to every row), summed
-    in float64 and rounded to x's dtype once."""
+    in x's dtype row after row: numpy's order for the first axis of a C-contiguous array."""
     check_float("x", x)
     if x.ndim != 2:
         raise ValueError(f"x must be 2-d, got shape {x.shape}")
-    return x.sum(axis=0, dtype=np.float64).astype(x.dtype)
+    return np.ascontiguousarray(x).sum(axis=0)
