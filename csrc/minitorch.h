@@ -305,6 +305,29 @@ int mt_max_pool2d_backward_f32(const float *dy, const int64_t *indices, float *d
                                int64_t planes, int64_t hw, int64_t ohw);
 int mt_max_pool2d_backward_f64(const double *dy, const int64_t *indices, double *dx,
                                int64_t planes, int64_t hw, int64_t ohw);
+/* ---- one Adam / AdamW step over a list of parameters, in place (adam.c) ----
+ * For t < count: params[t], grads[t], exp_avgs[t], exp_avg_sqs[t] (and max_exp_avg_sqs[t]
+ * when max_exp_avg_sqs is not NULL: amsgrad) hold sizes[t] contiguous elements each, none
+ * overlapping another; step_sizes[t] = lr / (1 - beta1^step) and bias_correction2_sqrts[t] =
+ * sqrt(1 - beta2^step) for that parameter's step. torch.optim.Adam's update, rounded as
+ * PyTorch rounds it; decoupled_weight_decay != 0 makes it AdamW. */
+int mt_adam_step_f32(int64_t count, float *const *params, const float *const *grads,
+                     float *const *exp_avgs, float *const *exp_avg_sqs,
+                     float *const *max_exp_avg_sqs, const int64_t *sizes,
+                     const double *step_sizes, const double *bias_correction2_sqrts, double lr,
+                     double beta1, double beta2, double eps, double weight_decay,
+                     int decoupled_weight_decay, int maximize);
+int mt_adam_step_f64(int64_t count, double *const *params, const double *const *grads,
+                     double *const *exp_avgs, double *const *exp_avg_sqs,
+                     double *const *max_exp_avg_sqs, const int64_t *sizes,
+                     const double *step_sizes, const double *bias_correction2_sqrts, double lr,
+                     double beta1, double beta2, double eps, double weight_decay,
+                     int decoupled_weight_decay, int maximize);
+/* ---- sums down the columns (sum_cols.c) ----
+ * x: rows x cols contiguous; y[j] = sum_i x[i, j] (0 for rows 0), summed in the element type
+ * in row order (numpy's order for axis 0): a bias gradient. */
+int mt_sum_cols_f32(const float *x, float *y, int64_t rows, int64_t cols);
+int mt_sum_cols_f64(const double *x, double *y, int64_t rows, int64_t cols);
 /* END CDEF */
 
 #ifdef __cplusplus

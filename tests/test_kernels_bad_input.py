@@ -102,6 +102,7 @@ NULL = None if C is None else C.ffi.NULL
 NAN = float("nan")
 HUGE = (1 << 40, 2)  # a broadcast view of 2^41 elements: its 8 TiB copy cannot be allocated
 x_t = minitorch.tensor(f64)
+ADAM = dict(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
 IMG, KER, GEO = np.ones((2, 2, 5, 4)), np.ones((4, 2, 2, 2)), ((1, 1), (0, 0), (1, 1), 1)
 
 # (id, call, expected exception or None for "returns a result", text the message must hold)
@@ -315,6 +316,38 @@ CASES = [
         minitorch.zeros(2, 2, 1), [3, 1]), RuntimeError, "exceeds"),
     ("op log_softmax misaligned", lambda: minitorch.log_softmax(minitorch.tensor(misaligned(f64)), -1),
      None, ""),
+    # one Adam step over a list of parameters, in place
+    ("adam_step params not a list", lambda: C.adam_step(f32, [f32], [f32], [f32], None, [1.0], [1.0],
+                                                        **ADAM), TypeError, "params must be a list"),
+    ("adam_step lengths", lambda: C.adam_step([f32], [], [f32], [f32], None, [1.0], [1.0], **ADAM),
+     ValueError, "grads must have one entry per parameter"),
+    ("adam_step grad shape", lambda: C.adam_step([f32], [f32.T], [f32], [f32], None, [1.0], [1.0], **ADAM),
+     ValueError, "grads[0] must have the shape"),
+    ("adam_step max_exp_avg_sqs length", lambda: C.adam_step([f32], [f32], [f32], [f32], [], [1.0], [1.0],
+                                                             **ADAM), ValueError, "max_exp_avg_sqs"),
+    ("adam_step read-only param", lambda: C.adam_step([read_only(f32)], [f32], [f32.copy()], [f32.copy()],
+                                                      None, [1.0], [1.0], **ADAM), ValueError, "read-only"),
+    ("adam_step misaligned", lambda: C.adam_step([misaligned(f64)], [misaligned(f64)], [misaligned(f64)],
+                                                 [misaligned(f64)], None, [1.0], [1.0], **ADAM), None, ""),
+    ("adam_step mixed dtypes", lambda: C.adam_step([f32.copy()], [f64], [f32.copy()], [f32.copy()], None,
+                                                   [1.0], [1.0], **ADAM), None, ""),
+    ("adam_step C negative count", lambda: c_status(C.lib.mt_adam_step_f64, -1, NULL, NULL, NULL, NULL, NULL,
+                                                    NULL, NULL, NULL, 0.1, 0.9, 0.999, 1e-8, 0.0, 0, 0),
+     ValueError, "rejected"),
+    ("adam_step C NULL parameter", lambda: c_status(C.lib.mt_adam_step_f64, 1, *[C.ffi.new("double *[]", [NULL])] * 4,
+                                                    NULL, C.ffi.new("int64_t[]", [4]), C.ffi.new("double[]", [1.0]),
+                                                    C.ffi.new("double[]", [1.0]), 0.1, 0.9, 0.999, 1e-8, 0.0,
+                                                    0, 0), ValueError, "rejected"),
+    ("adam_step C negative size", lambda: c_status(C.lib.mt_adam_step_f64, 1, *[C.ffi.new("double *[]", [NULL])] * 4,
+                                                   NULL, C.ffi.new("int64_t[]", [-4]), C.ffi.new("double[]", [1.0]),
+                                                   C.ffi.new("double[]", [1.0]), 0.1, 0.9, 0.999, 1e-8, 0.0,
+                                                   0, 0), ValueError, "rejected"),
+    # sums down the columns (a bias gradient)
+    ("sum_cols 1-d", lambda: C.sum_cols(np.ones(4)), ValueError, "x must be 2-d"),
+    ("sum_cols int", lambda: C.sum_cols(np.ones((2, 3), np.int64)), TypeError, "x must be float32"),
+    ("sum_cols list", lambda: C.sum_cols([[1.0]]), TypeError, "x must be a numpy.ndarray"),
+    ("sum_cols C negative rows", lambda: c_status(C.lib.mt_sum_cols_f64, NULL, NULL, -1, 4), ValueError,
+     "rejected"),
 ]
 
 

@@ -32,6 +32,10 @@ typedef struct {
     mt_strided_microkernel_f32 strided_kernel; /* for small products: no packing */
     /* Pack a full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */
     void (*pack_b_transposed)(int64_t kc, const float *b, int64_t ldb, float *bp);
+    /* Pack a full NR-column sliver of a row-major B: bp[p*NR + j] = b[p*ldb + j]. */
+    void (*pack_b_rows)(int64_t kc, const float *b, int64_t ldb, float *bp);
+    /* Pack a full MR-row sliver of a row-major A: ap[p*MR + r] = a[r*lda + p]. */
+    void (*pack_a_rows)(int64_t kc, const float *a, int64_t lda, float *ap);
 } mt_gemm_plan_f32;
 
 typedef struct {
@@ -40,6 +44,8 @@ typedef struct {
     mt_microkernel_f64 kernel;
     mt_strided_microkernel_f64 strided_kernel;
     void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp);
+    void (*pack_b_rows)(int64_t kc, const double *b, int64_t ldb, double *bp);
+    void (*pack_a_rows)(int64_t kc, const double *a, int64_t lda, double *ap);
 } mt_gemm_plan_f64;
 
 /* Fill `plan` for `isa` (MT_ISA_PORTABLE / AVX2 / AVX512), which must be supported. */

@@ -93,7 +93,9 @@ static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
     }
     for (int64_t s = 0; s < mc; s += mr) {
         int64_t rows = mc - s < mr ? mc - s : mr;
-        if (rows == 6 && mr == 6) {
+        if (rows == mr && pr->plan.pack_a_rows) {
+            pr->plan.pack_a_rows(kc, a + (i0 + s) * pr->lda + p0, pr->lda, ap);
+        } else if (rows == 6 && mr == 6) {
             MT_PACK_A_FULL_SLIVER(6);
         } else if (rows == 4 && mr == 4) {
             MT_PACK_A_FULL_SLIVER(4);
@@ -117,7 +119,9 @@ static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t 
     int64_t col0 = s * nr;
     int64_t cols = nc - col0 < nr ? nc - col0 : nr;
     bp += col0 * kc;
-    if (!pr->trans_b && cols == nr && (nr == 8 || nr == 16 || nr == 32)) {
+    if (!pr->trans_b && cols == nr && pr->plan.pack_b_rows) {
+        pr->plan.pack_b_rows(kc, b + p0 * pr->ldb + j0 + col0, pr->ldb, bp);
+    } else if (!pr->trans_b && cols == nr && (nr == 8 || nr == 16 || nr == 32)) {
         /* full sliver: fixed-length row copies the compiler turns into vector moves */
         const T *src = b + p0 * pr->ldb + j0 + col0;
         const int64_t ldb = pr->ldb;
@@ -231,8 +235,12 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
     /* op(A)(r, p): row-major A is a[r*lda + p], transposed A is a[p*lda + r]. */
     const int64_t rs_a = pr->trans_a ? 1 : pr->lda, cs_a = pr->trans_a ? pr->lda : 1;
     const int64_t full_rows = m / mr * mr;
+    /* A last partial row tile is, when C is not read (beta 0) and there are MR rows at all,
+     * the full tile of the last MR rows: the rows it repeats get the same values again (each
+     * row's sums run alone, in the same order), and the tail needs no packing and no copy. */
+    const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
     T edge[6 * 32] __attribute__((aligned(64)));
-    if (full_rows < m) /* the last row tile, zero-padded, in the packed layout (rs 1, cs MR) */
+    if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
         F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack);
     for (int64_t j = 0; j < n; j += nr) {
         int64_t cols = n - j < nr ? n - j : nr;
@@ -244,6 +252,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
             ldb = nr;
         }
         for (int64_t i = 0; i < m; i += mr) {
+            if (overlap_tail && i == full_rows) i = m - mr;
             int64_t rows = m - i < mr ? m - i : mr;
             const T *as = i < full_rows ? a + i * rs_a : apack;
             int64_t rs = i < full_rows ? rs_a : 1, cs = i < full_rows ? cs_a : mr;

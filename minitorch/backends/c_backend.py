@@ -14,8 +14,10 @@ tuned C without SIMD intrinsics), "avx2" or "avx512" (default: the best the CPU 
 ``set_isa``/``get_isa``/``isa`` choose it (a level above the CPU's falls back to the best it
 has); the environment variable ``MINITORCH_ISA`` sets it when this module is imported.
 
-Imports: numpy and the cffi extension ``minitorch._C`` only (never the rest of minitorch).
-The API and semantics are those of ``numpy_backend`` (the oracle); see its docstring.
+Imports: numpy, the cffi extension ``minitorch._C`` and the other modules of
+``minitorch.backends`` (never the rest of minitorch). The API and semantics are those of
+``numpy_backend`` (the oracle); see its docstring. ``adam_step`` hands the parameters C cannot
+update in place (half dtypes, strided views) to numpy_backend's update.
 """
 import contextlib
 import os
@@ -31,7 +33,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,
                      check_max_pool2d, check_max_pool2d_backward, check_nonlinearity,
                      check_reduction, check_row_indices, check_same_shape, check_target)
-from . import large_buffers
+from . import large_buffers, numpy_backend
 from .large_buffers import empty, empty_like
 
 # The ISA levels, in the order of MT_ISA_* in csrc/minitorch.h.
@@ -769,6 +771,18 @@ def amax_rows(x, largest=True):
     return y
 
 
+def sum_cols(x):
+    check_float("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-d, got shape {x.shape}")
+    x = _contiguous(x)
+    y = np.empty(x.shape[1], x.dtype)
+    if y.size:
+        status = _kernel("sum_cols", x.dtype)(_ptr(x), _ptr(y), x.shape[0], x.shape[1])
+        _check_status(status, "sum_cols")
+    return y
+
+
 # ---------------------------------------------------------------------------------------------
 # Adding rows at indices
 # ---------------------------------------------------------------------------------------------
@@ -967,3 +981,60 @@ def max_pool2d_backward(dy, indices, input_size):
         dy.shape[2] * dy.shape[3])
     _check_status(status, "max_pool2d_backward")
     return dx
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimizer updates, in place
+# ---------------------------------------------------------------------------------------------
+def _adam_ready(dtype, arrays):
+    """True if C may update these arrays of one parameter in place: numpy arrays of one float
+    dtype, C-contiguous, aligned, and the ones C writes writeable."""
+    for index, a in enumerate(arrays):
+        if a is None:
+            continue
+        if type(a) is not np.ndarray or a.dtype != dtype:
+            return False
+        flags = a.flags
+        if not (flags.c_contiguous and flags.aligned) or (index != 1 and not flags.writeable):
+            return False
+    return True
+
+
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step_sizes,
+              bias_correction2_sqrts, *, lr, beta1, beta2, eps, weight_decay,
+              decoupled_weight_decay=False, maximize=False):
+    numpy_backend._check_adam_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
+                                    step_sizes, bias_correction2_sqrts)
+    hyper = dict(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps),
+                 weight_decay=float(weight_decay))
+    amsgrad = max_exp_avg_sqs is not None
+    by_dtype, elsewhere = {}, []  # float32/float64 parameters for C; the rest for numpy
+    for i, p in enumerate(params):
+        dtype = getattr(p, "dtype", None)
+        arrays = (p, grads[i], exp_avgs[i], exp_avg_sqs[i],
+                  max_exp_avg_sqs[i] if amsgrad else None)
+        if dtype in _SUFFIX and _adam_ready(dtype, arrays):
+            by_dtype.setdefault(dtype, []).append(i)
+        else:  # a half dtype, a strided view, a read-only array: numpy's update, in place
+            elsewhere.append(i)
+    for dtype, chosen in by_dtype.items():
+        pointer = _C_TYPE[dtype]
+        lists = [[ffi.from_buffer(_C_ARRAY[dtype], arrays[i]) for i in chosen]
+                 for arrays in (params, grads, exp_avgs, exp_avg_sqs)
+                 + ((max_exp_avg_sqs,) if amsgrad else ())]
+        c_lists = [ffi.new(pointer + "[]", [ffi.cast(pointer, x) for x in entries])
+                   for entries in lists]
+        status = _kernel("adam_step", dtype)(
+            len(chosen), *c_lists[:4], c_lists[4] if amsgrad else ffi.NULL,
+            ffi.new("int64_t[]", [params[i].size for i in chosen]),
+            ffi.new("double[]", [float(step_sizes[i]) for i in chosen]),
+            ffi.new("double[]", [float(bias_correction2_sqrts[i]) for i in chosen]),
+            hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["eps"], hyper["weight_decay"],
+            int(bool(decoupled_weight_decay)), int(bool(maximize)))
+        _check_status(status, "adam_step")
+    if elsewhere:
+        numpy_backend.adam_step(
+            *([a[i] for i in elsewhere] for a in (params, grads, exp_avgs, exp_avg_sqs)),
+            [max_exp_avg_sqs[i] for i in elsewhere] if amsgrad else None,
+            [step_sizes[i] for i in elsewhere], [bias_correction2_sqrts[i] for i in elsewhere],
+            decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, **hyper)

@@ -10,12 +10,14 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, pow_int_forward,
   abs_backward (elementwise), sum_rows and
-  amax_rows (reductions over the last dim), index_add_rows (rows added at indices), cumsum_rows (running sums
-  along the last dim), arith
+  amax_rows (reductions over the last dim), sum_cols (sums down the columns of a matrix),
+  index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
-  and max_pool2d_forward / max_pool2d_backward (max pooling with PyTorch's indices).
+  and max_pool2d_forward / max_pool2d_backward (max pooling with PyTorch's indices), and
+  adam_step (one Adam / AdamW update of a list of parameters, in place: the only kernel that
+  writes into its arguments).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
 log-softmax row of all -inf stays -inf (PyTorch: NaN); a "mean"
 cross-entropy over zero non-ignored rows is 0.0 (PyTorch gives NaN; we never return a silent
@@ -776,3 +778,99 @@ def max_pool2d_backward(dy, indices, input_size):
     sums = np.bincount((planes + indices).ravel(), weights=dy.astype(np.float64).ravel(),
                        minlength=n * c * h * w)
     return sums.astype(dy.dtype).reshape(n, c, h, w)
+
+
+# ---------------------------------------------------------------------------------------------
+# Optimizer updates, in place on the parameters and their state
+# ---------------------------------------------------------------------------------------------
+def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step_sizes,
+              bias_correction2_sqrts, *, lr, beta1, beta2, eps, weight_decay,
+              decoupled_weight_decay=False, maximize=False):
+    """One Adam (AdamW with ``decoupled_weight_decay``) update of every ``params[i]`` in
+    place, as ``torch.optim.Adam``; the moments ``exp_avgs[i]``, ``exp_avg_sqs[i]`` (and, for
+    amsgrad, ``max_exp_avg_sqs[i]``; else ``max_exp_avg_sqs`` is None) are updated in place
+    too. ``step_sizes[i] = lr / (1 - beta1**step)`` and ``bias_correction2_sqrts[i] =
+    sqrt(1 - beta2**step)`` for the parameter's own step::
+
+        g = -g if maximize;  g = g + weight_decay * p (Adam) or p = p * (1 - lr * weight_decay)
+        m = lerp(m, g, 1 - beta1);  v = beta2 * v + (1 - beta2) * g * g;  v = max(v_max, v)
+        p = p - step_size * m / (sqrt(v) / bias_correction2_sqrt + eps)
+
+    Each operation is one numpy call rounded to the parameter's dtype, in PyTorch's order."""
+    _check_adam_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step_sizes,
+                      bias_correction2_sqrts)
+    for i, data in enumerate(params):
+        grad, exp_avg, exp_avg_sq = grads[i], exp_avgs[i], exp_avg_sqs[i]
+        if maximize:
+            grad = -grad
+        if weight_decay != 0:
+            if decoupled_weight_decay:
+                data *= 1 - lr * weight_decay
+            else:
+                grad = grad + weight_decay * data
+        # One scratch array per parameter serves every temporary of the update.
+        scratch = np.empty_like(data)
+        _lerp_(exp_avg, grad, 1 - beta1, scratch)
+        exp_avg_sq *= beta2
+        np.multiply(grad, 1 - beta2, out=scratch)
+        scratch *= grad
+        exp_avg_sq += scratch
+        second_moment = exp_avg_sq
+        if max_exp_avg_sqs is not None:
+            second_moment = max_exp_avg_sqs[i]
+            np.maximum(second_moment, exp_avg_sq, out=second_moment)
+        np.sqrt(second_moment, out=scratch)
+        scratch /= bias_correction2_sqrts[i]
+        scratch += eps
+        np.divide(exp_avg, scratch, out=scratch)
+        scratch *= -step_sizes[i]
+        data += scratch
+
+
+def _lerp_(start, end, weight, scratch):
+    """``start += weight * (end - start)`` in place, rounded as ``torch.lerp`` rounds it;
+    ``scratch`` (shaped like ``start``) holds the temporary."""
+    np.subtract(end, start, out=scratch)
+    if abs(weight) < 0.5:
+        scratch *= weight
+        start += scratch
+    else:
+        scratch *= 1 - weight
+        np.subtract(end, scratch, out=start)
+
+
+def _check_adam_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step_sizes,
+                      bias_correction2_sqrts):
+    """TypeError/ValueError unless the per-parameter lists have one entry per parameter, each
+    array shaped like its parameter."""
+    lists = {"grads": grads, "exp_avgs": exp_avgs, "exp_avg_sqs": exp_avg_sqs,
+             "step_sizes": step_sizes, "bias_correction2_sqrts": bias_correction2_sqrts}
+    if max_exp_avg_sqs is not None:
+        lists["max_exp_avg_sqs"] = max_exp_avg_sqs
+    if not isinstance(params, (list, tuple)):
+        raise TypeError(f"adam_step: params must be a list of arrays, got "
+                        f"{type(params).__name__}")
+    for name, values in lists.items():
+        if not isinstance(values, (list, tuple)):
+            raise TypeError(f"adam_step: {name} must be a list, got {type(values).__name__}")
+        if len(values) != len(params):
+            raise ValueError(f"adam_step: {name} must have one entry per parameter "
+                             f"({len(params)}), got {len(values)}")
+    for i, p in enumerate(params):
+        for name in ("grads", "exp_avgs", "exp_avg_sqs", "max_exp_avg_sqs"):
+            if name not in lists:
+                continue
+            a = lists[name][i]
+            if not hasattr(a, "shape") or tuple(a.shape) != tuple(getattr(p, "shape", ())):
+                raise ValueError(f"adam_step: {name}[{i}] must have the shape of params[{i}] "
+                                 f"{tuple(getattr(p, 'shape', ()))}, got "
+                                 f"{getattr(a, 'shape', type(a).__name__)}")
+
+
+def sum_cols(x):
+    """y[j] = sum_i x[i, j] over a 2-d x (the gradient of a bias added to every row), summed
+    in x's dtype row after row: numpy's order for the first axis of a C-contiguous array."""
+    check_float("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-d, got shape {x.shape}")
+    return np.ascontiguousarray(x).sum(axis=0)

@@ -14,8 +14,10 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from ._helpers import as_operands, unbroadcast
+from .reduction import _sum
 from .registry import op
 
 
@@ -30,6 +32,10 @@ class MatMul(Function):
     @staticmethod
     def backward(ctx, grad):
         b, a = ctx.saved_tensors
+        if not is_grad_enabled():
+            direct = _matmul_grads_on_arrays(ctx, grad, a, b)
+            if direct is not None:
+                return direct
         if grad.ndim > 2 and not grad._data.flags.c_contiguous:
             # A batched gradient that arrives as a strided view (through a transpose) is copied
             # once: on a view the backend would run one GEMM per batch entry, twice.
@@ -56,7 +62,7 @@ class Linear(Function):
         else:
             out = backends.current().matmul(rows, weight._data.T)
         if bias is not None:
-            out += bias._data
+            _add_bias_(out, bias._data)
         return Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
 
     @staticmethod
@@ -64,11 +70,88 @@ class Linear(Function):
         x, weight = ctx.saved_tensors
         need_x, need_weight, need_bias = ctx.needs_input_grad
         n_rows = int(np.prod(ctx.x_shape[:-1]))
+        if not is_grad_enabled() and _same_float_dtype(grad, x, weight):
+            # No graph to record: the same products on the arrays, without a Function per
+            # reshape and transpose (nine of them per call).
+            kernels = backends.current()
+            rows = grad._data.reshape(n_rows, grad._data.shape[-1])
+            return (Tensor._make(kernels.matmul(rows, weight._data).reshape(ctx.x_shape))
+                    if need_x else None,
+                    Tensor._make(kernels.matmul(rows.T, x._data.reshape(n_rows, x.shape[-1])))
+                    if need_weight else None,
+                    _bias_grad(Tensor._make(rows)) if need_bias else None)
         rows = grad.reshape(n_rows, grad.shape[-1])
         grad_x = (rows @ weight).reshape(ctx.x_shape) if need_x else None
         grad_weight = rows.mT @ x.reshape(n_rows, x.shape[-1]) if need_weight else None
-        grad_bias = rows.sum(0) if need_bias else None
+        grad_bias = _bias_grad(rows) if need_bias else None
         return grad_x, grad_weight, grad_bias
+
+
+def _same_float_dtype(*tensors):
+    """True if the tensors that exist (None: not saved) are numpy arrays of one float dtype."""
+    dtypes = {t._data.dtype for t in tensors if t is not None}
+    return (len(dtypes) == 1 and next(iter(dtypes)).kind == "f"
+            and all(type(t._data) is np.ndarray for t in tensors if t is not None))
+
+
+def _matmul_grads_on_arrays(ctx, grad, a, b):
+    """MatMul's two gradients computed on the arrays, op for op what the Tensor path computes
+    (so equal to it bit for bit) but without a Function per transpose, product and sum; for
+    backward without create_graph. None where the Tensor path must run (mixed dtypes)."""
+    if not _same_float_dtype(grad, a, b):
+        return None
+    kernels = backends.current()
+    g = grad._data
+    if g.ndim > 2 and not g.flags.c_contiguous:  # as in the Tensor path: one copy, not a GEMM
+        g = np.array(g, order="C", copy=True)    # per batch entry, twice
+    grad_a = grad_b = None
+    if ctx.needs_input_grad[0]:
+        grad_a = Tensor._make(_unbroadcast_array(kernels.matmul(g, b._data.swapaxes(-1, -2)),
+                                                 ctx.shapes[0]))
+    if ctx.needs_input_grad[1]:
+        grad_b = Tensor._make(_unbroadcast_array(kernels.matmul(a._data.swapaxes(-1, -2), g),
+                                                 ctx.shapes[1]))
+    return grad_a, grad_b
+
+
+def _unbroadcast_array(array, shape):
+    """_helpers.unbroadcast on an array: summed (as the Sum op sums) over the dims broadcasting
+    added or stretched, back to ``shape``."""
+    shape = tuple(shape)
+    if array.shape == shape:
+        return array
+    extra = array.ndim - len(shape)
+    dims = tuple(range(extra)) + tuple(
+        extra + i for i, n in enumerate(shape) if n == 1 and array.shape[extra + i] != 1)
+    if dims:
+        array = _sum(array, dims, True, 1)
+    return array.reshape(shape)
+
+
+# From this many elements the bias goes in through the C arith kernel (on its threads, and on
+# one thread too, as adding a broadcast row is where numpy's loop is slowest), and its gradient
+# comes out of the C column sum.
+_C_BIAS_MIN = 1 << 14
+
+
+def _bias_grad(rows):
+    """The bias's gradient, the (n, out) gradient summed over its rows: the C backend's
+    threaded column sum where no graph is recorded (create_graph=False), else a Tensor sum."""
+    data = rows._data
+    if (not is_grad_enabled() and data.size >= _C_BIAS_MIN and data.dtype.kind == "f"
+            and data.itemsize >= 4 and backends.backend() == "c"):
+        return Tensor._make(backends.current().sum_cols(data))
+    return rows.sum(0)
+
+
+def _add_bias_(out, bias):
+    """out += bias (a row added to every row of the GEMM's fresh 2-d output), in place."""
+    if (out.size >= _C_BIAS_MIN and out.dtype == bias.dtype and out.dtype.kind == "f"
+            and out.itemsize >= 4 and bias.shape == out.shape[-1:] and bias.flags.c_contiguous
+            and backends.backend() == "c"):
+        backends.current().arith("add", out, bias, out=out)
+    else:
+        out += bias
 
 
 @op(methods="__matmul__", reflected="__rmatmul__")

@@ -12,12 +12,14 @@ step count ``t`` (from 1)::
     p = p - lr / (1 - beta1^t) * m / (sqrt(v or v_max) / sqrt(1 - beta2^t) + eps)
 
 The arithmetic follows PyTorch's order of operations (``m`` by ``lerp``, the bias corrections
-as Python floats), so float64 runs agree with PyTorch to rounding.
+as Python floats), so float64 runs agree with PyTorch to rounding. The update itself is the
+backend's ``adam_step``: numpy's, one numpy call per operation, is the readable reference; the
+C backend's updates every parameter of a group in one fused call on every thread, rounding as
+numpy does (tests/test_optim_fused.py holds them equal bit for bit).
 
-May import: numpy, ``minitorch.optim.optimizer``.
+May import: ``minitorch.backends``, ``minitorch.optim.optimizer``.
 """
-import numpy as np
-
+from .. import backends
 from .optimizer import Optimizer, implementation_options
 
 
@@ -55,49 +57,31 @@ class Adam(Optimizer):
                              f"{group['weight_decay']}")
 
     def _update_group(self, group, params):
-        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
-        beta1, beta2 = group["betas"]
-        amsgrad, maximize = group["amsgrad"], group["maximize"]
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        amsgrad = group["amsgrad"]
+        arrays, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs = [], [], [], [], []
+        step_sizes, bias_correction2_sqrts = [], []
         for p in params:
             data = p._data
-            grad = self._grad_array(p)
+            grads.append(self._grad_array(p))
             state = self.state.setdefault(p, {})
             step = state["step"] = int(state.get("step", 0)) + 1
-            exp_avg = self._state_array(state, "exp_avg", data)
-            exp_avg_sq = self._state_array(state, "exp_avg_sq", data)
-
-            if maximize:
-                grad = -grad
-            if weight_decay != 0:
-                if group["decoupled_weight_decay"]:
-                    data *= 1 - lr * weight_decay
-                else:
-                    grad = grad + weight_decay * data
-
-            # One scratch array per parameter serves every temporary of the update.
-            scratch = np.empty_like(data)
-            _lerp_(exp_avg, grad, 1 - beta1, scratch)
-            exp_avg_sq *= beta2
-            np.multiply(grad, 1 - beta2, out=scratch)
-            scratch *= grad
-            exp_avg_sq += scratch
-
-            bias_correction1 = 1 - beta1 ** step
-            bias_correction2 = 1 - beta2 ** step
-            step_size = lr / bias_correction1
-            bias_correction2_sqrt = bias_correction2 ** 0.5
-
-            second_moment = exp_avg_sq
+            arrays.append(data)
+            exp_avgs.append(self._state_array(state, "exp_avg", data))
+            exp_avg_sqs.append(self._state_array(state, "exp_avg_sq", data))
             if amsgrad:
-                second_moment = self._state_array(state, "max_exp_avg_sq", data)
-                np.maximum(second_moment, exp_avg_sq, out=second_moment)
-            # denominator and update reuse the scratch array: no temporaries of the param's size
-            np.sqrt(second_moment, out=scratch)
-            scratch /= bias_correction2_sqrt
-            scratch += eps
-            np.divide(exp_avg, scratch, out=scratch)
-            scratch *= -step_size
-            data += scratch
+                max_exp_avg_sqs.append(self._state_array(state, "max_exp_avg_sq", data))
+            # the bias corrections as Python floats, as PyTorch computes them
+            step_sizes.append(lr / (1 - beta1 ** step))
+            bias_correction2_sqrts.append((1 - beta2 ** step) ** 0.5)
+        # One call updates them all: the C backend's is one fused kernel on every thread.
+        backends.current().adam_step(
+            arrays, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None,
+            step_sizes, bias_correction2_sqrts, lr=lr, beta1=beta1, beta2=beta2,
+            eps=group["eps"], weight_decay=group["weight_decay"],
+            decoupled_weight_decay=group["decoupled_weight_decay"],
+            maximize=group["maximize"])
+        for p in params:
             self._mark_updated(p)
 
 
@@ -116,14 +100,3 @@ class AdamW(Adam):
                          capturable=capturable, differentiable=differentiable, fused=fused,
                          decoupled_weight_decay=True)
 
-
-def _lerp_(start, end, weight, scratch):
-    """``start += weight * (end - start)`` in place, rounded as ``torch.lerp`` rounds it;
-    ``scratch`` (shaped like ``start``) holds the temporary."""
-    np.subtract(end, start, out=scratch)
-    if abs(weight) < 0.5:
-        scratch *= weight
-        start += scratch
-    else:
-        scratch *= 1 - weight
-        np.subtract(end, scratch, out=start)

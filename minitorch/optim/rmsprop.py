@@ -14,11 +14,12 @@ variant), for parameter ``p`` and gradient ``g``::
 Unlike Adam there is no bias correction: ``v`` starts at zero, so the first steps are large
 (``|g| / sqrt(1 - alpha)``) — the reason PyTorch's default ``lr`` is 1e-2 and not 1e-3.
 
-May import: numpy, ``minitorch.optim.optimizer``.
+May import: numpy, ``minitorch.backends.numpy_backend`` (torch.lerp's rounding, shared with
+Adam's update), ``minitorch.optim.optimizer``.
 """
 import numpy as np
 
-from .adam import _lerp_
+from ..backends.numpy_backend import _lerp_
 from .optimizer import Optimizer, implementation_options
 
 

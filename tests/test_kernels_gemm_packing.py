@@ -1,0 +1,83 @@
+"""The GEMM's packing and tile choices never change a result: products bit for bit equal.
+
+Packing only moves values, and each row of C is summed alone in the same order whatever tile
+holds it, so:
+- a product of strided views (leading dimension not a multiple of the vector width, a start
+  one element in, so vector loads are unaligned) equals the same product of contiguous copies;
+- in the small-product path (e.g. attention's 32x32 heads), the last partial row tile, taken
+  as the full tile of the last MR rows when C is not read, gives the rows the same values as
+  a product whose rows fill whole tiles (extra rows appended), and so does the packed edge
+  tile when C is read (beta != 0);
+at every ISA level, float32 and float64, 1 and 2 threads. test_kernels.py holds the products
+to numpy's within rounding.
+"""
+import contextlib
+
+import numpy as np
+import pytest
+
+try:
+    from minitorch.backends import c_backend as C
+except ImportError:  # extension not built
+    C = None
+
+needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
+ISAS = [] if C is None else list(C.ISA_LEVELS[1:C.ISA_LEVELS.index(C.best_isa()) + 1])
+
+
+@contextlib.contextmanager
+def c_threads(n, isa):
+    previous = C.get_num_threads()
+    C.set_num_threads(n)
+    try:
+        with C.isa(isa):
+            yield
+    finally:
+        C.set_num_threads(previous)
+
+
+def strided(rng, rows, cols, dtype):
+    """A (rows, cols) view one element into a wider array: ld = cols + 5, unaligned start."""
+    return rng.standard_normal((rows, cols + 6)).astype(dtype)[:, 1:cols + 1]
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_packing_strided_operands_equals_contiguous_copies(dtype, threads, isa):
+    rng = np.random.default_rng(7)
+    # m, n, k past the small-product path; k % 8 != 0 and m % 6 != 0 exercise the remainders
+    for m, n, k in [(200, 96, 301), (97, 130, 64), (300, 64, 9), (64, 200, 515)]:
+        a, b = strided(rng, m, k, dtype), strided(rng, k, n, dtype)
+        at, bt = strided(rng, k, m, dtype).T, strided(rng, n, k, dtype).T  # transposed views
+        with c_threads(threads, isa):
+            for x, y in ((a, b), (at, b), (a, bt), (at, bt)):
+                got = C.matmul(x, y)
+                np.testing.assert_array_equal(got, C.matmul(np.ascontiguousarray(x),
+                                                            np.ascontiguousarray(y)))
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_products_last_row_tile_equals_whole_tiles(dtype, threads, isa):
+    rng = np.random.default_rng(8)
+    for m in (32, 7, 13, 5):
+        q = rng.standard_normal((16, 36, 32)).astype(dtype)  # 36 rows: whole tiles of 6 and 4
+        k = rng.standard_normal((16, 32, 32)).astype(dtype)
+        c0 = rng.standard_normal((m, 32)).astype(dtype)
+        with c_threads(threads, isa):
+            whole = C.matmul(q, k)
+            for kt in (k, np.ascontiguousarray(k.swapaxes(-1, -2)).swapaxes(-1, -2)):
+                np.testing.assert_array_equal(C.matmul(q[:, :m], kt), whole[:, :m])
+                # transposed A, as in attention's backward
+                qt = np.ascontiguousarray(q.swapaxes(-1, -2)).swapaxes(-1, -2)
+                np.testing.assert_array_equal(C.matmul(qt[:, :m], kt), whole[:, :m])
+            # beta != 0 (C read): the packed edge tile, equal to the whole-tile rows too
+            out = c0.copy()
+            C.gemm(q[0, :m], k[0], beta=0.5, out=out)
+            full = c0[np.arange(36) % m] if m < 36 else c0
+            expected = C.gemm(q[0], k[0], beta=0.5, out=np.ascontiguousarray(full))[:m]
+            np.testing.assert_array_equal(out, expected)
