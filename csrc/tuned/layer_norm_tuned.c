@@ -155,66 +155,46 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
     return 0;
 }
 
-/* dx[j] = rstd * (g[j] - a - xhat[j] * c) for `count` consecutive rows (1 or 2, a constant
- * once inlined; row q at offset q*n), and, in the same pass over dy and x, their dy * xhat
- * and dy added into the partial column sums dw_acc / db_acc. Two rows per pass load and store
- * each column sum once for both: those sums were half of the backward's time. */
-MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, const T *mean,
-                                 const T *rstd, const T *a, const T *c, T *dx,
-                                 int64_t n, T *dw_acc, T *db_acc, const int count,
+/* dx[j] = rstd * (g[j] - a - xhat[j] * c) for one row and, in the same pass over dy and x,
+ * its dy * xhat and dy added into the partial column sums dw_acc / db_acc.
+ * One row per pass: two rows per pass (which loaded and stored each column sum once for
+ * both) put eight or more lines in one 8-way L1 set wherever a row is 4 KiB (float64 x 512,
+ * float32 x 1024: dy, x, dx of both rows and the two sums can share an address modulo 4096),
+ * so the pass evicted its own lines, and rows that come from DRAM ran at half speed. */
+MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, T mean, T rstd, T a,
+                                 T c, T *dx, int64_t n, T *dw_acc, T *db_acc,
                                  const int has_w, const int has_acc) {
-    const T m0 = mean[0], r0 = rstd[0], a0 = a[0], c0 = c[0];
-    const T m1 = count > 1 ? mean[1] : 0, r1 = count > 1 ? rstd[1] : 0;
-    const T a1 = count > 1 ? a[1] : 0, c1 = count > 1 ? c[1] : 0;
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) {
-        T xhat = (x[j] - m0) * r0;
-        T g = has_w ? dy[j] * w[j] : dy[j];
-        dx[j] = r0 * (g - a0 - xhat * c0);
-        T dw = dy[j] * xhat, db = dy[j];
-        if (count > 1) {
-            xhat = (x[n + j] - m1) * r1;
-            g = has_w ? dy[n + j] * w[j] : dy[n + j];
-            dx[n + j] = r1 * (g - a1 - xhat * c1);
-            dw += dy[n + j] * xhat;
-            db += dy[n + j];
-        }
+        /* Loads first, stores last: a load issued after a store that matches it modulo 4096
+         * waits for that store (4K aliasing), and dx may sit there for dw_acc. */
+        const T dyj = dy[j], xj = x[j], g = has_w ? dyj * w[j] : dyj;
+        const T dw_old = has_acc ? dw_acc[j] : 0, db_old = has_acc ? db_acc[j] : 0;
+        const T xhat = (xj - mean) * rstd;
+        dx[j] = rstd * (g - a - xhat * c);
         if (has_acc) {
-            dw_acc[j] += dw;
-            db_acc[j] += db;
+            dw_acc[j] = dw_old + dyj * xhat;
+            db_acc[j] = db_old + dyj;
         }
     }
 }
 
-/* dx for `count` (1 or 2) consecutive rows; adds their dy*xhat and dy into the partial
- * column sums dw_acc / db_acc (T, flushed to double by the caller every few rows), if given. */
-static void V(layer_norm_backward_rows)(const T *dy, const T *x,
-                                        const T *w, const T *mean,
-                                        const T *rstd, T *dx, int64_t n,
-                                        int count, T *dw_acc, T *db_acc) {
-    T a[2], c[2];
-    for (int q = 0; q < count; ++q) {
-        double sum_g, sum_gx;
-        V(grad_sums)(dy + q * n, x + q * n, w, mean[q], rstd[q], n, &sum_g, &sum_gx);
-        a[q] = (T)(sum_g / (double)n);
-        c[q] = (T)(sum_gx / (double)n);
-    }
+/* dx for one row; adds its dy*xhat and dy into the partial column sums dw_acc / db_acc (T,
+ * flushed to double by the caller every few rows), if given. */
+static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T mean, T rstd,
+                                       T *dx, int64_t n, T *dw_acc, T *db_acc) {
+    double sum_g, sum_gx;
+    V(grad_sums)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
+    const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
     /* Constant flags: each call below is inlined into a loop without the tests. */
-#define LN_DX_PASS(COUNT)                                                                   \
-    if (w && dw_acc)                                                                         \
-        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 1, 1);    \
-    else if (w)                                                                              \
-        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 1, 0);        \
-    else if (dw_acc)                                                                         \
-        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 0, 1); \
-    else                                                                                     \
-        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 0, 0);
-    if (count == 2) {
-        LN_DX_PASS(2)
-    } else {
-        LN_DX_PASS(1)
-    }
-#undef LN_DX_PASS
+    if (w && dw_acc)
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, 1, 1);
+    else if (w)
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, 1, 0);
+    else if (dw_acc)
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, 0, 1);
+    else
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, 0, 0);
 }
 
 /* Rows are added into T partial sums in groups of this many, then into double: full SIMD
@@ -248,13 +228,10 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
             dw_group = (T *)(db_sum + cols);
             db_group = dw_group + cols;
         }
-        for (int64_t r = r0, count; r < r1; r += count) {
-            count = r + 1 < r1 ? 2 : 1;
-            V(layer_norm_backward_rows)(dy + r * cols, x + r * cols, weight, mean + r,
-                                        rstd + r, dx + r * cols, cols, (int)count,
-                                        dw_group, db_group);
-            /* (LN_FLUSH_ROWS is even: counting by pairs still lands on its multiples) */
-            if (scratch && ((r + count - r0) % LN_FLUSH_ROWS == 0 || r + count == r1)) {
+        for (int64_t r = r0; r < r1; ++r) {
+            V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r], rstd[r],
+                                       dx + r * cols, cols, dw_group, db_group);
+            if (scratch && ((r + 1 - r0) % LN_FLUSH_ROWS == 0 || r + 1 == r1)) {
                 for (int64_t j = 0; j < cols; ++j) {
                     dw_sum[j] += (double)dw_group[j];
                     db_sum[j] += (double)db_group[j];
