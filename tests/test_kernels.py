@@ -268,6 +268,25 @@ def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps, isa):
     assert error.max() <= ulps, f"max error {error.max():.2f} ulp"
 
 
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype,lowest,highest", [(np.float32, -120.0, -80.0), (np.float64, -800.0, -700.0)])
+def test_vectorized_exp_below_the_normal_range(dtype, lowest, highest, isa):
+    """Where exp(x) is below the smallest normal number, each level may give 0 (AVX2) or a
+    subnormal (AVX-512's scalef): either way within that number of the exact value, never
+    negative, and exp(-inf) is exactly 0 (masked softmax relies on it). Read off as in the test
+    above, through softmax([0, x_1, ...])."""
+    x = np.linspace(lowest, highest, 65 * 512).astype(dtype).reshape(-1, 65)
+    x[:, 7] = -np.inf
+    rows = np.concatenate([np.zeros((len(x), 1), dtype), x], axis=1)
+    with C.isa(isa):
+        y = C.softmax_forward(rows)[:, 1:]
+    exact = np.exp(x.astype(np.float64))
+    assert (y >= 0).all()
+    assert (y[:, 7] == 0).all()
+    assert np.abs(y.astype(np.float64) - exact).max() <= np.finfo(dtype).tiny
+
+
 @pytest.mark.parametrize("backend", BACKEND_LEVELS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bool_mask_excludes_inf_and_nan_scores(backend, dtype):
