@@ -468,6 +468,23 @@ def test_layer_norm_matches_numpy(dtype, threads, isa, lead, d, affine, offset, 
 
 @needs_c
 @pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", THREADS)
+def test_layer_norm_streaming_output_matches_numpy(threads, isa):
+    """A float64 output of 16 MiB or more is written with non-temporal stores: the rows of 1031
+    start at every alignment, so the scalar head and tail around the streamed part are taken."""
+    rng = np.random.default_rng(7)
+    rows, cols = 2049, 1031  # 16.9 MB of float64
+    x = rng.standard_normal((rows, cols)) * 3 + 1
+    w, b = rng.standard_normal(cols), rng.standard_normal(cols)
+    with c_threads(threads, isa):
+        y, mean, rstd = C.layer_norm_forward(x, w, b, eps=1e-5)
+    y_ref, mean_ref, rstd_ref = N.layer_norm_forward(x, w, b, eps=1e-5)
+    for got, expected in ((y, y_ref), (mean, mean_ref), (rstd, rstd_ref)):
+        np.testing.assert_allclose(got, expected, **tol(np.float64))
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("first", ["typical", "outlier"])
 def test_layer_norm_statistics_do_not_cancel(dtype, first, isa):

@@ -15,6 +15,9 @@
 #include <math.h>
 #include <string.h>
 #include "mt_internal.h"
+#ifdef MT_X86
+#include <immintrin.h> /* SSE2's streaming stores: baseline x86-64, so every level has them */
+#endif
 #include "fast_exp.h"
 #define MT_BODY "tuned/layer_norm_tuned.c"
 #include "each_isa.h"
@@ -91,6 +94,58 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
 
 #define LN_SHIFT_SAMPLE 32
 
+/* float64 outputs of at least this many bytes are written around the cache (non-temporal
+ * stores): they would not stay in it anyway, and an ordinary store first reads its line from
+ * DRAM, where the forward's y stores stalled it at 60% of the copy bandwidth. (float32 keeps
+ * ordinary stores: it already ran at the copy bandwidth, and streaming made it slower.) */
+#define LN_STREAM_BYTES ((int64_t)16 << 20)
+
+/* *v to p (16-byte aligned) with non-temporal stores, two SSE2 halves */
+MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
+#ifdef MT_X86
+    if (sizeof(T) == 4) {
+        __m128 lo, hi;
+        __builtin_memcpy(&lo, v, 16);
+        __builtin_memcpy(&hi, (const char *)v + 16, 16);
+        _mm_stream_ps((float *)p, lo);
+        _mm_stream_ps((float *)p + 4, hi);
+    } else {
+        __m128d lo, hi;
+        __builtin_memcpy(&lo, v, 16);
+        __builtin_memcpy(&hi, (const char *)v + 16, 16);
+        _mm_stream_pd((double *)p, lo);
+        _mm_stream_pd((double *)p + 2, hi);
+    }
+#else
+    __builtin_memcpy(p, v, sizeof(*v));
+#endif
+}
+
+/* y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j] (w, b NULL: 1, 0), stored around the cache
+ * from the first 32-byte aligned element on; y must be aligned to its element size. */
+static void V(normalize_streaming)(const T *x, const T *w, const T *b, T *y, int64_t n,
+                                   T m_hi, T m_lo, T rs) {
+    int64_t j = 0;
+#define LN_Y(j) (((x[j] - m_hi) - m_lo) * rs * (w ? w[j] : (T)1) + (b ? b[j] : (T)0))
+    for (; j < n && (uintptr_t)(y + j) % MT_VEC_BYTES != 0; ++j) y[j] = LN_Y(j);
+    for (; j + LN_LANES <= n; j += LN_LANES) {
+        V(vec) v, wv, bv;
+        MT_VLOAD(v, x + j);
+        v = ((v - m_hi) - m_lo) * rs;
+        if (w) {
+            MT_VLOAD(wv, w + j);
+            v *= wv;
+        }
+        if (b) {
+            MT_VLOAD(bv, b + j);
+            v += bv;
+        }
+        V(stream_store)(y + j, &v);
+    }
+    for (; j < n; ++j) y[j] = LN_Y(j);
+#undef LN_Y
+}
+
 /* Statistics of the data shifted by c, in T at full SIMD width with block sums in double:
  * e = x - c, mean = c + mean(e), var = mean(e^2) - mean(e)^2. This cancels only when the shift
  * is far from the mean: the rounding error of var is amplified by mean(e^2) / var =
@@ -104,7 +159,7 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
  * mean is not representable in T (x ~ 1000 +- 1 in float32). */
 static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
                               int64_t n, double eps, T *mean_out,
-                              T *rstd_out) {
+                              T *rstd_out, int streaming) {
     const int64_t sample = n < LN_SHIFT_SAMPLE ? n : LN_SHIFT_SAMPLE;
     T m_hi = (T)(V(row_sum)(x, sample) / (double)sample);
     double sum_e, sum_e2;
@@ -124,7 +179,9 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
     *mean_out = (T)mean;
     *rstd_out = (T)rstd;
     const T rs = (T)rstd;
-    if (w && b) {
+    if (streaming) {
+        V(normalize_streaming)(x, w, b, y, n, m_hi, m_lo, rs);
+    } else if (w && b) {
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j];
     } else if (w) {
@@ -142,15 +199,24 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
 int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
                                 T *rstd, int64_t rows, int64_t cols, double eps) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r) {
-        /* Ask for the whole next row while this one is worked on: the row's passes run from
-         * L1, and one core keeps DRAM busy only with many misses in flight. */
-        if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
-            for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
-                __builtin_prefetch(x + (r + 1) * cols + j);
-        V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
-                          &rstd[r]);
+    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= LN_STREAM_BYTES &&
+                          (uintptr_t)y % sizeof(T) == 0;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+            /* Ask for the whole next row while this one is worked on: the row's passes run
+             * from L1, and one core keeps DRAM busy only with many misses in flight. */
+            if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
+                for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
+                    __builtin_prefetch(x + (r + 1) * cols + j);
+            V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
+                              &rstd[r], streaming);
+        }
+#ifdef MT_X86
+        /* streaming stores are weakly ordered: each thread's are done before the region ends */
+        if (streaming) _mm_sfence();
+#endif
     }
     return 0;
 }
