@@ -470,16 +470,23 @@ def test_layer_norm_matches_numpy(dtype, threads, isa, lead, d, affine, offset, 
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 def test_layer_norm_streaming_output_matches_numpy(threads, isa):
-    """A float64 output of 16 MiB or more is written with non-temporal stores: the rows of 1031
-    start at every alignment, so the scalar head and tail around the streamed part are taken."""
+    """Float64 outputs (y, dx) of 16 MiB or more are written with non-temporal stores: the rows
+    of 1031 start at every alignment, so the scalar head and tail around the streamed part are
+    taken too."""
     rng = np.random.default_rng(7)
     rows, cols = 2049, 1031  # 16.9 MB of float64
     x = rng.standard_normal((rows, cols)) * 3 + 1
+    dy = rng.standard_normal((rows, cols))
     w, b = rng.standard_normal(cols), rng.standard_normal(cols)
     with c_threads(threads, isa):
         y, mean, rstd = C.layer_norm_forward(x, w, b, eps=1e-5)
+        dx, dw, db = C.layer_norm_backward(dy, x, w, mean, rstd)
+        dx_no_weight, _, _ = C.layer_norm_backward(dy, x, None, mean, rstd)
     y_ref, mean_ref, rstd_ref = N.layer_norm_forward(x, w, b, eps=1e-5)
-    for got, expected in ((y, y_ref), (mean, mean_ref), (rstd, rstd_ref)):
+    dx_ref, dw_ref, db_ref = N.layer_norm_backward(dy, x, w, mean_ref, rstd_ref)
+    dx_no_weight_ref, _, _ = N.layer_norm_backward(dy, x, None, mean_ref, rstd_ref)
+    for got, expected in ((y, y_ref), (mean, mean_ref), (rstd, rstd_ref), (dx, dx_ref),
+                          (dw, dw_ref), (db, db_ref), (dx_no_weight, dx_no_weight_ref)):
         np.testing.assert_allclose(got, expected, **tol(np.float64))
 
 

@@ -245,15 +245,59 @@ MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, T mean, T 
     }
 }
 
+/* dx_pass with dx written around the cache (see LN_STREAM_BYTES) from its first 32-byte
+ * aligned element on; w, dw_acc, db_acc may be NULL; dx aligned to its element size. */
+static void V(dx_pass_streaming)(const T *dy, const T *x, const T *w, T mean, T rstd, T a,
+                                 T c, T *dx, int64_t n, T *dw_acc, T *db_acc) {
+    int64_t j = 0;
+#define LN_DX(j)                                                                          \
+    do {                                                                                  \
+        const T xhat_ = (x[j] - mean) * rstd;                                             \
+        dx[j] = rstd * ((w ? dy[j] * w[j] : dy[j]) - a - xhat_ * c);                     \
+        if (dw_acc) {                                                                     \
+            dw_acc[j] += dy[j] * xhat_;                                                   \
+            db_acc[j] += dy[j];                                                           \
+        }                                                                                 \
+    } while (0)
+    for (; j < n && (uintptr_t)(dx + j) % MT_VEC_BYTES != 0; ++j) LN_DX(j);
+    for (; j + LN_LANES <= n; j += LN_LANES) {
+        V(vec) dyv, xv, g, acc;
+        MT_VLOAD(dyv, dy + j);
+        MT_VLOAD(xv, x + j);
+        g = dyv;
+        if (w) {
+            V(vec) wv;
+            MT_VLOAD(wv, w + j);
+            g *= wv;
+        }
+        const V(vec) xhat = (xv - mean) * rstd;
+        const V(vec) dxv = rstd * (g - a - xhat * c);
+        if (dw_acc) {
+            MT_VLOAD(acc, dw_acc + j);
+            acc += dyv * xhat;
+            __builtin_memcpy(dw_acc + j, &acc, sizeof(acc));
+            MT_VLOAD(acc, db_acc + j);
+            acc += dyv;
+            __builtin_memcpy(db_acc + j, &acc, sizeof(acc));
+        }
+        V(stream_store)(dx + j, &dxv);
+    }
+    for (; j < n; ++j) LN_DX(j);
+#undef LN_DX
+}
+
 /* dx for one row; adds its dy*xhat and dy into the partial column sums dw_acc / db_acc (T,
  * flushed to double by the caller every few rows), if given. */
 static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T mean, T rstd,
-                                       T *dx, int64_t n, T *dw_acc, T *db_acc) {
+                                       T *dx, int64_t n, T *dw_acc, T *db_acc,
+                                       int streaming) {
     double sum_g, sum_gx;
     V(grad_sums)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
     const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
     /* Constant flags: each call below is inlined into a loop without the tests. */
-    if (w && dw_acc)
+    if (streaming)
+        V(dx_pass_streaming)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc);
+    else if (w && dw_acc)
         V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, 1, 1);
     else if (w)
         V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, 1, 0);
@@ -272,6 +316,8 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
                                  int64_t cols) {
     const int want_params = dweight != NULL || dbias != NULL;
     int nt = mt_threads_for(rows * cols);
+    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= LN_STREAM_BYTES &&
+                          (uintptr_t)dx % sizeof(T) == 0;
     /* Per thread: double column sums (dw, db) and T group sums (dw, db); reduced below, no
      * atomics, deterministic for a given thread count. */
     const int64_t per_thread = 2 * cols * (int64_t)sizeof(double) + 2 * cols * (int64_t)sizeof(T);
@@ -296,7 +342,7 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
         }
         for (int64_t r = r0; r < r1; ++r) {
             V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r], rstd[r],
-                                       dx + r * cols, cols, dw_group, db_group);
+                                       dx + r * cols, cols, dw_group, db_group, streaming);
             if (scratch && ((r + 1 - r0) % LN_FLUSH_ROWS == 0 || r + 1 == r1)) {
                 for (int64_t j = 0; j < cols; ++j) {
                     dw_sum[j] += (double)dw_group[j];
@@ -305,6 +351,9 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
                 }
             }
         }
+#ifdef MT_X86
+        if (streaming) _mm_sfence(); /* this thread's streaming stores done before the end */
+#endif
     }
     if (want_params) {
         for (int64_t j = 0; j < cols; ++j) {
