@@ -6,7 +6,8 @@ Prints, for 1 and 2 threads:
     with ratio columns and % of the FMA peak measured in the same rounds,
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
     and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, and % of the copy
-    bandwidth timed in the same rounds.
+    bandwidth timed in the same rounds; softmax and log-softmax also on rows that stay in L2,
+    which time the exp alone (see IN_L2_SHAPE).
 PyTorch's columns are empty ("-") where ``import torch`` fails. Both tables also go to
 docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
 
@@ -316,6 +317,23 @@ ROW_SIZES = [((1024, 512), (1024, 512), [(1024, 1000)], False),
              ((4096, 1000), (8192, 512), [(4096, 1000), (2048, 32000)], True)]
 
 
+# Rows that stay in a core's L2 (256 KiB in float32) between calls: no memory traffic, so these
+# rows time the arithmetic alone (the vector exp, mostly); where they are below the copy
+# bandwidth, the larger sizes cannot reach it at that thread count either.
+IN_L2_SHAPE = (64, 1024)
+
+
+def in_l2_cases(rng, dtype):
+    """Softmax and log-softmax forward on IN_L2_SHAPE: the exp-throughput limit."""
+    x = rng.standard_normal(IN_L2_SHAPE).astype(dtype)
+    tx = torch.from_numpy(x) if torch is not None else None
+    name = "x".join(map(str, IN_L2_SHAPE)) + " in L2"
+    return [(f"softmax fwd {name}", dtype, 2 * x.nbytes, lambda: mt.softmax_forward(x),
+             lambda: np_softmax(x), tx is not None and (lambda: torch.softmax(tx, -1))),
+            (f"log_softmax fwd {name}", dtype, 2 * x.nbytes, lambda: mt.log_softmax_forward(x),
+             lambda: np_log_softmax(x), tx is not None and (lambda: torch.log_softmax(tx, -1)))]
+
+
 def masked_softmax_case(rng, dtype):
     """Attention scores (batch 8, heads 8, 256 queries, 256 keys), key padding + causal."""
     s = rng.standard_normal((8, 8, 256, 256)).astype(dtype)
@@ -378,6 +396,8 @@ def row_cases(quick):
                                           torch.ops.aten._softmax_backward_data(tdy, ty, -1, tdt))))
         if with_masked:
             cases.append(masked_softmax_case(rng, dtype))
+        else:
+            cases += in_l2_cases(rng, dtype)
         cases.append((f"log_softmax fwd {sm_name}", dtype, 2 * nb, lambda x=x: mt.log_softmax_forward(x),
                       lambda x=x: np_log_softmax(x),
                       tx is not None and (lambda tx=tx: torch.log_softmax(tx, -1))))

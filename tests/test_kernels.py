@@ -268,6 +268,25 @@ def test_vectorized_exp_is_accurate_to_a_few_ulp(dtype, lowest, ulps, isa):
     assert error.max() <= ulps, f"max error {error.max():.2f} ulp"
 
 
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype,lowest,highest", [(np.float32, -120.0, -80.0), (np.float64, -800.0, -700.0)])
+def test_vectorized_exp_below_the_normal_range(dtype, lowest, highest, isa):
+    """Where exp(x) is below the smallest normal number, each level may give 0 (AVX2) or a
+    subnormal (AVX-512's scalef): either way within that number of the exact value, never
+    negative, and exp(-inf) is exactly 0 (masked softmax relies on it). Read off as in the test
+    above, through softmax([0, x_1, ...])."""
+    x = np.linspace(lowest, highest, 65 * 512).astype(dtype).reshape(-1, 65)
+    x[:, 7] = -np.inf
+    rows = np.concatenate([np.zeros((len(x), 1), dtype), x], axis=1)
+    with C.isa(isa):
+        y = C.softmax_forward(rows)[:, 1:]
+    exact = np.exp(x.astype(np.float64))
+    assert (y >= 0).all()
+    assert (y[:, 7] == 0).all()
+    assert np.abs(y.astype(np.float64) - exact).max() <= np.finfo(dtype).tiny
+
+
 @pytest.mark.parametrize("backend", BACKEND_LEVELS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_bool_mask_excludes_inf_and_nan_scores(backend, dtype):
@@ -445,6 +464,30 @@ def test_layer_norm_matches_numpy(dtype, threads, isa, lead, d, affine, offset, 
         scale = max(1.0, np.prod(lead)) ** 0.5
         np.testing.assert_allclose(dw, dw_ref, rtol=loose["rtol"], atol=loose["atol"] * scale)
         np.testing.assert_allclose(db, db_ref, rtol=loose["rtol"], atol=loose["atol"] * scale)
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", THREADS)
+def test_layer_norm_streaming_output_matches_numpy(threads, isa):
+    """Float64 outputs (y, dx) of 16 MiB or more are written with non-temporal stores: the rows
+    of 1031 start at every alignment, so the scalar head and tail around the streamed part are
+    taken too."""
+    rng = np.random.default_rng(7)
+    rows, cols = 2049, 1031  # 16.9 MB of float64
+    x = rng.standard_normal((rows, cols)) * 3 + 1
+    dy = rng.standard_normal((rows, cols))
+    w, b = rng.standard_normal(cols), rng.standard_normal(cols)
+    with c_threads(threads, isa):
+        y, mean, rstd = C.layer_norm_forward(x, w, b, eps=1e-5)
+        dx, dw, db = C.layer_norm_backward(dy, x, w, mean, rstd)
+        dx_no_weight, _, _ = C.layer_norm_backward(dy, x, None, mean, rstd)
+    y_ref, mean_ref, rstd_ref = N.layer_norm_forward(x, w, b, eps=1e-5)
+    dx_ref, dw_ref, db_ref = N.layer_norm_backward(dy, x, w, mean_ref, rstd_ref)
+    dx_no_weight_ref, _, _ = N.layer_norm_backward(dy, x, None, mean_ref, rstd_ref)
+    for got, expected in ((y, y_ref), (mean, mean_ref), (rstd, rstd_ref), (dx, dx_ref),
+                          (dw, dw_ref), (db, db_ref), (dx_no_weight, dx_no_weight_ref)):
+        np.testing.assert_allclose(got, expected, **tol(np.float64))
 
 
 @needs_c

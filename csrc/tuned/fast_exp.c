@@ -162,10 +162,21 @@ __attribute__((target("avx2,fma"))) double exp_shifted_sum_avx2_f64(
 }
 
 /* ---------------- AVX-512F ---------------- */
+/* The AVX-512 versions build 2^k * p with vscalefps/pd, one instruction in place of the
+ * integer subtract, add, shift and the multiply, and scalef rounds what is below the smallest
+ * normal to a subnormal or to +0 by itself, so there is no compare and mask either: with the
+ * clamp, 11 vector operations per exp instead of 17 (f32), 20 instead of 25 (f64), in the
+ * loop the exp-bound row kernels spend most of their time in. Results below FLT_MIN / DBL_MIN
+ * are then subnormal, not 0 as in the AVX2 loops (both are within the stated accuracy).
+ * The clamp at MT_EXP_F32_ZERO_SCALEF keeps -inf from becoming inf - inf = NaN in r; there
+ * k = -159, and 2^-159 * p (p < 2) rounds to +0, so exp(-inf) = 0 exactly. */
+#define MT_EXP_F32_ZERO_SCALEF (-110.0f)
+#define MT_EXP_F64_ZERO_SCALEF (-750.0)
+
 __attribute__((target("avx512f"))) static inline __m512 exp16_avx512(__m512 x) {
-    const __m512 lo = _mm512_set1_ps(-87.33654f), hi = _mm512_set1_ps(88.3762626647949f);
     const __m512 magic = _mm512_set1_ps(12582912.0f);
-    __m512 xc = _mm512_min_ps(hi, _mm512_max_ps(lo, x));
+    /* NaN passes through max (it returns its second operand, x, when that is NaN) */
+    __m512 xc = _mm512_max_ps(_mm512_set1_ps(MT_EXP_F32_ZERO_SCALEF), x);
     __m512 shifted = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), magic);
     __m512 k = _mm512_sub_ps(shifted, magic);
     __m512 r = _mm512_fnmadd_ps(k, _mm512_set1_ps(MT_LN2_F32_HI), xc);
@@ -175,11 +186,7 @@ __attribute__((target("avx512f"))) static inline __m512 exp16_avx512(__m512 x) {
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MT_EXP_F32_C2));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(MT_EXP_F32_C1));
     p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-    __m512i bits = _mm512_sub_epi32(_mm512_castps_si512(shifted), _mm512_castps_si512(magic));
-    bits = _mm512_slli_epi32(_mm512_add_epi32(bits, _mm512_set1_epi32(127)), 23);
-    __m512 result = _mm512_mul_ps(p, _mm512_castsi512_ps(bits));
-    __mmask16 keep = _mm512_cmp_ps_mask(x, lo, _CMP_NLT_UQ);
-    return _mm512_maskz_mov_ps(keep, result);
+    return _mm512_scalef_ps(p, k);
 }
 
 __attribute__((target("avx512f"))) void exp_shifted_avx512_f32(
@@ -195,9 +202,8 @@ __attribute__((target("avx512f"))) void exp_shifted_avx512_f32(
 }
 
 __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x) {
-    const __m512d lo = _mm512_set1_pd(-708.3964185322641), hi = _mm512_set1_pd(709.0);
     const __m512d magic = _mm512_set1_pd(6755399441055744.0);
-    __m512d xc = _mm512_min_pd(hi, _mm512_max_pd(lo, x));
+    __m512d xc = _mm512_max_pd(_mm512_set1_pd(MT_EXP_F64_ZERO_SCALEF), x);
     __m512d shifted = _mm512_fmadd_pd(xc, _mm512_set1_pd(1.4426950408889634), magic);
     __m512d k = _mm512_sub_pd(shifted, magic);
     __m512d r = _mm512_fnmadd_pd(k, _mm512_set1_pd(6.93145751953125e-1), xc);
@@ -212,11 +218,7 @@ __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x) 
     __m512d p = _mm512_fmadd_pd(q2, r8, _mm512_fmadd_pd(q1, r4, q0));
     p = _mm512_fmadd_pd(p, r, _mm512_set1_pd(1.0));
 #undef C
-    __m512i bits = _mm512_sub_epi64(_mm512_castpd_si512(shifted), _mm512_castpd_si512(magic));
-    bits = _mm512_slli_epi64(_mm512_add_epi64(bits, _mm512_set1_epi64(1023)), 52);
-    __m512d result = _mm512_mul_pd(p, _mm512_castsi512_pd(bits));
-    __mmask8 keep = _mm512_cmp_pd_mask(x, lo, _CMP_NLT_UQ);
-    return _mm512_maskz_mov_pd(keep, result);
+    return _mm512_scalef_pd(p, k);
 }
 
 __attribute__((target("avx512f"))) void exp_shifted_avx512_f64(

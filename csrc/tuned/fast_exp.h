@@ -10,7 +10,8 @@
  * Accuracy: ~2.5 ulp (f32, degree-5 minimax), ~2 ulp (f64, degree 11).
  * Range: f32 inputs <= MT_EXP_F32_ZERO (and f64 below the smallest normal result) return
  * exactly 0 (so exp(-inf) = 0, which masked softmax relies on; f32 results between that and
- * FLT_MIN are subnormal, or 0 in the vector loops). Every caller passes x - max <= 0 (plus at
+ * FLT_MIN are subnormal, or 0 in the AVX2 loops; the AVX-512 loops give subnormals down to
+ * their own zero, see fast_exp.c). Every caller passes x - max <= 0 (plus at
  * most a rounding error), so the AVX2 loops do not clamp above; these scalar versions clamp
  * at ~88.3 (f32) / ~709 (f64).
  */

@@ -15,6 +15,9 @@
 #include <math.h>
 #include <string.h>
 #include "mt_internal.h"
+#ifdef MT_X86
+#include <immintrin.h> /* SSE2's streaming stores: baseline x86-64, so every level has them */
+#endif
 #include "fast_exp.h"
 #define MT_BODY "tuned/layer_norm_tuned.c"
 #include "each_isa.h"
@@ -91,6 +94,58 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
 
 #define LN_SHIFT_SAMPLE 32
 
+/* float64 outputs of at least this many bytes are written around the cache (non-temporal
+ * stores): they would not stay in it anyway, and an ordinary store first reads its line from
+ * DRAM, where the forward's y stores stalled it at 60% of the copy bandwidth. (float32 keeps
+ * ordinary stores: it already ran at the copy bandwidth, and streaming made it slower.) */
+#define LN_STREAM_BYTES ((int64_t)16 << 20)
+
+/* *v to p (16-byte aligned) with non-temporal stores, two SSE2 halves */
+MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
+#ifdef MT_X86
+    if (sizeof(T) == 4) {
+        __m128 lo, hi;
+        __builtin_memcpy(&lo, v, 16);
+        __builtin_memcpy(&hi, (const char *)v + 16, 16);
+        _mm_stream_ps((float *)p, lo);
+        _mm_stream_ps((float *)p + 4, hi);
+    } else {
+        __m128d lo, hi;
+        __builtin_memcpy(&lo, v, 16);
+        __builtin_memcpy(&hi, (const char *)v + 16, 16);
+        _mm_stream_pd((double *)p, lo);
+        _mm_stream_pd((double *)p + 2, hi);
+    }
+#else
+    __builtin_memcpy(p, v, sizeof(*v));
+#endif
+}
+
+/* y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j] (w, b NULL: 1, 0), stored around the cache
+ * from the first 32-byte aligned element on; y must be aligned to its element size. */
+static void V(normalize_streaming)(const T *x, const T *w, const T *b, T *y, int64_t n,
+                                   T m_hi, T m_lo, T rs) {
+    int64_t j = 0;
+#define LN_Y(j) (((x[j] - m_hi) - m_lo) * rs * (w ? w[j] : (T)1) + (b ? b[j] : (T)0))
+    for (; j < n && (uintptr_t)(y + j) % MT_VEC_BYTES != 0; ++j) y[j] = LN_Y(j);
+    for (; j + LN_LANES <= n; j += LN_LANES) {
+        V(vec) v, wv, bv;
+        MT_VLOAD(v, x + j);
+        v = ((v - m_hi) - m_lo) * rs;
+        if (w) {
+            MT_VLOAD(wv, w + j);
+            v *= wv;
+        }
+        if (b) {
+            MT_VLOAD(bv, b + j);
+            v += bv;
+        }
+        V(stream_store)(y + j, &v);
+    }
+    for (; j < n; ++j) y[j] = LN_Y(j);
+#undef LN_Y
+}
+
 /* Statistics of the data shifted by c, in T at full SIMD width with block sums in double:
  * e = x - c, mean = c + mean(e), var = mean(e^2) - mean(e)^2. This cancels only when the shift
  * is far from the mean: the rounding error of var is amplified by mean(e^2) / var =
@@ -104,7 +159,7 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
  * mean is not representable in T (x ~ 1000 +- 1 in float32). */
 static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
                               int64_t n, double eps, T *mean_out,
-                              T *rstd_out) {
+                              T *rstd_out, int streaming) {
     const int64_t sample = n < LN_SHIFT_SAMPLE ? n : LN_SHIFT_SAMPLE;
     T m_hi = (T)(V(row_sum)(x, sample) / (double)sample);
     double sum_e, sum_e2;
@@ -124,7 +179,9 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
     *mean_out = (T)mean;
     *rstd_out = (T)rstd;
     const T rs = (T)rstd;
-    if (w && b) {
+    if (streaming) {
+        V(normalize_streaming)(x, w, b, y, n, m_hi, m_lo, rs);
+    } else if (w && b) {
 #pragma omp simd
         for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j];
     } else if (w) {
@@ -142,79 +199,112 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
 int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
                                 T *rstd, int64_t rows, int64_t cols, double eps) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r) {
-        /* Ask for the whole next row while this one is worked on: the row's passes run from
-         * L1, and one core keeps DRAM busy only with many misses in flight. */
-        if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
-            for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
-                __builtin_prefetch(x + (r + 1) * cols + j);
-        V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
-                          &rstd[r]);
+    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= LN_STREAM_BYTES &&
+                          (uintptr_t)y % sizeof(T) == 0;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+            /* Ask for the whole next row while this one is worked on: the row's passes run
+             * from L1, and one core keeps DRAM busy only with many misses in flight. */
+            if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
+                for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
+                    __builtin_prefetch(x + (r + 1) * cols + j);
+            V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
+                              &rstd[r], streaming);
+        }
+#ifdef MT_X86
+        /* streaming stores are weakly ordered: each thread's are done before the region ends */
+        if (streaming) _mm_sfence();
+#endif
     }
     return 0;
 }
 
-/* dx[j] = rstd * (g[j] - a - xhat[j] * c) for `count` consecutive rows (1 or 2, a constant
- * once inlined; row q at offset q*n), and, in the same pass over dy and x, their dy * xhat
- * and dy added into the partial column sums dw_acc / db_acc. Two rows per pass load and store
- * each column sum once for both: those sums were half of the backward's time. */
-MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, const T *mean,
-                                 const T *rstd, const T *a, const T *c, T *dx,
-                                 int64_t n, T *dw_acc, T *db_acc, const int count,
+/* dx[j] = rstd * (g[j] - a - xhat[j] * c) for one row and, in the same pass over dy and x,
+ * its dy * xhat and dy added into the partial column sums dw_acc / db_acc.
+ * One row per pass: two rows per pass (which loaded and stored each column sum once for
+ * both) put eight or more lines in one 8-way L1 set wherever a row is 4 KiB (float64 x 512,
+ * float32 x 1024: dy, x, dx of both rows and the two sums can share an address modulo 4096),
+ * so the pass evicted its own lines, and rows that come from DRAM ran at half speed. */
+MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, T mean, T rstd, T a,
+                                 T c, T *dx, int64_t n, T *dw_acc, T *db_acc,
                                  const int has_w, const int has_acc) {
-    const T m0 = mean[0], r0 = rstd[0], a0 = a[0], c0 = c[0];
-    const T m1 = count > 1 ? mean[1] : 0, r1 = count > 1 ? rstd[1] : 0;
-    const T a1 = count > 1 ? a[1] : 0, c1 = count > 1 ? c[1] : 0;
 #pragma omp simd
     for (int64_t j = 0; j < n; ++j) {
-        T xhat = (x[j] - m0) * r0;
-        T g = has_w ? dy[j] * w[j] : dy[j];
-        dx[j] = r0 * (g - a0 - xhat * c0);
-        T dw = dy[j] * xhat, db = dy[j];
-        if (count > 1) {
-            xhat = (x[n + j] - m1) * r1;
-            g = has_w ? dy[n + j] * w[j] : dy[n + j];
-            dx[n + j] = r1 * (g - a1 - xhat * c1);
-            dw += dy[n + j] * xhat;
-            db += dy[n + j];
-        }
+        /* Loads first, stores last: a load issued after a store that matches it modulo 4096
+         * waits for that store (4K aliasing), and dx may sit there for dw_acc. */
+        const T dyj = dy[j], xj = x[j], g = has_w ? dyj * w[j] : dyj;
+        const T dw_old = has_acc ? dw_acc[j] : 0, db_old = has_acc ? db_acc[j] : 0;
+        const T xhat = (xj - mean) * rstd;
+        dx[j] = rstd * (g - a - xhat * c);
         if (has_acc) {
-            dw_acc[j] += dw;
-            db_acc[j] += db;
+            dw_acc[j] = dw_old + dyj * xhat;
+            db_acc[j] = db_old + dyj;
         }
     }
 }
 
-/* dx for `count` (1 or 2) consecutive rows; adds their dy*xhat and dy into the partial
- * column sums dw_acc / db_acc (T, flushed to double by the caller every few rows), if given. */
-static void V(layer_norm_backward_rows)(const T *dy, const T *x,
-                                        const T *w, const T *mean,
-                                        const T *rstd, T *dx, int64_t n,
-                                        int count, T *dw_acc, T *db_acc) {
-    T a[2], c[2];
-    for (int q = 0; q < count; ++q) {
-        double sum_g, sum_gx;
-        V(grad_sums)(dy + q * n, x + q * n, w, mean[q], rstd[q], n, &sum_g, &sum_gx);
-        a[q] = (T)(sum_g / (double)n);
-        c[q] = (T)(sum_gx / (double)n);
+/* dx_pass with dx written around the cache (see LN_STREAM_BYTES) from its first 32-byte
+ * aligned element on; w, dw_acc, db_acc may be NULL; dx aligned to its element size. */
+static void V(dx_pass_streaming)(const T *dy, const T *x, const T *w, T mean, T rstd, T a,
+                                 T c, T *dx, int64_t n, T *dw_acc, T *db_acc) {
+    int64_t j = 0;
+#define LN_DX(j)                                                                          \
+    do {                                                                                  \
+        const T xhat_ = (x[j] - mean) * rstd;                                             \
+        dx[j] = rstd * ((w ? dy[j] * w[j] : dy[j]) - a - xhat_ * c);                     \
+        if (dw_acc) {                                                                     \
+            dw_acc[j] += dy[j] * xhat_;                                                   \
+            db_acc[j] += dy[j];                                                           \
+        }                                                                                 \
+    } while (0)
+    for (; j < n && (uintptr_t)(dx + j) % MT_VEC_BYTES != 0; ++j) LN_DX(j);
+    for (; j + LN_LANES <= n; j += LN_LANES) {
+        V(vec) dyv, xv, g, acc;
+        MT_VLOAD(dyv, dy + j);
+        MT_VLOAD(xv, x + j);
+        g = dyv;
+        if (w) {
+            V(vec) wv;
+            MT_VLOAD(wv, w + j);
+            g *= wv;
+        }
+        const V(vec) xhat = (xv - mean) * rstd;
+        const V(vec) dxv = rstd * (g - a - xhat * c);
+        if (dw_acc) {
+            MT_VLOAD(acc, dw_acc + j);
+            acc += dyv * xhat;
+            __builtin_memcpy(dw_acc + j, &acc, sizeof(acc));
+            MT_VLOAD(acc, db_acc + j);
+            acc += dyv;
+            __builtin_memcpy(db_acc + j, &acc, sizeof(acc));
+        }
+        V(stream_store)(dx + j, &dxv);
     }
+    for (; j < n; ++j) LN_DX(j);
+#undef LN_DX
+}
+
+/* dx for one row; adds its dy*xhat and dy into the partial column sums dw_acc / db_acc (T,
+ * flushed to double by the caller every few rows), if given. */
+static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T mean, T rstd,
+                                       T *dx, int64_t n, T *dw_acc, T *db_acc,
+                                       int streaming) {
+    double sum_g, sum_gx;
+    V(grad_sums)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
+    const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
     /* Constant flags: each call below is inlined into a loop without the tests. */
-#define LN_DX_PASS(COUNT)                                                                   \
-    if (w && dw_acc)                                                                         \
-        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 1, 1);    \
-    else if (w)                                                                              \
-        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 1, 0);        \
-    else if (dw_acc)                                                                         \
-        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, COUNT, 0, 1); \
-    else                                                                                     \
-        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, COUNT, 0, 0);
-    if (count == 2) {
-        LN_DX_PASS(2)
-    } else {
-        LN_DX_PASS(1)
-    }
-#undef LN_DX_PASS
+    if (streaming)
+        V(dx_pass_streaming)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc);
+    else if (w && dw_acc)
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, 1, 1);
+    else if (w)
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, 1, 0);
+    else if (dw_acc)
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, 0, 1);
+    else
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, 0, 0);
 }
 
 /* Rows are added into T partial sums in groups of this many, then into double: full SIMD
@@ -226,6 +316,8 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
                                  int64_t cols) {
     const int want_params = dweight != NULL || dbias != NULL;
     int nt = mt_threads_for(rows * cols);
+    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= LN_STREAM_BYTES &&
+                          (uintptr_t)dx % sizeof(T) == 0;
     /* Per thread: double column sums (dw, db) and T group sums (dw, db); reduced below, no
      * atomics, deterministic for a given thread count. */
     const int64_t per_thread = 2 * cols * (int64_t)sizeof(double) + 2 * cols * (int64_t)sizeof(T);
@@ -248,13 +340,10 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
             dw_group = (T *)(db_sum + cols);
             db_group = dw_group + cols;
         }
-        for (int64_t r = r0, count; r < r1; r += count) {
-            count = r + 1 < r1 ? 2 : 1;
-            V(layer_norm_backward_rows)(dy + r * cols, x + r * cols, weight, mean + r,
-                                        rstd + r, dx + r * cols, cols, (int)count,
-                                        dw_group, db_group);
-            /* (LN_FLUSH_ROWS is even: counting by pairs still lands on its multiples) */
-            if (scratch && ((r + count - r0) % LN_FLUSH_ROWS == 0 || r + count == r1)) {
+        for (int64_t r = r0; r < r1; ++r) {
+            V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r], rstd[r],
+                                       dx + r * cols, cols, dw_group, db_group, streaming);
+            if (scratch && ((r + 1 - r0) % LN_FLUSH_ROWS == 0 || r + 1 == r1)) {
                 for (int64_t j = 0; j < cols; ++j) {
                     dw_sum[j] += (double)dw_group[j];
                     db_sum[j] += (double)db_group[j];
@@ -262,6 +351,9 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
                 }
             }
         }
+#ifdef MT_X86
+        if (streaming) _mm_sfence(); /* this thread's streaming stores done before the end */
+#endif
     }
     if (want_params) {
         for (int64_t j = 0; j < cols; ++j) {
