@@ -144,3 +144,26 @@ def test_kernels_fill_reused_blocks_completely(small_threshold, dtype, isa):
         assert address(got) in dirty
         assert not np.isnan(got).any()
         np.testing.assert_allclose(got, expected, **tol)
+
+
+def test_a_new_block_is_advised_to_use_huge_pages(small_threshold, monkeypatch):
+    calls = []
+    monkeypatch.setattr(LB, "_madvise", lambda start, length, advice: calls.append(
+        (start, length, advice)) or 0)
+    a = LB.empty((3000,), np.dtype(np.float64))   # 24,000 bytes: a block of one 1 MiB granule
+    (start, length, advice), = calls
+    assert advice == 14 and start % LB._PAGE == 0 and length % LB._PAGE == 0
+    # whole pages inside the block (one granule and the alignment slack) that holds the array
+    assert address(a) - LB._ALIGN <= start < address(a) + LB._PAGE
+    assert start + length <= address(a) + LB._GRANULE + LB._ALIGN
+    del a
+    LB.empty((3000,), np.dtype(np.float64))       # the idle block again: no new advice
+    assert len(calls) == 1
+
+
+def test_huge_page_advice_is_taken_on_linux():
+    import sys
+    if not sys.platform.startswith("linux"):
+        pytest.skip("madvise(MADV_HUGEPAGE) is Linux's")
+    block = np.empty(8 << 20, np.uint8)
+    assert LB.advise_huge_pages(address(block), block.nbytes)
