@@ -25,7 +25,7 @@ import numpy as np
 from minitorch._C import ffi, lib
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     broadcast_shape, check_arith, check_cell_arrays, check_clamp_bounds,
+                     broadcast_shape, check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds,
                      check_conv2d, check_conv2d_backward_input, check_conv2d_backward_weight,
                      check_float, check_gelu_approximate, check_gemm_operands,
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,
@@ -951,3 +951,48 @@ def max_pool2d_backward(dy, indices, input_size):
         dy.shape[2] * dy.shape[3])
     _check_status(status, "max_pool2d_backward")
     return dx
+
+
+# ---------------------------------------------------------------------------------------------
+# One attention step (incremental decoding)
+# ---------------------------------------------------------------------------------------------
+def _step_operand(x):
+    """(array, element strides of its first three dims) for attention_step's C kernel, which
+    reads a 4-D operand through those strides and its last dim contiguous: x itself when it
+    can (aligned, non-negative whole-element strides), else a C-contiguous copy."""
+    item = x.itemsize
+    if (not x.flags.aligned or any(st < 0 or st % item for st in x.strides)
+            or (x.shape[3] > 1 and x.strides[3] != item)):
+        x = np.ascontiguousarray(x)
+    return x, np.array([st // item for st in x.strides[:3]], dtype=np.int64)
+
+
+def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
+    """(out (N, L, H, Dv), weights (N, H, L, S)) as numpy_backend.attention_step, in one C call.
+
+    The operands are read through their strides, without copies, when their feature dims are
+    contiguous and k is the transpose of a (..., D, S) array with contiguous keys (the layout
+    the decoder's KV cache keeps); others are copied into that layout first.
+    """
+    n, h, lq, s, d, dv = check_attention_step(q, k, v, mask, causal_offset)
+    out = np.empty((n, lq, h, dv), q.dtype)
+    weights = np.empty((n, h, lq, s), q.dtype)
+    if out.size == 0 and weights.size == 0:
+        return out, weights
+    kt = k.swapaxes(-1, -2)
+    q, q_strides = _step_operand(q)
+    kt, kt_strides = _step_operand(kt)
+    v, v_strides = _step_operand(v)
+    mask_ptr, mask_strides = ffi.NULL, _ZERO_INDEX
+    if mask is not None:
+        mask = _contiguous(mask)
+        view = np.broadcast_to(mask.reshape((1,) * (4 - mask.ndim) + mask.shape),
+                               (n, h, lq, s))
+        mask_strides = np.array(view.strides, dtype=np.int64)  # bytes = elements for bool
+        mask_ptr = _ptr(mask)
+    status = _kernel("attention_step_forward", q.dtype)(
+        _base_pointer(q), _base_pointer(kt), _base_pointer(v), mask_ptr, _ptr(out),
+        _ptr(weights), n, h, lq, s, d, dv, _ptr(q_strides), _ptr(kt_strides), _ptr(v_strides),
+        _ptr(mask_strides), float(scale), -1 if causal_offset is None else int(causal_offset))
+    _check_status(status, "attention_step")
+    return out, weights
