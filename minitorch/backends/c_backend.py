@@ -25,7 +25,8 @@ import numpy as np
 from minitorch._C import ffi, lib
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     broadcast_shape, check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds,
+                     broadcast_shape, check_arith, check_attention_step, check_cell_arrays,
+                     check_clamp_bounds,
                      check_conv2d, check_conv2d_backward_input, check_conv2d_backward_weight,
                      check_float, check_gelu_approximate, check_gemm_operands,
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,

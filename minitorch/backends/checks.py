@@ -376,7 +376,7 @@ def check_attention_step(q, k, v, mask, causal_offset):
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise ValueError(f"q, k and v must be 4-D (N, H, L, D), (N, H, S, D), (N, H, S, Dv), "
                          f"got {q.shape}, {k.shape} and {v.shape}")
-    n, h, l, d = q.shape
+    n, h, lq, d = q.shape
     s = k.shape[2]
     if k.shape != (n, h, s, d):
         raise ValueError(f"k must have shape (N, H, S, D) = {(n, h, s, d)}, got {k.shape}")
@@ -388,16 +388,16 @@ def check_attention_step(q, k, v, mask, causal_offset):
             raise TypeError(f"mask must be a bool numpy.ndarray or None, got "
                             f"{getattr(mask, 'dtype', type(mask).__name__)}")
         try:
-            fits = mask.ndim <= 4 and broadcast_shape(mask.shape, (n, h, l, s)) == (n, h, l, s)
+            fits = mask.ndim <= 4 and broadcast_shape(mask.shape, (n, h, lq, s)) == (n, h, lq, s)
         except ValueError:
             fits = False
         if not fits:
             raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' "
-                             f"shape {(n, h, l, s)}")
+                             f"shape {(n, h, lq, s)}")
     if causal_offset is not None:
         if isinstance(causal_offset, bool) or not isinstance(causal_offset, (int, np.integer)):
             raise TypeError(f"causal_offset must be an int or None, got "
                             f"{type(causal_offset).__name__}")
         if not 0 <= causal_offset < 2 ** 62:
             raise ValueError(f"causal_offset must be >= 0, got {causal_offset}")
-    return n, h, l, s, d, v.shape[3]
+    return n, h, lq, s, d, v.shape[3]

@@ -32,7 +32,8 @@ import math
 import numpy as np
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds, check_conv2d,
+                     check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds,
+                     check_conv2d,
                      check_conv2d_backward_input, check_conv2d_backward_weight, check_float,
                      check_gelu_approximate, check_gemm_operands, check_integer_exponent,
                      check_label_smoothing, check_matmul_operands, check_max_pool2d,
