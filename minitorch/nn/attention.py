@@ -98,8 +98,12 @@ class KVCache:
             self._allocate(n, h, d, v.shape[3], max(2 * kt.shape[3], stop), kt.dtype)
             self._keys_t[..., :start] = kt[..., :start]
             self._values[:, :, :start] = v[:, :, :start]
-        self._keys_t[..., start:stop] = keys.swapaxes(-1, -2)
-        self._values[:, :, start:stop] = values
+        if new == 1:  # a decoding step: copies along the head dim, not one element per row
+            self._keys_t[..., start] = keys[:, :, 0]
+            self._values[:, :, start] = values[:, :, 0]
+        else:
+            self._keys_t[..., start:stop] = keys.swapaxes(-1, -2)
+            self._values[:, :, start:stop] = values
         self._length = stop
 
     def _allocate(self, n, h, d, dv, capacity, dtype):
@@ -390,12 +394,20 @@ class MultiheadAttention(Module):
         return True
 
     def _cached_step(self, query, key_padding_mask, is_causal, cache):
-        """``forward`` with a cache, for inference: the projections on the arrays, the new keys
-        and values written into the cache's buffers, and the attention of the new positions in
-        one ``attention_step`` call; no autograd node, a handful of kernel calls. Returns
-        (output, weights (N, H, L, S))."""
-        kernels, E, H = backends.current(), self.embed_dim, self.num_heads
+        """``forward`` with a cache, for inference (``_can_step``): (output, weights (N, H, L,
+        S)), from ``_step`` on the arrays."""
         x = query._data if self.batch_first else query._data.swapaxes(0, 1)
+        mask = None if key_padding_mask is None else key_padding_mask._data
+        out, weights = self._step(x, mask, is_causal, cache)
+        return Tensor._make(out if self.batch_first else out.swapaxes(0, 1)), weights
+
+    def _step(self, x, key_padding_mask, is_causal, cache):
+        """One cached call on arrays, batch first: x (N, L, E) → (output array (N, L, E),
+        weights Tensor (N, H, L, S)). The projections are GEMMs on the arrays, the new keys and
+        values are written into the cache's buffers, and the attention of the new positions is
+        one ``attention_step`` call: no autograd node, a handful of kernel calls. Only for
+        what ``_can_step`` accepts; ``key_padding_mask`` is a bool array or None."""
+        kernels, E, H = backends.current(), self.embed_dim, self.num_heads
         n, length = x.shape[0], x.shape[1]
         if cache.keys is not None and cache.keys.shape[0] != n:
             raise ValueError(f"MultiheadAttention: the cache holds {cache.keys.shape[0]} batch "
@@ -421,11 +433,10 @@ class MultiheadAttention(Module):
         k, v = cache._step_operands()
         mask = None
         if key_padding_mask is not None:
-            if tuple(key_padding_mask.shape) != (n, k.shape[2]):
+            if key_padding_mask.shape != (n, k.shape[2]):
                 raise ValueError(f"MultiheadAttention: key_padding_mask must have shape "
-                                 f"{(n, k.shape[2])} (N, S), got "
-                                 f"{tuple(key_padding_mask.shape)}")
-            mask = key_padding_mask._data.reshape(n, 1, 1, k.shape[2])
+                                 f"{(n, k.shape[2])} (N, S), got {key_padding_mask.shape}")
+            mask = key_padding_mask.reshape(n, 1, 1, k.shape[2])
         causal = past if is_causal else None  # the new queries are the last positions
         out, weights = kernels.attention_step(q, k, v, 1.0 / math.sqrt(self.head_dim), mask,
                                               causal)
@@ -433,8 +444,7 @@ class MultiheadAttention(Module):
         out = kernels.matmul(out.reshape(n * length, E), self.out_proj.weight._data.T)
         if self.out_proj.bias is not None:
             out += self.out_proj.bias._data
-        out = out.reshape(n, length, E)
-        return Tensor._make(out if self.batch_first else out.swapaxes(0, 1)), weights
+        return out.reshape(n, length, E), weights
 
     def _batch_first(self, x, batched):
         """(N, L, E) view of a (L, N, E), (N, L, E) or unbatched (L, E) input."""
