@@ -6,7 +6,8 @@
  * at about one multiply-add a cycle, slower than the batched GEMMs it replaces. Here the two
  * products are `omp simd` updates in T over the keys (q_e times a row of K^T) and over the
  * features (w_j times a row of V), with `restrict` pointers so that GCC vectorizes them without
- * overlap checks, and the exp is fast_exp.h's. Same formula, same exclusions, same zero rows;
+ * overlap checks, and the exp is fast_exp.h's; the sums of 16 keys (or features) at a time stay
+ * in registers over the whole inner loop. Same formula, same exclusions, same zero rows;
  * sums in T, as the GEMM of the unfused path.
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
@@ -19,18 +20,32 @@
 #else
 
 #define EXP_T MT_CAT(mt_exp, SFX)
+/* Keys (or features) per block of sums kept in registers across the inner loop: one AVX-512
+ * vector of floats; storing the sums to memory after each term made every update wait on the
+ * previous store. */
+#define MT_STEP_BLOCK 16
 
 static void V(attend_one)(const T *restrict q, const T *restrict kt, int64_t kt_row,
                           const T *restrict v, int64_t v_row, const uint8_t *restrict mask,
                           int64_t mask_col, int64_t live, int64_t s, int64_t d, int64_t dv,
                           T scale, T *restrict z, T *restrict acc, T *restrict w,
                           T *restrict o) {
-    for (int64_t j = 0; j < s; ++j) z[j] = 0;
-    for (int64_t e = 0; e < d; ++e) {
+    int64_t j0 = 0;
+    for (; j0 + MT_STEP_BLOCK <= s; j0 += MT_STEP_BLOCK) { /* a block of scores in registers */
+        T block[MT_STEP_BLOCK] = {0};
+        for (int64_t e = 0; e < d; ++e) {
+            const T qe = q[e];
+            const T *restrict row = kt + e * kt_row + j0;
+#pragma omp simd
+            for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) block[u] += qe * row[u];
+        }
+        for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) z[j0 + u] = block[u];
+    }
+    for (int64_t j = j0; j < s; ++j) z[j] = 0;
+    for (int64_t e = 0; e < d && j0 < s; ++e) {
         const T qe = q[e];
         const T *restrict row = kt + e * kt_row;
-#pragma omp simd
-        for (int64_t j = 0; j < s; ++j) z[j] += qe * row[j];
+        for (int64_t j = j0; j < s; ++j) z[j] += qe * row[j];
     }
     T max = -(T)INFINITY;
     for (int64_t j = 0; j < s; ++j) {
@@ -50,15 +65,27 @@ static void V(attend_one)(const T *restrict q, const T *restrict kt, int64_t kt_
         sum += z[j];
     }
     const T inv = (T)1 / sum;
-    for (int64_t e = 0; e < dv; ++e) acc[e] = 0;
-    for (int64_t j = 0; j < s; ++j) {
-        const T wj = z[j] * inv;
-        const T *restrict row = v + j * v_row;
-        w[j] = wj;
+    for (int64_t j = 0; j < s; ++j) w[j] = z[j] * inv;
+    int64_t e0 = 0;
+    for (; e0 + MT_STEP_BLOCK <= dv; e0 += MT_STEP_BLOCK) { /* a block of outputs in registers */
+        T block[MT_STEP_BLOCK] = {0};
+        for (int64_t j = 0; j < s; ++j) {
+            const T wj = w[j];
+            const T *restrict row = v + j * v_row + e0;
 #pragma omp simd
-        for (int64_t e = 0; e < dv; ++e) acc[e] += wj * row[e];
+            for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) block[u] += wj * row[u];
+        }
+        for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) o[e0 + u] = block[u];
     }
-    for (int64_t e = 0; e < dv; ++e) o[e] = acc[e];
+    if (e0 < dv) {
+        for (int64_t e = e0; e < dv; ++e) acc[e] = 0;
+        for (int64_t j = 0; j < s; ++j) {
+            const T wj = w[j];
+            const T *restrict row = v + j * v_row;
+            for (int64_t e = e0; e < dv; ++e) acc[e] += wj * row[e];
+        }
+        for (int64_t e = e0; e < dv; ++e) o[e] = acc[e];
+    }
 }
 
 int V(tuned_attention_step_forward)(const T *q, const T *kt, const T *v, const uint8_t *mask,
@@ -98,4 +125,5 @@ int V(tuned_attention_step_forward)(const T *q, const T *kt, const T *v, const u
 }
 
 #undef EXP_T
+#undef MT_STEP_BLOCK
 #endif
