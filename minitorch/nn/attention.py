@@ -64,9 +64,7 @@ class KVCache:
 
     def update(self, keys, values):
         """Store (static, or empty cache) or append the new positions' keys/values."""
-        grad = keys.requires_grad or values.requires_grad or (
-            self.keys is not None and self._keys_t is None and self.keys.requires_grad)
-        if grad:
+        if keys.requires_grad or values.requires_grad:
             self._keys_t = self._values = self._spare = self._origin = None
             if self.keys is None or self.static:
                 self.keys, self.values = keys, values
@@ -80,8 +78,8 @@ class KVCache:
             self._length = keys.shape[2]
             self._origin = np.arange(keys.shape[0])
         else:
-            if self._keys_t is None and self.keys is not None:  # after autograd steps
-                past_keys, past_values = self.keys._data, self.values._data
+            if self._keys_t is None and self.keys is not None:  # after autograd steps: their
+                past_keys, past_values = self.keys._data, self.values._data  # values, detached
                 self.keys = self.values = None
                 self._append(past_keys, past_values)
             self._append(keys._data, values._data)
