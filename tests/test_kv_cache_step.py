@@ -73,7 +73,8 @@ def test_inference_steps_with_reorders_equal_the_autograd_path(backend, dtype):
     """Beam search's reorders (repeats, a permutation, rows moved across sources), past the
     cache's initial capacity of 16 positions and into its spare buffers several times."""
     decoder = make_decoder(False, dtype=dtype, batch_first=False)
-    tgt, memory = rand(3, 20, D_MODEL, dtype=dtype), rand(4, 3, D_MODEL, seed=1, dtype=dtype)  # (S, N, E)
+    tgt = rand(3, 20, D_MODEL, dtype=dtype)
+    memory = rand(4, 3, D_MODEL, seed=1, dtype=dtype)  # (S, N, E): sequence first
     tgt_seq_first = tgt.transpose(0, 1)
 
     def steps(inference):
