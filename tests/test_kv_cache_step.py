@@ -168,3 +168,20 @@ def test_autograd_steps_then_inference_steps_share_one_cache(backend):
             out = attn(step, step, step, cache=cache)[0].detach().numpy()
         assert (cache._keys_t is None) == (t < 2)
         np.testing.assert_allclose(out[:, 0], whole[:, t], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64])
+def test_the_models_step_embedding_and_generator_equal_its_modules(backend, dtype):
+    """Seq2SeqTransformer.decode_step's array forms of _embed and the generator: bit for bit."""
+    from minitorch.text.model import Seq2SeqTransformer
+    mt.manual_seed(0)
+    model = Seq2SeqTransformer(50, 40, d_model=8, nhead=2, num_encoder_layers=1,
+                               num_decoder_layers=1, dim_feedforward=12, max_len=16).to(dtype)
+    tokens = mt.tensor(np.array([[0], [7], [39]]))
+    hidden = rand(3, 1, 8, seed=5, dtype=dtype)
+    with mt.no_grad():
+        model.eval()
+        np.testing.assert_array_equal(model._embed_step(tokens, 9).numpy(),
+                                      model._embed(tokens, model.tgt_embed, 9).numpy())
+        np.testing.assert_array_equal(model._generate_step(hidden).numpy(),
+                                      model.generator(hidden).numpy())
