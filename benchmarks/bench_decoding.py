@@ -293,7 +293,7 @@ def main():
             print(f"  {label}: minitorch from {workers[label, threads][1]}")
         print_table(best["this", threads], best.get(("compare", threads)), names + torch_names,
                     tokens)
-        rows += [[str(threads)] + row for row in table_rows(best["this", threads], tokens)]
+        rows += table_rows(best["this", threads], tokens, threads)
     if not args.compare and not args.no_report:
         path = report.write_table("bench_decoding.py", COLUMNS, rows, threads=args.threads,
                                   notes=[config, LEGEND])
@@ -326,13 +326,13 @@ def print_table(this, compare, names, tokens):
         print(f"{kind} (cached): " + "; ".join(notes))
 
 
-def table_rows(best, tokens):
-    """The report's rows (COLUMNS) from {case: best seconds}; ratios left empty when a case is
-    missing."""
+def table_rows(best, tokens, threads=1):
+    """The report's rows (COLUMNS) from {case: best seconds} at ``threads`` threads; ratios
+    left empty when a case is missing."""
     rows = []
     for name, seconds in best.items():
         reference, uncached = best.get(REFERENCE.get(name)), best.get(f"{name}, no cache")
-        rows.append([name, f"{seconds * 1e3:.1f}", f"{tokens / seconds:.0f}",
+        rows.append([str(threads), name, f"{seconds * 1e3:.1f}", f"{tokens / seconds:.0f}",
                      f"{reference / seconds:.2f}x" if reference else None,
                      f"{uncached / seconds:.2f}x" if uncached else None])
     return rows
