@@ -6,7 +6,9 @@ has none: ``forward(..., cache=...)`` is minitorch's own keyword).
 
 Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H), copied once to
 be contiguous; the scores of all heads are one batched matmul and one fused softmax (scale,
-combined mask) on the kernels.
+combined mask) on the kernels. A cached call for inference (no gradient, no dropout) takes
+``_step`` instead: the projections on the arrays, the new keys/values written into the
+cache's buffers, and the attention as one ``attention_step`` kernel call.
 May import: ``.module``, ``.parameter``, ``.init``, ``.linear``, ``.functional``, ``minitorch``.
 """
 import math

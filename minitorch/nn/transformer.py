@@ -3,7 +3,8 @@ decoder layers (post-norm, or pre-norm with ``norm_first=True``), their stacks, 
 encoder-decoder, with PyTorch's arguments and attribute names (``self_attn``,
 ``multihead_attn``, ``linear1``, ``linear2``, ``norm1..3``, ``dropout1..3``), so state_dict
 keys match PyTorch's one-to-one. ``TransformerDecoderCache`` (minitorch's own) holds the decoder
-stack's keys/values of past positions, so that decoding feeds one new position per call.
+stack's keys/values of past positions, so that decoding feeds one new position per call; such a
+call for inference runs each layer as ``_cached_step``, the same blocks on the arrays.
 May import: ``.module``, ``.containers``, ``.attention``, ``.linear``, ``.dropout``,
 ``.normalization``, ``.functional``, ``.init``, ``minitorch``.
 """

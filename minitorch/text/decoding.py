@@ -26,7 +26,10 @@ The KV cache
 Each decoder layer attends to (1) the target positions so far and (2) the encoder memory. For
 (1), the keys and values of past positions never change, so each step computes them for the new
 position only and appends them to the layer's cache: a step costs O(length), not O(length²).
-For (2), the keys and values of the memory are computed once, at the first step.
+For (2), the keys and values of the memory are computed once, at the first step. Under
+``no_grad`` (as the searches run) a step takes the decoder layers' inference path: the caches
+are preallocated buffers written in place, each attention is one ``attention_step`` kernel
+call, and beam search's reorders copy into spare buffers (see ``nn.KVCache``).
 
 Token results are lists of ids *without* ``<bos>`` and cut before the first ``<eos>``. All
 searches run batched, under ``no_grad``, and as in eval mode (no dropout).
