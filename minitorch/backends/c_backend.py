@@ -964,7 +964,7 @@ def _step_operand(x):
     item = x.itemsize
     if (not x.flags.aligned or any(st < 0 or st % item for st in x.strides)
             or (x.shape[3] > 1 and x.strides[3] != item)):
-        x = np.ascontiguousarray(x)
+        x = _contiguous(x)  # (np.ascontiguousarray would keep a misaligned contiguous array)
     return x, np.array([st // item for st in x.strides[:3]], dtype=np.int64)
 
 
