@@ -441,9 +441,11 @@ class MultiheadAttention(Module):
         out, weights = kernels.attention_step(q, k, v, 1.0 / math.sqrt(self.head_dim), mask,
                                               causal)
         cache.weights = weights = Tensor._make(weights)
-        out = kernels.matmul(out.reshape(n * length, E), self.out_proj.weight._data.T)
-        if self.out_proj.bias is not None:
-            out += self.out_proj.bias._data
+        out_proj = self.out_proj
+        out = kernels.matmul(out.reshape(n * length, E), out_proj.weight._data.T)
+        out_bias = out_proj.bias
+        if out_bias is not None:
+            out += out_bias._data
         return out.reshape(n, length, E), weights
 
     def _batch_first(self, x, batched):

@@ -184,14 +184,16 @@ class TransformerDecoderLayer(Module):
         memory_pad = None if memory_key_padding_mask is None else memory_key_padding_mask._data
 
         def norm(module, a):
-            weight = None if module.weight is None else module.weight._data
-            bias = None if module.bias is None else module.bias._data
-            return kernels.layer_norm_forward(a, weight, bias, module.eps)[0]
+            weight, bias = module.weight, module.bias
+            return kernels.layer_norm_forward(a, None if weight is None else weight._data,
+                                              None if bias is None else bias._data,
+                                              module.eps)[0]
 
         def linear(module, a):
             out = kernels.matmul(a.reshape(-1, a.shape[-1]), module.weight._data.T)
-            if module.bias is not None:
-                out += module.bias._data
+            bias = module.bias
+            if bias is not None:
+                out += bias._data
             return out.reshape(a.shape[:-1] + (out.shape[-1],))
 
         def sa(a):
