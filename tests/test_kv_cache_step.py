@@ -113,6 +113,8 @@ def test_a_growing_cache_past_its_capacity_equals_the_causal_whole(backend):
     assert capacities == [2, 2, 4, 4, 8, 8, 8]
     with pytest.raises(ValueError, match="capacity must be a positive int"):
         nn.KVCache(capacity=0)
+    with pytest.raises(ValueError, match="holds 2 batch rows, the new keys 3"):
+        cache.update(rand(3, NHEAD, 1, D_MODEL // NHEAD), rand(3, NHEAD, 1, D_MODEL // NHEAD))
 
 
 def test_chunks_of_positions_with_is_causal_equal_the_whole(backend):

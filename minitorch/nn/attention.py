@@ -90,6 +90,9 @@ class KVCache:
     def _append(self, keys, values):
         n, h, new, d = keys.shape
         start, stop = self._length, self._length + new
+        if self._keys_t is not None and self._keys_t.shape[0] != n and start:
+            raise ValueError(f"KVCache: the cache holds {self._keys_t.shape[0]} batch rows, the "
+                             f"new keys {n}")
         if self._keys_t is None or self._keys_t.shape[0] != n:
             start, stop = 0, new
             self._allocate(n, h, d, values.shape[3], max(self.capacity, stop), keys.dtype)
