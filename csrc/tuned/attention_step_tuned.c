@@ -32,20 +32,47 @@ static void V(attend_one)(const T *restrict q, const T *restrict kt, int64_t kt_
                           T *restrict o) {
     int64_t j0 = 0;
     for (; j0 + MT_STEP_BLOCK <= s; j0 += MT_STEP_BLOCK) { /* a block of scores in registers */
-        T block[MT_STEP_BLOCK] = {0};
-        for (int64_t e = 0; e < d; ++e) {
+        /* even and odd features in two sums: two chains of dependent multiply-adds, not one */
+        T even[MT_STEP_BLOCK] = {0}, odd[MT_STEP_BLOCK] = {0};
+        int64_t e = 0;
+        for (; e + 1 < d; e += 2) {
+            const T qe = q[e], qo = q[e + 1];
+            const T *restrict row = kt + e * kt_row + j0;
+            const T *restrict next = row + kt_row;
+#pragma omp simd
+            for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) {
+                even[u] += qe * row[u];
+                odd[u] += qo * next[u];
+            }
+        }
+        if (e < d) {
             const T qe = q[e];
             const T *restrict row = kt + e * kt_row + j0;
 #pragma omp simd
-            for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) block[u] += qe * row[u];
+            for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) even[u] += qe * row[u];
         }
-        for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) z[j0 + u] = block[u];
+        for (int64_t u = 0; u < MT_STEP_BLOCK; ++u) z[j0 + u] = even[u] + odd[u];
     }
-    for (int64_t j = j0; j < s; ++j) z[j] = 0;
-    for (int64_t e = 0; e < d && j0 < s; ++e) {
-        const T qe = q[e];
-        const T *restrict row = kt + e * kt_row;
-        for (int64_t j = j0; j < s; ++j) z[j] += qe * row[j];
+    if (j0 < s) { /* the last, partial block: the same sums over fewer keys */
+        const int64_t r = s - j0;
+        T even[MT_STEP_BLOCK] = {0}, odd[MT_STEP_BLOCK] = {0};
+        int64_t e = 0;
+        for (; e + 1 < d; e += 2) {
+            const T qe = q[e], qo = q[e + 1];
+            const T *restrict row = kt + e * kt_row + j0;
+            const T *restrict next = row + kt_row;
+#pragma omp simd
+            for (int64_t u = 0; u < r; ++u) {
+                even[u] += qe * row[u];
+                odd[u] += qo * next[u];
+            }
+        }
+        if (e < d) {
+            const T qe = q[e];
+            const T *restrict row = kt + e * kt_row + j0;
+            for (int64_t u = 0; u < r; ++u) even[u] += qe * row[u];
+        }
+        for (int64_t u = 0; u < r; ++u) z[j0 + u] = even[u] + odd[u];
     }
     T max = -(T)INFINITY;
     for (int64_t j = 0; j < s; ++j) {
@@ -67,7 +94,18 @@ static void V(attend_one)(const T *restrict q, const T *restrict kt, int64_t kt_
     const T inv = (T)1 / sum;
     for (int64_t j = 0; j < s; ++j) w[j] = z[j] * inv;
     int64_t e0 = 0;
-    for (; e0 + MT_STEP_BLOCK <= dv; e0 += MT_STEP_BLOCK) { /* a block of outputs in registers */
+    /* a block of 2 x 16 outputs in registers: independent chains over the keys */
+    for (; e0 + 2 * MT_STEP_BLOCK <= dv; e0 += 2 * MT_STEP_BLOCK) {
+        T block[2 * MT_STEP_BLOCK] = {0};
+        for (int64_t j = 0; j < s; ++j) {
+            const T wj = w[j];
+            const T *restrict row = v + j * v_row + e0;
+#pragma omp simd
+            for (int64_t u = 0; u < 2 * MT_STEP_BLOCK; ++u) block[u] += wj * row[u];
+        }
+        for (int64_t u = 0; u < 2 * MT_STEP_BLOCK; ++u) o[e0 + u] = block[u];
+    }
+    for (; e0 + MT_STEP_BLOCK <= dv; e0 += MT_STEP_BLOCK) {
         T block[MT_STEP_BLOCK] = {0};
         for (int64_t j = 0; j < s; ++j) {
             const T wj = w[j];
