@@ -9,13 +9,14 @@ same weights in ``torch.nn``, behind the decoding protocol so that minitorch's s
 drives both and only the model's cost differs; "prefix" reruns ``nn.TransformerDecoder`` over
 the prefix, "kv cache" is a plain cached step written with ``torch.nn.functional``.
 
-Each checkout runs in a worker subprocess that keeps its model; the workers take turns, one
-round each, --rounds times, and each case keeps its best round: on a shared machine, runs one
-after the other compare two different machines. ``--compare CHECKOUT`` adds a worker importing
-minitorch from CHECKOUT (which must have the same public decoding API, its C extension built)
-and prints the before/after ratios.
+Each checkout runs in a worker subprocess per thread count that keeps its model; the workers
+take turns, one round each, --rounds times, and each case keeps its best round: on a shared
+machine, runs one after the other compare two different machines. ``--threads 1 2`` times both
+thread counts in the same rounds (one table each). ``--compare CHECKOUT`` adds a worker
+importing minitorch from CHECKOUT (which must have the same public decoding API, its C
+extension built) and prints the before/after ratios.
 
-    python benchmarks/bench_decoding.py [--rounds 3] [--threads 1] [--compare /tmp/baseline]
+    python benchmarks/bench_decoding.py [--rounds 3] [--threads 1 [2]] [--compare /tmp/baseline]
         [--no-report]
 
 The table also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report or
@@ -46,7 +47,7 @@ TORCH_CASES = ["torch greedy, prefix", "torch greedy, kv cache", "torch beam 4, 
 # whole prefix.
 REFERENCE = {"greedy": "torch greedy, kv cache", "greedy, no cache": "torch greedy, prefix",
              "beam 4": "torch beam 4, kv cache", "beam 4, no cache": "torch beam 4, prefix"}
-COLUMNS = ["case", "ms", "tokens/s", "speed vs torch", "cache speed-up"]
+COLUMNS = ["threads", "case", "ms", "tokens/s", "speed vs torch", "cache speed-up"]
 LEGEND = ("speed vs torch = ms of the matching PyTorch case (kv cache for cached, prefix for no "
           "cache) ÷ minitorch ms; cache speed-up = no-cache ms ÷ cached ms (> 1: faster)")
 
@@ -224,10 +225,10 @@ def worker(names, threads, quick):
         print(json.dumps(times), flush=True)
 
 
-def start_worker(checkout, names, args):
+def start_worker(checkout, names, threads, args):
     env = dict(os.environ, PYTHONPATH=str(checkout))
     command = [sys.executable, __file__, "--worker", json.dumps(names), "--threads",
-               str(args.threads)] + (["--quick"] if args.quick else [])
+               str(threads)] + (["--quick"] if args.quick else [])
     process = subprocess.Popen(command, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True)
     return process, _read(process, checkout)["minitorch"]
@@ -243,7 +244,8 @@ def _read(process, checkout):
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--threads", type=int, nargs="+", default=[1],
+                   help="thread counts to time, each in workers of its own (default: 1)")
     p.add_argument("--compare", metavar="CHECKOUT", help="another minitorch checkout to time")
     p.add_argument("--no-uncached", action="store_true", help="skip the no-cache cases")
     p.add_argument("--quick", action="store_true", help="a tiny configuration (a smoke test)")
@@ -251,7 +253,9 @@ def main():
     report.add_no_report_flag(p)
     args = p.parse_args()
     if args.worker:
-        return worker(json.loads(args.worker), args.threads, args.quick)
+        return worker(json.loads(args.worker), args.threads[0], args.quick)
+    if any(t < 1 for t in args.threads) or len(set(args.threads)) != len(args.threads):
+        p.error(f"--threads must be distinct positive counts, got {args.threads}")
 
     names = [n for n in MINITORCH_CASES if not (args.no_uncached and "no cache" in n)]
     try:
@@ -263,15 +267,15 @@ def main():
     checkouts = {"this": (here, names + torch_names)}
     if args.compare:
         checkouts["compare"] = (pathlib.Path(args.compare).resolve(), names)
-    workers = {label: start_worker(path, case_names, args)
-               for label, (path, case_names) in checkouts.items()}
-    best = {label: {} for label in workers}
+    workers = {(label, threads): start_worker(path, case_names, threads, args)
+               for threads in args.threads for label, (path, case_names) in checkouts.items()}
+    best = {key: {} for key in workers}
     for _ in range(args.rounds):
-        for label, (process, _) in workers.items():
+        for (label, threads), (process, _) in workers.items():
             process.stdin.write("go\n")
             process.stdin.flush()
             for name, seconds in _read(process, checkouts[label][0]).items():
-                best[label][name] = min(seconds, best[label].get(name, math.inf))
+                best[label, threads][name] = min(seconds, best[label, threads].get(name, math.inf))
     for process, _ in workers.values():
         process.stdin.close()
         process.wait()
@@ -281,22 +285,34 @@ def main():
               f"{cfg['d_model']}, {cfg['nhead']} heads, {cfg['layers']}+{cfg['layers']} layers, "
               f"ff {cfg['ff']}, vocab {cfg['vocab']}, beam {cfg['beam']}; best of {args.rounds} "
               f"rounds")
-    print(config + f"; {args.threads} thread(s)")
-    for label, (_, location) in workers.items():
-        print(f"  {label}: minitorch from {location}")
+    tokens = cfg["batch"] * cfg["steps"]
+    rows = []
+    for threads in args.threads:
+        print(config + f"; {threads} thread(s)")
+        for label in checkouts:
+            print(f"  {label}: minitorch from {workers[label, threads][1]}")
+        print_table(best["this", threads], best.get(("compare", threads)), names + torch_names,
+                    tokens)
+        rows += table_rows(best["this", threads], tokens, threads)
+    if not args.compare and not args.no_report:
+        path = report.write_table("bench_decoding.py", COLUMNS, rows, threads=args.threads,
+                                  notes=[config, LEGEND])
+        print(f"table written to {path}")
+
+
+def print_table(this, compare, names, tokens):
+    """One thread count's cases, and the ratios of the cached ones (``compare``: the other
+    checkout's {case: best seconds}, or None)."""
     header = f"{'case':24s} {'this ms':>9s} {'tokens/s':>9s}"
-    if args.compare:
+    if compare:
         header += f" {'compare ms':>11s} {'compare/this':>13s}"
     print(header)
-    tokens = cfg["batch"] * cfg["steps"]
-    for name in names + torch_names:
-        t = best["this"][name]
+    for name in names:
+        t = this[name]
         line = f"{name:24s} {t * 1e3:9.1f} {tokens / t:9.0f}"
-        if args.compare and name in best["compare"]:
-            other = best["compare"][name]
-            line += f" {other * 1e3:11.1f} {other / t:12.2f}x"
+        if compare and name in compare:
+            line += f" {compare[name] * 1e3:11.1f} {compare[name] / t:12.2f}x"
         print(line)
-    this = best["this"]
     for kind in ("greedy", "beam 4"):
         notes = []
         if f"{kind}, no cache" in this:
@@ -305,22 +321,18 @@ def main():
             if f"torch {kind}, {ref}" in this:
                 speed = this[f"torch {kind}, {ref}"] / this[kind]
                 notes.append(f"speed vs PyTorch {ref} {speed:.2f}x")
-        if args.compare:
-            notes.append(f"compare / this {best['compare'][kind] / this[kind]:.2f}x")
+        if compare:
+            notes.append(f"compare / this {compare[kind] / this[kind]:.2f}x")
         print(f"{kind} (cached): " + "; ".join(notes))
-    if not args.compare and not args.no_report:
-        path = report.write_table("bench_decoding.py", COLUMNS, table_rows(this, tokens),
-                                  threads=[args.threads], notes=[config, LEGEND])
-        print(f"table written to {path}")
 
 
-def table_rows(best, tokens):
-    """The report's rows (COLUMNS) from {case: best seconds}; ratios left empty when a case is
-    missing."""
+def table_rows(best, tokens, threads=1):
+    """The report's rows (COLUMNS) from {case: best seconds} at ``threads`` threads; ratios
+    left empty when a case is missing."""
     rows = []
     for name, seconds in best.items():
         reference, uncached = best.get(REFERENCE.get(name)), best.get(f"{name}, no cache")
-        rows.append([name, f"{seconds * 1e3:.1f}", f"{tokens / seconds:.0f}",
+        rows.append([str(threads), name, f"{seconds * 1e3:.1f}", f"{tokens / seconds:.0f}",
                      f"{reference / seconds:.2f}x" if reference else None,
                      f"{uncached / seconds:.2f}x" if uncached else None])
     return rows

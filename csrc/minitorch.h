@@ -328,6 +328,25 @@ int mt_adam_step_f64(int64_t count, double *const *params, const double *const *
  * in row order (numpy's order for axis 0): a bias gradient. */
 int mt_sum_cols_f32(const float *x, float *y, int64_t rows, int64_t cols);
 int mt_sum_cols_f64(const double *x, double *y, int64_t rows, int64_t cols);
+/* ---- one attention step of incremental decoding (attention_step.c) ----
+ * For batch row n, head h, query i: w = softmax(scale * q[n,h,i,:] kt[n,h,:,:] + mask) over
+ * the s keys, out[n,i,h,:] = w v[n,h,:,:]; weights (n, h, l, s) and out (n, l, h, dv) are
+ * contiguous. q, kt, v: element strides of their first three dims (last dim unit stride);
+ * mask (bool, True = excluded, may be NULL): four strides (0 where it broadcasts).
+ * causal_offset >= 0 excludes key j > i + causal_offset; < 0: none. A query with every key
+ * excluded gets zeros. Sums in double. */
+int mt_attention_step_forward_f32(const float *q, const float *kt, const float *v,
+                                  const uint8_t *mask, float *out, float *weights, int64_t n,
+                                  int64_t h, int64_t l, int64_t s, int64_t d, int64_t dv,
+                                  const int64_t *q_strides, const int64_t *kt_strides,
+                                  const int64_t *v_strides, const int64_t *mask_strides,
+                                  double scale, int64_t causal_offset);
+int mt_attention_step_forward_f64(const double *q, const double *kt, const double *v,
+                                  const uint8_t *mask, double *out, double *weights, int64_t n,
+                                  int64_t h, int64_t l, int64_t s, int64_t d, int64_t dv,
+                                  const int64_t *q_strides, const int64_t *kt_strides,
+                                  const int64_t *v_strides, const int64_t *mask_strides,
+                                  double scale, int64_t causal_offset);
 /* END CDEF */
 
 #ifdef __cplusplus

@@ -56,8 +56,8 @@ def test_torch_cases_compute_the_minitorch_model():
 def test_table_rows_hold_each_case_to_its_matching_reference():
     best = {"greedy": 0.1, "greedy, no cache": 0.4, "beam 4": 0.2,
             "torch greedy, kv cache": 0.05, "torch greedy, prefix": 0.8}
-    rows = {row[0]: row for row in bench.table_rows(best, tokens=100)}
-    assert rows["greedy"] == ["greedy", "100.0", "1000", "0.50x", "4.00x"]
-    assert rows["greedy, no cache"][3:] == ["2.00x", None]  # against the prefix rerun
-    assert rows["beam 4"][3:] == [None, None]  # its references were not run
+    rows = {row[1]: row for row in bench.table_rows(best, tokens=100, threads=2)}
+    assert rows["greedy"] == ["2", "greedy", "100.0", "1000", "0.50x", "4.00x"]
+    assert rows["greedy, no cache"][4:] == ["2.00x", None]  # against the prefix rerun
+    assert rows["beam 4"][4:] == [None, None]  # its references were not run
     assert all(len(row) == len(bench.COLUMNS) for row in rows.values())

@@ -104,6 +104,7 @@ HUGE = (1 << 40, 2)  # a broadcast view of 2^41 elements: its 8 TiB copy cannot 
 x_t = minitorch.tensor(f64)
 ADAM = dict(lr=0.1, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
 IMG, KER, GEO = np.ones((2, 2, 5, 4)), np.ones((4, 2, 2, 2)), ((1, 1), (0, 0), (1, 1), 1)
+Q4, K4, V4 = np.ones((2, 3, 1, 4)), np.ones((2, 3, 5, 4)), np.ones((2, 3, 5, 6))  # attention_step
 
 # (id, call, expected exception or None for "returns a result", text the message must hold)
 CASES = [
@@ -348,6 +349,30 @@ CASES = [
     ("sum_cols list", lambda: C.sum_cols([[1.0]]), TypeError, "x must be a numpy.ndarray"),
     ("sum_cols C negative rows", lambda: c_status(C.lib.mt_sum_cols_f64, NULL, NULL, -1, 4), ValueError,
      "rejected"),
+    # one attention step of incremental decoding
+    ("attention_step k shape", lambda: C.attention_step(Q4, np.ones((2, 3, 5, 3)), V4), ValueError,
+     "k must have shape"),
+    ("attention_step mask int", lambda: C.attention_step(Q4, K4, V4, mask=np.ones((2, 1, 1, 5), np.int8)),
+     TypeError, "mask must be a bool"),
+    ("attention_step causal negative", lambda: C.attention_step(Q4, K4, V4, causal_offset=-2), ValueError,
+     "causal_offset"),
+    ("attention_step huge", lambda: C.attention_step(*(np.broadcast_to(np.float32(1), (1 << 30, 4, 1, 4)),) * 3),
+     MemoryError, ""),
+    ("attention_step misaligned", lambda: C.attention_step(misaligned(Q4), misaligned(K4), misaligned(V4),
+                                                           mask=misaligned(np.ones((2, 1, 1, 5), bool))),
+     None, ""),
+    ("attention_step negative strides", lambda: C.attention_step(Q4[::-1], K4[::-1], V4[:, ::-1]), None, ""),
+    ("attention_step negative sizes in C", lambda: c_status(
+        C.lib.mt_attention_step_forward_f64, NULL, NULL, NULL, NULL, NULL, NULL, 2, -3, 1, 5, 4, 6,
+        C.ffi.new("int64_t[3]"), C.ffi.new("int64_t[3]"), C.ffi.new("int64_t[3]"), NULL, 1.0, -1),
+     ValueError, "rejected"),
+    ("attention_step negative stride in C", lambda: c_status(
+        C.lib.mt_attention_step_forward_f64, NULL, NULL, NULL, NULL, NULL, NULL, 2, 3, 1, 5, 4, 6,
+        C.ffi.new("int64_t[3]", [-1, 0, 0]), C.ffi.new("int64_t[3]"), C.ffi.new("int64_t[3]"), NULL, 1.0,
+        -1), ValueError, "rejected"),
+    ("attention_step NULL strides in C", lambda: c_status(
+        C.lib.mt_attention_step_forward_f64, NULL, NULL, NULL, NULL, NULL, NULL, 2, 3, 1, 5, 4, 6,
+        NULL, NULL, NULL, NULL, 1.0, -1), ValueError, "rejected"),
 ]
 
 

@@ -27,7 +27,8 @@ import numpy as np
 from minitorch._C import ffi, lib
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     broadcast_shape, check_arith, check_cell_arrays, check_clamp_bounds,
+                     broadcast_shape, check_arith, check_attention_step, check_cell_arrays,
+                     check_clamp_bounds,
                      check_conv2d, check_conv2d_backward_input, check_conv2d_backward_weight,
                      check_float, check_gelu_approximate, check_gemm_operands,
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,
@@ -1038,3 +1039,53 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step_sizes,
             [max_exp_avg_sqs[i] for i in elsewhere] if amsgrad else None,
             [step_sizes[i] for i in elsewhere], [bias_correction2_sqrts[i] for i in elsewhere],
             decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, **hyper)
+# One attention step (incremental decoding)
+# ---------------------------------------------------------------------------------------------
+def _step_operand(x):
+    """(array, element strides of its first three dims) for attention_step's C kernel, which
+    reads a 4-D operand through those strides and its last dim contiguous: x itself when it
+    can (aligned, non-negative whole-element strides), else a C-contiguous copy."""
+    item = x.itemsize
+    strides = x.strides
+    if (not x.flags.aligned or min(strides) < 0 or any(st % item for st in strides)
+            or (x.shape[3] > 1 and strides[3] != item)):
+        x = _contiguous(x)  # (np.ascontiguousarray would keep a misaligned contiguous array)
+        strides = x.strides
+    return x, [strides[0] // item, strides[1] // item, strides[2] // item]
+
+
+_STEP_KERNELS = {np.dtype(np.float32): lib.mt_attention_step_forward_f32,
+                 np.dtype(np.float64): lib.mt_attention_step_forward_f64}
+
+
+def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
+    """(out (N, L, H, Dv), weights (N, H, L, S)) as numpy_backend.attention_step, in one C call.
+
+    The operands are read through their strides, without copies, when their feature dims are
+    contiguous and k is the transpose of a (..., D, S) array with contiguous keys (the layout
+    the decoder's KV cache keeps); others are copied into that layout first. (A decoding step
+    makes one call per attention: the strides travel in one array, the kernel is looked up
+    once.)
+    """
+    n, h, lq, s, d, dv = check_attention_step(q, k, v, mask, causal_offset)
+    out = np.empty((n, lq, h, dv), q.dtype)
+    weights = np.empty((n, h, lq, s), q.dtype)
+    if out.size == 0 and weights.size == 0:
+        return out, weights
+    q, q_strides = _step_operand(q)
+    kt, kt_strides = _step_operand(k.swapaxes(-1, -2))
+    v, v_strides = _step_operand(v)
+    mask_ptr, mask_strides = ffi.NULL, [0, 0, 0, 0]
+    if mask is not None:
+        mask = _contiguous(mask.reshape((1,) * (4 - mask.ndim) + mask.shape))
+        # bool: byte strides are element strides; 0 where the mask broadcasts
+        mask_strides = [0 if extent == 1 else st for extent, st in zip(mask.shape, mask.strides)]
+        mask_ptr = _ptr(mask)
+    strides = np.array(q_strides + kt_strides + v_strides + mask_strides, dtype=np.int64)
+    pointer = _ptr(strides)
+    status = _STEP_KERNELS[q.dtype](
+        _base_pointer(q), _base_pointer(kt), _base_pointer(v), mask_ptr, _ptr(out),
+        _ptr(weights), n, h, lq, s, d, dv, pointer, pointer + 3, pointer + 6, pointer + 9,
+        float(scale), -1 if causal_offset is None else int(causal_offset))
+    _check_status(status, "attention_step")
+    return out, weights

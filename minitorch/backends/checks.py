@@ -364,3 +364,40 @@ def check_max_pool2d_backward(dy, indices, input_size):
         raise IndexError(f"indices must be in [0, {h * w}) (positions in an {h}x{w} plane), got "
                          f"[{indices.min()}, {indices.max()}]")
     return h, w
+
+
+def check_attention_step(q, k, v, mask, causal_offset):
+    """The (n, h, l, s, d, dv) of attention_step's operands: q (N, H, L, D), k (N, H, S, D),
+    v (N, H, S, Dv) float arrays of one dtype; mask None or bool broadcasting to (N, H, L, S);
+    causal_offset None or an int >= 0."""
+    check_float("q", q)
+    check_float("k", k, q.dtype)
+    check_float("v", v, q.dtype)
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError(f"q, k and v must be 4-D (N, H, L, D), (N, H, S, D), (N, H, S, Dv), "
+                         f"got {q.shape}, {k.shape} and {v.shape}")
+    n, h, lq, d = q.shape
+    s = k.shape[2]
+    if k.shape != (n, h, s, d):
+        raise ValueError(f"k must have shape (N, H, S, D) = {(n, h, s, d)}, got {k.shape}")
+    if v.shape[:3] != (n, h, s):
+        raise ValueError(f"v must have shape (N, H, S, Dv) with {(n, h, s)} first, got "
+                         f"{v.shape}")
+    if mask is not None:
+        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+            raise TypeError(f"mask must be a bool numpy.ndarray or None, got "
+                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        try:
+            fits = mask.ndim <= 4 and broadcast_shape(mask.shape, (n, h, lq, s)) == (n, h, lq, s)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' "
+                             f"shape {(n, h, lq, s)}")
+    if causal_offset is not None:
+        if isinstance(causal_offset, bool) or not isinstance(causal_offset, (int, np.integer)):
+            raise TypeError(f"causal_offset must be an int or None, got "
+                            f"{type(causal_offset).__name__}")
+        if not 0 <= causal_offset < 2 ** 62:
+            raise ValueError(f"causal_offset must be >= 0, got {causal_offset}")
+    return n, h, lq, s, d, v.shape[3]

@@ -15,7 +15,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
-  and max_pool2d_forward / max_pool2d_backward (max pooling with PyTorch's indices), and
+  max_pool2d_forward / max_pool2d_backward (max pooling with PyTorch's indices),
+  attention_step (softmax(q kᵀ scale + mask) v in one call, for incremental decoding), and
   adam_step (one Adam / AdamW update of a list of parameters, in place: the only kernel that
   writes into its arguments).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
@@ -34,7 +35,8 @@ import math
 import numpy as np
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     check_arith, check_cell_arrays, check_clamp_bounds, check_conv2d,
+                     check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds,
+                     check_conv2d,
                      check_conv2d_backward_input, check_conv2d_backward_weight, check_float,
                      check_gelu_approximate, check_gemm_operands, check_integer_exponent,
                      check_label_smoothing, check_matmul_operands, check_max_pool2d,
@@ -874,3 +876,31 @@ def sum_cols(x):
     if x.ndim != 2:
         raise ValueError(f"x must be 2-d, got shape {x.shape}")
     return np.ascontiguousarray(x).sum(axis=0)
+# One attention step (incremental decoding)
+# ---------------------------------------------------------------------------------------------
+def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
+    """(out, weights): weights = softmax(q kᵀ * scale, keys excluded) (N, H, L, S) and
+    out = weights v, returned as (N, L, H, Dv), the layout an output projection reads.
+
+    q (N, H, L, D), k (N, H, S, D), v (N, H, S, Dv). Excluded: where the bool ``mask`` (True =
+    excluded, broadcast to (N, H, L, S)) is set, and with ``causal_offset`` p every key
+    j > i + p (the L queries are positions p..p+L-1 of the S keys). A query with every key
+    excluded gets zero weights and a zero output.
+    """
+    check_attention_step(q, k, v, mask, causal_offset)
+    z = np.matmul(q.astype(np.float64), k.astype(np.float64).swapaxes(-1, -2)) * float(scale)
+    excluded = np.zeros(z.shape, dtype=bool)
+    if mask is not None:
+        excluded |= np.broadcast_to(mask, z.shape)
+    if causal_offset is not None:
+        lq, s = z.shape[-2:]
+        excluded |= np.arange(s) > np.arange(lq)[:, None] + causal_offset
+    z = np.where(excluded, -np.inf, z)
+    row_max = np.max(z, axis=-1, keepdims=True, initial=-np.inf)
+    row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully excluded row: no -inf - -inf
+    with np.errstate(invalid="ignore"):
+        e = np.exp(z - row_max)
+        total = np.sum(e, axis=-1, keepdims=True)
+        weights = e / np.where(total == 0, 1.0, total)
+    out = np.matmul(weights, v.astype(np.float64)).transpose(0, 2, 1, 3)
+    return np.ascontiguousarray(out, dtype=q.dtype), weights.astype(q.dtype)

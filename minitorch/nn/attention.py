@@ -6,15 +6,19 @@ has none: ``forward(..., cache=...)`` is minitorch's own keyword).
 
 Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H), copied once to
 be contiguous; the scores of all heads are one batched matmul and one fused softmax (scale,
-combined mask) on the kernels.
+combined mask) on the kernels. A cached call for inference (no gradient, no dropout) takes
+``_step`` instead: the projections on the arrays, the new keys/values written into the
+cache's buffers, and the attention as one ``attention_step`` kernel call.
 May import: ``.module``, ``.parameter``, ``.init``, ``.linear``, ``.functional``, ``minitorch``.
 """
 import math
 
 import numpy as np
 
-from .. import ops
+from .. import backends, ops
+from ..autograd import is_grad_enabled
 from ..creation import empty
+from ..dtype import bool_
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -33,29 +37,125 @@ class KVCache:
     read their ``key``/``value``. ``weights`` holds the last call's attention weights
     (N, num_heads, L, S), for drawing them (None after a reorder). ``reorder(index)`` keeps
     batch rows ``index`` (beam search moves hypotheses between rows).
+
+    Without autograd (keys and values that need no gradient), the cache keeps its own buffers,
+    in the layout of one attention step (``backends.current().attention_step``): the keys
+    transposed, (N, H, head_dim, capacity), and the values (N, H, capacity, head_dim). A growing
+    cache writes each call's positions in place, doubling its capacity when full (starting at
+    ``capacity``, default 16, positions), and reorders rows into a second pair of buffers: a
+    step allocates nothing. ``keys``/``values`` are then views of the first S positions, valid
+    until the next ``reorder`` (copy them to keep them). With autograd, they are the Tensors
+    of the graph, joined with ``cat``.
     """
 
-    def __init__(self, static=False):
+    def __init__(self, static=False, capacity=16):
+        if not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"KVCache: capacity must be a positive int, got {capacity!r}")
         self.static = static
+        self.capacity = capacity
         self.keys = self.values = self.weights = None
+        self._keys_t = self._values = None  # the buffers (arrays), when no gradient flows
+        self._spare = None  # reorder's target buffers, swapped with the live ones
+        self._length = 0
+        # static: the row of the first call that each row's keys/values were projected from;
+        # a reorder that maps every row to one of the same origin has nothing to move.
+        self._origin = None
 
     def __len__(self):
         return 0 if self.keys is None else self.keys.shape[2]
 
     def update(self, keys, values):
         """Store (static, or empty cache) or append the new positions' keys/values."""
-        if self.keys is None or self.static:
-            self.keys, self.values = keys, values
+        if keys.requires_grad or values.requires_grad:
+            self._keys_t = self._values = self._spare = self._origin = None
+            if self.keys is None or self.static:
+                self.keys, self.values = keys, values
+            else:
+                self.keys = ops.cat([self.keys, keys], dim=2)
+                self.values = ops.cat([self.values, values], dim=2)
+            return
+        if self.static:
+            self._keys_t = np.ascontiguousarray(keys._data.swapaxes(-1, -2))
+            self._values = np.ascontiguousarray(values._data)
+            self._length = keys.shape[2]
+            self._origin = np.arange(keys.shape[0])
         else:
-            self.keys = ops.cat([self.keys, keys], dim=2)
-            self.values = ops.cat([self.values, values], dim=2)
+            if self._keys_t is None and self.keys is not None:  # after autograd steps: their
+                past_keys, past_values = self.keys._data, self.values._data  # values, detached
+                self.keys = self.values = None
+                self._append(past_keys, past_values)
+            self._append(keys._data, values._data)
+        self._publish()
+
+    def _append(self, keys, values):
+        n, h, new, d = keys.shape
+        start, stop = self._length, self._length + new
+        if self._keys_t is not None and self._keys_t.shape[0] != n and start:
+            raise ValueError(f"KVCache: the cache holds {self._keys_t.shape[0]} batch rows, the "
+                             f"new keys {n}")
+        if self._keys_t is None or self._keys_t.shape[0] != n:
+            start, stop = 0, new
+            self._allocate(n, h, d, values.shape[3], max(self.capacity, stop), keys.dtype)
+        elif stop > self._keys_t.shape[3]:  # full: double, keep the first `start` positions
+            kt, v = self._keys_t, self._values
+            self._allocate(n, h, d, v.shape[3], max(2 * kt.shape[3], stop), kt.dtype)
+            self._keys_t[..., :start] = kt[..., :start]
+            self._values[:, :, :start] = v[:, :, :start]
+        if new == 1:  # a decoding step: copies along the head dim, not one element per row
+            self._keys_t[..., start] = keys[:, :, 0]
+            self._values[:, :, start] = values[:, :, 0]
+        else:
+            self._keys_t[..., start:stop] = keys.swapaxes(-1, -2)
+            self._values[:, :, start:stop] = values
+        self._length = stop
+
+    def _allocate(self, n, h, d, dv, capacity, dtype):
+        self._keys_t = np.empty((n, h, d, capacity), dtype)
+        self._values = np.empty((n, h, capacity, dv), dtype)
+        self._spare = None
+
+    def _publish(self):
+        """keys/values: Tensor views of the buffers' first positions."""
+        t = self._length
+        self.keys = Tensor._make(self._keys_t[..., :t].swapaxes(-1, -2))
+        self.values = Tensor._make(self._values[:, :, :t])
 
     def reorder(self, index):
         """Keep batch rows ``index`` (int64 Tensor, repeats allowed), in that order."""
-        if self.keys is not None:
+        self.weights = None
+        if self.keys is None:
+            return
+        if self._keys_t is None:  # autograd: the graph's own ops
             self.keys = self.keys.index_select(0, index)
             self.values = self.values.index_select(0, index)
-        self.weights = None
+            return
+        rows = index._data.reshape(-1)
+        n = self._keys_t.shape[0]
+        if rows.size and (rows.min() < -n or rows.max() >= n):
+            raise IndexError(f"KVCache.reorder: index out of range for {n} rows (min "
+                             f"{rows.min()}, max {rows.max()})")
+        rows = np.where(rows < 0, rows + n, rows)
+        if self.static:
+            origin = self._origin[rows]
+            if origin.shape == self._origin.shape and np.array_equal(origin, self._origin):
+                return  # every row gets the keys/values it holds already
+            self._origin = origin
+        if self._spare is None or self._spare[0].shape[0] != rows.size:
+            self._spare = (np.empty((rows.size,) + self._keys_t.shape[1:], self._keys_t.dtype),
+                           np.empty((rows.size,) + self._values.shape[1:], self._values.dtype))
+        kt, v = self._spare
+        # mode="wrap" (the rows are checked above) writes straight into `out`: "raise" buffers
+        np.take(self._keys_t, rows, axis=0, out=kt, mode="wrap")
+        np.take(self._values, rows, axis=0, out=v, mode="wrap")
+        self._spare = (self._keys_t, self._values)
+        self._keys_t, self._values = kt, v
+        self._publish()
+
+    def _step_operands(self):
+        """(keys (N, H, S, D) as the transpose of the keys buffer, values (N, H, S, Dv)):
+        the arrays attention_step reads without copies."""
+        t = self._length
+        return self._keys_t[..., :t].swapaxes(-1, -2), self._values[:, :, :t]
 
 
 class MultiheadAttention(Module):
@@ -216,6 +316,12 @@ class MultiheadAttention(Module):
             if t.shape[-1] != dim:
                 raise ValueError(f"MultiheadAttention: {name}'s last dim must be {dim}, got "
                                  f"shape {tuple(t.shape)}")
+        if cache is not None and self._can_step(query, key, value, attn_mask, key_padding_mask,
+                                                cache):
+            out, weights = self._cached_step(query, key_padding_mask, is_causal, cache)
+            if not need_weights:
+                return out, None
+            return out, weights.mean(dim=1) if average_attn_weights else weights
         if not batched and key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
         same = query is key, key is value
@@ -261,6 +367,89 @@ class MultiheadAttention(Module):
         if average_attn_weights:
             weights = weights.mean(dim=1)
         return out, (weights.squeeze(0) if not batched else weights)
+
+    # ------------------------------------------------------------------ one decoding step
+    def _can_step(self, query, key, value, attn_mask, key_padding_mask, cache):
+        """Whether a cached call can take ``_cached_step``: batched, packed projection weights,
+        no gradient to record, no dropout, at most a bool key padding mask, float32/64 on a
+        backend with attention_step, and a growing self-attention cache or a static one whose
+        keys/values are projected (its first call, which projects them, takes the general
+        path)."""
+        if cache.static:
+            if cache._keys_t is None:
+                return False
+        elif not (query is key and key is value):
+            return False
+        if (query.ndim != 3 or not self._qkv_same_embed_dim or attn_mask is not None
+                or (self.training and self.dropout > 0)):
+            return False
+        if key_padding_mask is not None and key_padding_mask.dtype is not bool_:
+            return False
+        weight, bias = self.in_proj_weight, self.in_proj_bias
+        dtype = query._data.dtype
+        if (dtype.kind != "f" or dtype.itemsize < 4 or weight._data.dtype != dtype
+                or (bias is not None and bias._data.dtype != dtype)
+                or not hasattr(backends.current(), "attention_step")):
+            return False
+        if is_grad_enabled() and (query.requires_grad or any(
+                p.requires_grad for p in self.parameters())):
+            return False
+        return True
+
+    def _cached_step(self, query, key_padding_mask, is_causal, cache):
+        """``forward`` with a cache, for inference (``_can_step``): (output, weights (N, H, L,
+        S)), from ``_step`` on the arrays."""
+        x = query._data if self.batch_first else query._data.swapaxes(0, 1)
+        mask = None if key_padding_mask is None else key_padding_mask._data
+        out, weights = self._step(x, mask, is_causal, cache)
+        return Tensor._make(out if self.batch_first else out.swapaxes(0, 1)), weights
+
+    def _step(self, x, key_padding_mask, is_causal, cache):
+        """One cached call on arrays, batch first: x (N, L, E) → (output array (N, L, E),
+        weights Tensor (N, H, L, S)). The projections are GEMMs on the arrays, the new keys and
+        values are written into the cache's buffers, and the attention of the new positions is
+        one ``attention_step`` call: no autograd node, a handful of kernel calls. Only for
+        what ``_can_step`` accepts; ``key_padding_mask`` is a bool array or None."""
+        kernels, E, H = backends.current(), self.embed_dim, self.num_heads
+        n, length = x.shape[0], x.shape[1]
+        if cache.keys is not None and cache.keys.shape[0] != n:
+            raise ValueError(f"MultiheadAttention: the cache holds {cache.keys.shape[0]} batch "
+                             f"rows, but the query has {n}")
+        rows = x.reshape(n * length, E)
+        weight = self.in_proj_weight._data
+        bias = None if self.in_proj_bias is None else self.in_proj_bias._data
+        past = 0
+        if cache.static:
+            q = kernels.matmul(rows, weight[:E].T)
+            if bias is not None:
+                q += bias[:E]
+            q = q.reshape(n, length, H, self.head_dim).swapaxes(1, 2)
+        else:
+            past = len(cache)
+            qkv = kernels.matmul(rows, weight.T)
+            if bias is not None:
+                qkv += bias
+            qkv = qkv.reshape(n, length, 3, H, self.head_dim)
+            q = qkv[:, :, 0].swapaxes(1, 2)
+            cache.update(Tensor._make(qkv[:, :, 1].swapaxes(1, 2)),
+                         Tensor._make(qkv[:, :, 2].swapaxes(1, 2)))
+        k, v = cache._step_operands()
+        mask = None
+        if key_padding_mask is not None:
+            if key_padding_mask.shape != (n, k.shape[2]):
+                raise ValueError(f"MultiheadAttention: key_padding_mask must have shape "
+                                 f"{(n, k.shape[2])} (N, S), got {key_padding_mask.shape}")
+            mask = key_padding_mask.reshape(n, 1, 1, k.shape[2])
+        causal = past if is_causal else None  # the new queries are the last positions
+        out, weights = kernels.attention_step(q, k, v, 1.0 / math.sqrt(self.head_dim), mask,
+                                              causal)
+        cache.weights = weights = Tensor._make(weights)
+        out_proj = self.out_proj
+        out = kernels.matmul(out.reshape(n * length, E), out_proj.weight._data.T)
+        out_bias = out_proj.bias
+        if out_bias is not None:
+            out += out_bias._data
+        return out.reshape(n, length, E), weights
 
     def _batch_first(self, x, batched):
         """(N, L, E) view of a (L, N, E), (N, L, E) or unbatched (L, E) input."""

@@ -3,7 +3,8 @@ decoder layers (post-norm, or pre-norm with ``norm_first=True``), their stacks, 
 encoder-decoder, with PyTorch's arguments and attribute names (``self_attn``,
 ``multihead_attn``, ``linear1``, ``linear2``, ``norm1..3``, ``dropout1..3``), so state_dict
 keys match PyTorch's one-to-one. ``TransformerDecoderCache`` (minitorch's own) holds the decoder
-stack's keys/values of past positions, so that decoding feeds one new position per call.
+stack's keys/values of past positions, so that decoding feeds one new position per call; such a
+call for inference runs each layer as ``_cached_step``, the same blocks on the arrays.
 May import: ``.module``, ``.containers``, ``.attention``, ``.linear``, ``.dropout``,
 ``.normalization``, ``.functional``, ``.init``, ``minitorch``.
 """
@@ -11,6 +12,8 @@ import copy
 
 import numpy as np
 
+from .. import backends
+from ..autograd import is_grad_enabled
 from ..creation import full
 from ..ops.shape import triu
 from ..tensor import Tensor
@@ -119,6 +122,12 @@ class TransformerDecoderLayer(Module):
                 memory_key_padding_mask=None, tgt_is_causal=False, memory_is_causal=False,
                 cache=None):
         self_cache, cross_cache = (None, None) if cache is None else cache
+        if cache is not None and self._can_step(tgt, memory, tgt_mask, memory_mask,
+                                                tgt_key_padding_mask, memory_key_padding_mask,
+                                                self_cache, cross_cache):
+            return self._cached_step(tgt, tgt_key_padding_mask, memory_key_padding_mask,
+                                     bool(tgt_is_causal), bool(memory_is_causal), self_cache,
+                                     cross_cache)
         sa = (tgt_mask, tgt_key_padding_mask, tgt_is_causal, self_cache)
         mha = (memory, memory_mask, memory_key_padding_mask, memory_is_causal, cross_cache)
         x = tgt
@@ -136,6 +145,78 @@ class TransformerDecoderLayer(Module):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                            need_weights=False, is_causal=bool(is_causal), cache=cache)[0]
         return self.dropout1(x)
+
+    # ------------------------------------------------------------------ one decoding step
+    def _can_step(self, tgt, memory, tgt_mask, memory_mask, tgt_key_padding_mask,
+                  memory_key_padding_mask, self_cache, cross_cache):
+        """Whether a cached call can run as ``_cached_step``: inference (no gradient, no
+        dropout), no attention masks but bool padding masks, a ReLU or exact GELU activation,
+        LayerNorms over d_model, and both attentions able to step (see
+        ``MultiheadAttention._can_step``: the first call, which projects the memory, is not)."""
+        if tgt_mask is not None or memory_mask is not None or tgt.ndim != 3:
+            return False
+        if self.activation is not F.relu and self.activation is not F.gelu:
+            return False
+        if self.training and any(d.p > 0 for d in (self.dropout, self.dropout1, self.dropout2,
+                                                   self.dropout3)):
+            return False
+        d_model = (self.self_attn.embed_dim,)
+        if any(type(norm) is not LayerNorm or norm.normalized_shape != d_model
+               for norm in (self.norm1, self.norm2, self.norm3)):
+            return False
+        if is_grad_enabled() and (tgt.requires_grad or any(
+                p.requires_grad for p in self.parameters())):
+            return False
+        return (self.self_attn._can_step(tgt, tgt, tgt, None, tgt_key_padding_mask, self_cache)
+                and self.multihead_attn._can_step(tgt, memory, memory, None,
+                                                  memory_key_padding_mask, cross_cache))
+
+    def _cached_step(self, tgt, tgt_key_padding_mask, memory_key_padding_mask, tgt_is_causal,
+                     memory_is_causal, self_cache, cross_cache):
+        """``forward`` for inference with a cache, on the arrays: the same blocks in the same
+        order, each a kernel call (GEMMs, one attention step per attention, layer norms, the
+        activation) and numpy adds, with no autograd node. Equal to the general path's output
+        (the same kernels on the same values)."""
+        kernels = backends.current()
+        batch_first = self.self_attn.batch_first
+        x = tgt._data if batch_first else tgt._data.swapaxes(0, 1)
+        tgt_pad = None if tgt_key_padding_mask is None else tgt_key_padding_mask._data
+        memory_pad = None if memory_key_padding_mask is None else memory_key_padding_mask._data
+
+        def norm(module, a):
+            weight, bias = module.weight, module.bias
+            return kernels.layer_norm_forward(a, None if weight is None else weight._data,
+                                              None if bias is None else bias._data,
+                                              module.eps)[0]
+
+        def linear(module, a):
+            out = kernels.matmul(a.reshape(-1, a.shape[-1]), module.weight._data.T)
+            bias = module.bias
+            if bias is not None:
+                out += bias._data
+            return out.reshape(a.shape[:-1] + (out.shape[-1],))
+
+        def sa(a):
+            return self.self_attn._step(a, tgt_pad, tgt_is_causal, self_cache)[0]
+
+        def mha(a):
+            return self.multihead_attn._step(a, memory_pad, memory_is_causal, cross_cache)[0]
+
+        def ff(a):
+            hidden = linear(self.linear1, a)
+            hidden = (kernels.relu_forward(hidden) if self.activation is F.relu
+                      else kernels.gelu_forward(hidden, "none"))
+            return linear(self.linear2, hidden)
+
+        if self.norm_first:
+            x = x + sa(norm(self.norm1, x))
+            x = x + mha(norm(self.norm2, x))
+            x = x + ff(norm(self.norm3, x))
+        else:
+            x = norm(self.norm1, x + sa(x))
+            x = norm(self.norm2, x + mha(x))
+            x = norm(self.norm3, x + ff(x))
+        return Tensor._make(x if batch_first else x.swapaxes(0, 1))
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal, cache=None):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,

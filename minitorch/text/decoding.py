@@ -26,7 +26,10 @@ The KV cache
 Each decoder layer attends to (1) the target positions so far and (2) the encoder memory. For
 (1), the keys and values of past positions never change, so each step computes them for the new
 position only and appends them to the layer's cache: a step costs O(length), not O(length²).
-For (2), the keys and values of the memory are computed once, at the first step.
+For (2), the keys and values of the memory are computed once, at the first step. Under
+``no_grad`` (as the searches run) a step takes the decoder layers' inference path: the caches
+are preallocated buffers written in place, each attention is one ``attention_step`` kernel
+call, and beam search's reorders copy into spare buffers (see ``nn.KVCache``).
 
 Token results are lists of ids *without* ``<bos>`` and cut before the first ``<eos>``. All
 searches run batched, under ``no_grad``, and as in eval mode (no dropout).
@@ -163,8 +166,12 @@ def _finish(tokens: np.ndarray, eos_id: int) -> List[List[int]]:
 
 
 def _log_softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=-1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True))
+    """Log-softmax over the last dim, computed in place: overwrites and returns ``logits``
+    (every caller passes a fresh array; beam search's (N·beams, V) rows cost a fifth of the
+    time without the temporaries)."""
+    logits -= logits.max(axis=-1, keepdims=True)
+    logits -= np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    return logits
 
 
 def greedy_decode(model, src: Tensor, src_key_padding_mask: Optional[Tensor] = None, *,
@@ -262,15 +269,27 @@ def _top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Column indices of each row's ``k`` largest scores, best first, ties to the lower index:
     ``np.argsort(-scores, kind="stable")[:, :k]`` without sorting whole rows (beam search's rows
     are beams × vocabulary long, and k is the beam size)."""
-    work, rows = scores.copy(), np.arange(scores.shape[0])
+    rows = np.arange(scores.shape[0])
     columns = np.empty((scores.shape[0], k), dtype=np.int64)
-    for j in range(k):
-        columns[:, j] = work.argmax(axis=-1)  # the first maximum: ties go to the lower index
-        best = work[rows, columns[:, j]]
-        if np.isnan(best).any() or np.isneginf(best).any():  # (a -inf might be one taken)
-            return np.argsort(-scores, axis=-1, kind="stable")[:, :k]
-        work[rows, columns[:, j]] = -np.inf
-    return columns
+    taken = np.empty((scores.shape[0], k), dtype=scores.dtype)
+    # Each maximum found is set to -inf in ``scores`` itself, and restored before returning:
+    # no copy of the rows.
+    replaced = 0
+    try:
+        for j in range(k):
+            column = scores.argmax(axis=-1)  # the first maximum: ties go to the lower index
+            best = scores[rows, column]
+            if np.isnan(best).any() or np.isneginf(best).any():  # (a -inf might be one taken)
+                break
+            columns[:, j], taken[:, j] = column, best
+            scores[rows, column] = -np.inf
+            replaced += 1
+        else:
+            return columns
+    finally:
+        for j in range(replaced):
+            scores[rows, columns[:, j]] = taken[:, j]
+    return np.argsort(-scores, axis=-1, kind="stable")[:, :k]
 
 
 def beam_search(model, src: Tensor, src_key_padding_mask: Optional[Tensor] = None, *,
@@ -302,7 +321,8 @@ def beam_search(model, src: Tensor, src_key_padding_mask: Optional[Tensor] = Non
         # An ended hypothesis may only "continue" with pad at no cost, so it keeps its score.
         log_probs[finished] = -np.inf
         log_probs[finished, pad_id] = 0.0
-        candidates = (scores.reshape(-1, 1) + log_probs).reshape(n, beams * vocab)
+        log_probs += scores.reshape(-1, 1)
+        candidates = log_probs.reshape(n, beams * vocab)
         best = _top_k(candidates, beams)
         scores = np.take_along_axis(candidates, best, axis=-1)
         rows = (np.arange(n)[:, None] * beams + best // vocab).reshape(-1)

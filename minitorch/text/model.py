@@ -17,7 +17,7 @@ from typing import Optional
 import numpy as np
 
 import minitorch
-from minitorch import nn
+from minitorch import backends, nn
 from minitorch.tensor import Tensor
 from minitorch.text.batching import causal_mask
 from minitorch.text.decoding import DecoderCache, eval_mode
@@ -134,9 +134,24 @@ class Seq2SeqTransformer(nn.Module):
         tokens = tokens.reshape(-1, 1)
         self._check_ids(tokens, self.tgt_vocab, "tokens")
         with minitorch.no_grad(), eval_mode(self):
-            x = self._embed(tokens, self.tgt_embed, cache.length)
-            hidden = cache.run(self.transformer.decoder, x)
-            return self.generator(hidden).reshape(tokens.shape[0], self.tgt_vocab)
+            hidden = cache.run(self.transformer.decoder, self._embed_step(tokens, cache.length))
+            return self._generate_step(hidden).reshape(tokens.shape[0], self.tgt_vocab)
+
+    def _embed_step(self, tokens: Tensor, start: int) -> Tensor:
+        """``_embed(tokens, self.tgt_embed, start)`` of a decoding step, on the arrays: the
+        same gather, scale and add of the position's row (dropout is off under eval_mode), with
+        none of the ops' bookkeeping, which cost more than the arithmetic at one position."""
+        x = self.tgt_embed.weight._data[tokens._data] * math.sqrt(self.d_model)
+        table = self.positions.pe._data[start:start + tokens.shape[1]]
+        return Tensor._make(x + table.astype(x.dtype, copy=False))
+
+    def _generate_step(self, hidden: Tensor) -> Tensor:
+        """``self.generator(hidden)`` on the arrays: one GEMM and the bias."""
+        rows = hidden._data.reshape(-1, self.d_model)
+        out = backends.current().matmul(rows, self.generator.weight._data.T)
+        if self.generator.bias is not None:
+            out += self.generator.bias._data
+        return Tensor._make(out.reshape(hidden.shape[:-1] + (self.tgt_vocab,)))
 
 
 def count_parameters(model: nn.Module) -> int:
