@@ -1039,6 +1039,9 @@ def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step_sizes,
             [max_exp_avg_sqs[i] for i in elsewhere] if amsgrad else None,
             [step_sizes[i] for i in elsewhere], [bias_correction2_sqrts[i] for i in elsewhere],
             decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, **hyper)
+
+
+# ---------------------------------------------------------------------------------------------
 # One attention step (incremental decoding)
 # ---------------------------------------------------------------------------------------------
 def _step_operand(x):

@@ -876,6 +876,9 @@ def sum_cols(x):
     if x.ndim != 2:
         raise ValueError(f"x must be 2-d, got shape {x.shape}")
     return np.ascontiguousarray(x).sum(axis=0)
+
+
+# ---------------------------------------------------------------------------------------------
 # One attention step (incremental decoding)
 # ---------------------------------------------------------------------------------------------
 def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
