@@ -568,6 +568,8 @@ def c_kernels_as_cupy(monkeypatch):
     if lib is None:
         pytest.skip("C extension not built")
     stand_in = _cupy_stand_in()
+    # the sources beside these tests: an installed package (the sdist's test run) has none
+    monkeypatch.setattr(K, "CUDA_DIR", CUDA_DIR)
     monkeypatch.setitem(sys.modules, "cupy", stand_in)
     monkeypatch.setitem(globals(), "cupy", stand_in)
     K._module.cache_clear()  # no stand-in module may outlive the test (nor a real one leak in)

@@ -75,8 +75,10 @@ def is_available():
     return True
 
 
-def kernel_source(filename, cuda_dir=CUDA_DIR):
-    """The text of <cuda_dir>/<filename> with common.cuh pasted in place of its #include."""
+def kernel_source(filename, cuda_dir=None):
+    """The text of <cuda_dir>/<filename> (default: CUDA_DIR) with common.cuh pasted in place of
+    its #include."""
+    cuda_dir = CUDA_DIR if cuda_dir is None else cuda_dir
     path = os.path.join(cuda_dir, filename)
     if not os.path.exists(path):
         raise RuntimeError(f"{path} not found: the CUDA kernels are compiled from the source "
