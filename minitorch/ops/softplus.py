@@ -11,18 +11,20 @@ import numpy as np
 from ..autograd.function import Function
 from ..tensor import Tensor
 from .elementwise import sigmoid, tanh, where
+from ._threads import in_chunks
 from .registry import apply_inplace, op
 
 _make = Tensor._make
 
 
-def _log1p_exp(z):
-    """log(1 + e^z) = max(z, 0) + log1p(e^-|z|): no overflow for large z, and a tenth of the time
-    of ``np.logaddexp(0, z)``, which computes in a slower loop for float32."""
-    out = np.asarray(np.exp(-np.abs(z)))  # an array for out= even when z is 0-d
+def _log1p_exp_into(out, z):
+    """out = log(1 + e^z) = max(z, 0) + log1p(e^-|z|): no overflow for large z, and a tenth of
+    the time of ``np.logaddexp(0, z)``, which computes in a slower loop for float32."""
+    np.abs(z, out=out)
+    np.negative(out, out=out)
+    np.exp(out, out=out)
     np.log1p(out, out=out)
     out += np.maximum(z, 0)
-    return out
 
 
 class Softplus(Function):
@@ -35,7 +37,7 @@ class Softplus(Function):
         ctx.save_for_backward(x)
         data = x._data
         scaled = data * data.dtype.type(beta)
-        smooth = _log1p_exp(scaled)
+        smooth = in_chunks(_log1p_exp_into, np.empty_like(scaled), scaled)
         if beta != 1.0:
             smooth /= data.dtype.type(beta)
         return _make(np.where(scaled > threshold, data, smooth).astype(data.dtype, copy=False))
