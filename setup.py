@@ -7,12 +7,18 @@ build an error instead (CI does).
 
 cffi compiles the extension against the stable ABI (``_C.abi3.so``), so the wheel is tagged
 ``cp39-abi3``: one wheel for CPython 3.9 and every later version.
+
+The CUDA kernels (csrc/cuda) are compiled at their first use on a GPU, so they travel as
+source: ``build_py`` copies them into the package (``minitorch/backends/cuda_src``).
 """
 import os
 import sys
 
 from setuptools import setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
+
+CUDA_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "csrc", "cuda")
 
 
 class OptionalBuildExt(build_ext):
@@ -38,5 +44,18 @@ class OptionalBuildExt(build_ext):
               file=sys.stderr)
 
 
-setup(cffi_modules=["csrc/build.py:ffibuilder"], cmdclass={"build_ext": OptionalBuildExt},
+class BuildPyWithCudaSources(build_py):
+    """build_py that also copies csrc/cuda's .cu/.cuh files into the built package."""
+
+    def run(self):
+        super().run()
+        target = os.path.join(self.build_lib, "minitorch", "backends", "cuda_src")
+        self.mkpath(target)
+        for name in sorted(os.listdir(CUDA_SOURCES)):
+            if name.endswith((".cu", ".cuh")):
+                self.copy_file(os.path.join(CUDA_SOURCES, name), os.path.join(target, name))
+
+
+setup(cffi_modules=["csrc/build.py:ffibuilder"],
+      cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithCudaSources},
       options={"bdist_wheel": {"py_limited_api": "cp39"}})

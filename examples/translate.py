@@ -113,6 +113,10 @@ def build_parser():
                         "the way the corpus is: embedded: lower case (but 'I'), single spaces, "
                         "no final '.' or '!'; trans-de-en: single spaces, a capital first "
                         "letter, a final '.' if none (default: train)")
+    p.add_argument("--device", default="cpu",
+                   help="where the model trains and decodes: cpu, or cuda / cuda:N where "
+                        "minitorch.cuda.is_available() (CuPy and a GPU: pip install "
+                        "'minitorch-edu[cuda]'); default cpu")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
     p.add_argument("--quiet", action="store_true", help="no progress bar or examples")
     p.add_argument("--no-plots", action="store_true", help="skip loss.png and attention.png")
@@ -141,6 +145,7 @@ def parse_args(argv=None):
     if args.d_model % args.heads:
         p.error(f"--heads must divide --d-model, got --d-model {args.d_model} and "
                 f"--heads {args.heads}")
+    args.device = check_device(p, args.device)
     if args.translate is not None:
         if not normalize_input(args.translate, args.corpus):
             p.error("--translate: the sentence is empty")
@@ -155,6 +160,26 @@ def parse_args(argv=None):
     check_run_folder(p, args.out, RUN_FILES, overwrite=args.overwrite, resume=args.resume,
                      checkpoint=CHECKPOINT)
     return p, args
+
+
+def check_device(parser, text):
+    """--device as a minitorch.device that this machine has (parser.error otherwise)."""
+    try:
+        device = minitorch.device(text)
+    except (RuntimeError, TypeError) as error:
+        parser.error(f"--device {text}: {error}")
+    if device.type not in ("cpu", "cuda"):
+        parser.error(f"--device {text}: minitorch trains on cpu or cuda")
+    if device.type == "cuda":
+        count = minitorch.cuda.device_count()
+        if count == 0:
+            parser.error(f"--device {text}: CUDA is not available here (minitorch.cuda."
+                         "is_available() is False: it needs CuPy and a GPU; pip install "
+                         "'minitorch-edu[cuda]')")
+        if device.index is not None and device.index >= count:
+            parser.error(f"--device {text}: there {'is' if count == 1 else 'are'} {count} GPU"
+                         f"{'' if count == 1 else 's'} (cuda:0 to cuda:{count - 1})")
+    return device
 
 
 def normalize_input(text, corpus):
@@ -338,7 +363,8 @@ def plot_attention(model, sentence, src_tok, tgt_tok, path):
         return False
     src_ids = src_tok.encode(sentence, add_eos=True)
     model.eval()
-    out_ids, weights = greedy_decode(model, minitorch.tensor([src_ids]), None,
+    device = next(model.parameters()).device
+    out_ids, weights = greedy_decode(model, minitorch.tensor([src_ids], device=device), None,
                                      bos_id=BOS_ID, eos_id=EOS_ID, pad_id=PAD_ID,
                                      record_attention=True)
     out_ids = out_ids[0] + [EOS_ID]
@@ -426,6 +452,7 @@ def decoding_options(args):
 
 def run_translate(args):
     model, src_tok, tgt_tok, checkpoint = restore_model(args.out)
+    model.to(args.device)
     config = checkpoint["config"]
     sentence = normalize_input(args.translate, config["corpus"])
     n_tokens = len(src_tok.encode(sentence, add_eos=True))
@@ -518,7 +545,9 @@ def main(argv=None):
     valid_text, _, long_valid = fit_pairs(valid_text, src_tok, tgt_tok, config["max_len"])
     if not train_ids:
         parser.error(f"--max-len {config['max_len']}: no training pair is that short")
-    model = build_model(config, src_tok.vocab_size, tgt_tok.vocab_size)
+    if world > 1 and args.device.type != "cpu":
+        parser.error(f"--device {args.device}: runs under mpiexec train on the CPU")
+    model = build_model(config, src_tok.vocab_size, tgt_tok.vocab_size).to(args.device)
     optimizer, scheduler = build_optimizer(config, model)
     state = {"epoch": 0, "batch_in_epoch": 0, "step": 0, "losses": [], "bleus": [],
              "src_words": {w for s, _ in train_text for w in source_words(s)}}
@@ -544,8 +573,10 @@ def main(argv=None):
             f"{long_valid} held-out pairs")
     say(f"{config['corpus']} corpus: {len(train_ids)} training pairs, {len(valid_text)} held out;"
         f" vocab {src_tok.vocab_size} / {tgt_tok.vocab_size}; model "
-        f"{count_parameters(model) / 1e6:.2f}M parameters; backend {minitorch.backend()}, "
-        f"{minitorch.get_num_threads()} threads" + (f" x {world} ranks" if world > 1 else ""))
+        f"{count_parameters(model) / 1e6:.2f}M parameters; "
+        + (f"backend {minitorch.backend()}, {minitorch.get_num_threads()} threads"
+           if args.device.type == "cpu" else f"device {args.device}")
+        + (f" x {world} ranks" if world > 1 else ""))
 
     batches_per_epoch = count_batches(train_ids, config["batch_size"],
                                       max_tokens=config["max_tokens"])
@@ -568,7 +599,7 @@ def main(argv=None):
             if not more_to_do():
                 break
             if ddp is None:
-                loss = train_step(model, batch, optimizer, scheduler, pad_id=PAD_ID,
+                loss = train_step(model, batch.to(args.device), optimizer, scheduler, pad_id=PAD_ID,
                                   label_smoothing=config["label_smoothing"])
             else:
                 loss = data_parallel_step(ddp, batch, weight, optimizer, scheduler,

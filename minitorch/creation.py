@@ -2,14 +2,17 @@
 ``rand``, ``randint``, ``randperm``, ``eye``, ``linspace`` and the ``*_like`` variants, with
 PyTorch's signatures (``dtype=``, ``device=``, ``requires_grad=``, ``generator=`` for the random
 ones). Float tensors take the default dtype (``get_default_dtype()``: float32 unless changed);
-``device`` may only name the CPU (a RuntimeError otherwise).
-May import: ``minitorch.tensor``, ``minitorch.dtype``, ``minitorch.device``, ``minitorch.random``.
+``device`` names the CPU or, where ``minitorch.cuda.is_available()``, a GPU: the values are
+made on the host (random ones by the host's generator, so a seed gives the same numbers on
+either device) and copied there. The ``*_like`` functions take ``input``'s device by default.
+May import: ``minitorch.tensor``, ``minitorch.dtype``, ``minitorch.device_arrays``,
+``minitorch.random``.
 """
 import numbers
 
 import numpy as np
 
-from .device import check_device
+from .device_arrays import resolve, to_device, to_host
 from .dtype import as_dtype, bool_, get_default_dtype, int64
 from .random import numpy_generator
 from .tensor import Tensor, _check_fits_int64, check_fits, parse_size
@@ -18,7 +21,9 @@ _shape = parse_size
 
 
 def _finish(array, requires_grad, device=None, caller="tensor"):
-    check_device(device, caller)
+    """A tensor of ``array`` (made on the host), on ``device``."""
+    if device is not None:
+        array = to_device(array, resolve(device, caller))
     t = Tensor._make(array)
     return t.requires_grad_(requires_grad) if requires_grad else t
 
@@ -29,16 +34,17 @@ def _float_dtype(dtype):
 
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
-    check_device(device, "tensor")
     t = Tensor(data, dtype=dtype)
+    if device is not None:
+        t = Tensor._make(to_device(t._data, resolve(device, "tensor")))
     return t.requires_grad_(True) if requires_grad else t
 
 
 def as_tensor(data, dtype=None, device=None):
-    check_device(device, "as_tensor")
-    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype):
+    if isinstance(data, Tensor) and (dtype is None or as_dtype(dtype) is data.dtype) and (
+            device is None or resolve(device, "as_tensor") == data.device):
         return data
-    return tensor(data, dtype=dtype)
+    return tensor(data, dtype=dtype, device=device)
 
 
 def from_numpy(array):
@@ -89,7 +95,7 @@ def full(size, fill_value, dtype=None, requires_grad=False, device=None):
 def _like(fn):
     def like(input, dtype=None, requires_grad=False, device=None, memory_format=None):
         return fn(*input.shape, dtype=dtype or input.dtype, requires_grad=requires_grad,
-                  device=device)
+                  device=input.device if device is None else device)
     like.__name__ = like.__qualname__ = fn.__name__ + "_like"
     like.__doc__ = f"``{fn.__name__}`` of ``input``'s shape, and of its dtype unless ``dtype``."
     return like
@@ -101,7 +107,8 @@ zeros_like, ones_like, empty_like = _like(zeros), _like(ones), _like(empty)
 def full_like(input, fill_value, dtype=None, requires_grad=False, device=None,
               memory_format=None):
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
-                requires_grad=requires_grad, device=device)
+                requires_grad=requires_grad,
+                device=input.device if device is None else device)
 
 
 def arange(start=0, end=None, step=1, *, dtype=None, requires_grad=False, device=None):
@@ -135,9 +142,9 @@ def _random_float(draw, name):
         dtype = _float_dtype(dtype)
         if not dtype.is_floating_point:
             raise TypeError(f"{name}: dtype must be floating point, got {dtype}")
-        check_device(device, name)
+        target = None if device is None else resolve(device, name)
         values = draw(numpy_generator(generator), _shape(size))
-        return _finish(values.astype(dtype.numpy), requires_grad)
+        return _finish(values.astype(dtype.numpy), requires_grad, target)
     make.__name__ = make.__qualname__ = name
     return make
 
@@ -156,13 +163,14 @@ randn, rand = _random_float(_normal, "randn"), _random_float(_uniform, "rand")
 def randn_like(input, generator=None, dtype=None, requires_grad=False, device=None,
                memory_format=None):
     return randn(*input.shape, generator=generator, dtype=dtype or input.dtype,
-                 requires_grad=requires_grad, device=device)
+                 requires_grad=requires_grad, device=input.device if device is None else device)
 
 
 def rand_like(input, generator=None, dtype=None, requires_grad=False, device=None,
               memory_format=None):
     return rand(*input.shape, generator=generator, dtype=dtype or input.dtype,
-                requires_grad=requires_grad, device=device)
+                requires_grad=requires_grad,
+                device=input.device if device is None else device)
 
 
 def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None,
@@ -176,14 +184,14 @@ def randint(low=0, high=None, size=None, generator=None, dtype=None, device=None
     if size is None:
         raise TypeError("randint: size is required")
     dtype = int64 if dtype is None else as_dtype(dtype)
-    check_device(device, "randint")
+    target = None if device is None else resolve(device, "randint")
     if requires_grad and not dtype.is_floating_point:
         raise RuntimeError(f"randint: only tensors of floating point dtype can require "
                            f"gradients, got {dtype}")
     if not low < high:
         raise ValueError(f"randint: expected low < high, got low={low}, high={high}")
     values = numpy_generator(generator).integers(low, high, _shape((tuple(size),)))
-    return _finish(values.astype(dtype.numpy), requires_grad)
+    return _finish(values.astype(dtype.numpy), requires_grad, target)
 
 
 def randint_like(input, low=0, high=None, generator=None, dtype=None, device=None,
@@ -193,18 +201,20 @@ def randint_like(input, low=0, high=None, generator=None, dtype=None, device=Non
     if high is None:
         low, high = 0, low
     return randint(low, high, tuple(input.shape), generator=generator,
-                   dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
+                   dtype=dtype or input.dtype, device=input.device if device is None else device,
+                   requires_grad=requires_grad)
 
 
 def randperm(n, generator=None, dtype=None, device=None, requires_grad=False):
     dtype = int64 if dtype is None else as_dtype(dtype)
-    check_device(device, "randperm")
-    return _finish(numpy_generator(generator).permutation(n).astype(dtype.numpy), requires_grad)
+    target = None if device is None else resolve(device, "randperm")
+    return _finish(numpy_generator(generator).permutation(n).astype(dtype.numpy), requires_grad,
+                   target)
 
 
 def multinomial(input, num_samples, replacement=False, *, generator=None):
     """Draw class indices from each row of ``input``, probabilities that need not sum to 1."""
-    p = np.asarray(input._data, dtype=np.float64)
+    p = to_host(input._data).astype(np.float64)
     rows = p.reshape(-1, p.shape[-1])
     if (rows < 0).any() or not np.isfinite(rows).all():
         raise ValueError("multinomial: probabilities must be finite and non-negative")
@@ -215,4 +225,5 @@ def multinomial(input, num_samples, replacement=False, *, generator=None):
     rng = numpy_generator(generator)
     out = np.stack([rng.choice(rows.shape[-1], size=num_samples, replace=replacement, p=r)
                     for r in rows])
-    return Tensor._make(out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64))
+    out = out.reshape(p.shape[:-1] + (num_samples,)).astype(np.int64)
+    return Tensor._make(to_device(out, input.device))

@@ -1,10 +1,11 @@
-"""``device``: where a tensor's memory lives, as ``torch.device``. minitorch computes on the CPU.
+"""``device``: where a tensor's memory lives, as ``torch.device``: the CPU, or a CUDA GPU.
 
-``minitorch.device("cpu")``, ``device("cpu:0")``, ``device("cpu", 0)`` and the ``device=``
+``minitorch.device("cpu")``, ``device("cuda:0")``, ``device("cpu", 0)`` and the ``device=``
 argument of every creation function, ``.to(...)`` and ``Module.to(...)`` follow PyTorch, so a
-program that picks ``"cuda" if minitorch.cuda.is_available() else "cpu"`` runs unchanged. A CUDA
-(or any other non-CPU) device can be named, as in PyTorch, but putting a tensor on it raises a
-RuntimeError saying minitorch has no backend for it.
+program that picks ``"cuda" if minitorch.cuda.is_available() else "cpu"`` runs unchanged. Any
+device PyTorch knows can be named; a tensor can be put on the CPU, and on a CUDA GPU where CuPy
+and a GPU are present (``device_arrays.py`` holds the arrays there); elsewhere putting a tensor
+on a device raises a RuntimeError saying why.
 
 Differs from PyTorch: a device also compares equal to its string (``x.device == "cpu"``), which
 ``torch.device`` does not.
@@ -91,7 +92,8 @@ CPU = device("cpu")
 
 def check_device(value, caller="device"):
     """Nothing for None or a CPU device (a ``device``, ``"cpu"``, ``"cpu:0"``); a RuntimeError for
-    any other device, naming it (minitorch computes on the CPU only)."""
+    any other device, naming it: for what makes CPU tensors only (``from_dlpack``, the legacy
+    typed constructors, ``Generator``)."""
     if value is None:
         return
     if isinstance(value, device) and value._type == "cpu":
@@ -103,10 +105,8 @@ def check_device(value, caller="device"):
                         f"{type(value).__name__}")
     if parsed.type == "cpu":
         return
-    hint = " (minitorch.cuda.is_available() is False)" if parsed.type == "cuda" else ""
-    raise RuntimeError(f"{caller}: device {str(parsed)!r} is not available: minitorch has no "
-                       f"{parsed.type.upper()} backend and computes on the CPU only{hint}; use "
-                       "device='cpu'")
+    raise RuntimeError(f"{caller}: device {str(parsed)!r} is not available here: {caller} works "
+                       "on the CPU only; use device='cpu'")
 
 
 def parse_to(args, kwargs, caller="to"):
@@ -114,7 +114,8 @@ def parse_to(args, kwargs, caller="to"):
     reads them: ``to(dtype)``, ``to(device, dtype=None)``, ``to(tensor)`` (its device and dtype),
     each followed by ``non_blocking`` and ``copy`` (positional or keyword), and the keywords
     ``device``, ``dtype``, ``non_blocking``, ``copy``, ``memory_format``. A string is a device
-    unless it names a dtype (``"float64"``). Checks that the device is the CPU."""
+    unless it names a dtype (``"float64"``). The device comes back parsed (a ``device``, or
+    None), not yet checked usable here (``device_arrays.resolve`` does that)."""
     kwargs = dict(kwargs)
     device_arg, dtype_arg = kwargs.pop("device", None), kwargs.pop("dtype", None)
     kwargs.pop("memory_format", None)  # layouts are numpy's: every format is accepted
@@ -140,5 +141,9 @@ def parse_to(args, kwargs, caller="to"):
         flags[name] = value
     if len(rest) > 2:
         raise TypeError(f"{caller}: too many positional arguments {tuple(args)!r}")
-    check_device(device_arg, caller)
+    if device_arg is not None and not isinstance(device_arg, device):
+        if not isinstance(device_arg, (str, int)) or isinstance(device_arg, bool):
+            raise TypeError(f"{caller}: device must be a str, an int or a minitorch.device, got "
+                            f"{type(device_arg).__name__}")
+        device_arg = device(device_arg)
     return device_arg, dtype_arg, bool(flags["copy"])

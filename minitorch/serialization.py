@@ -32,10 +32,11 @@ the data it announces; it raises ValueError naming what is wrong, so a truncated
 hostile file never loads and never makes ``load`` allocate more than the file holds.
 
 ``load`` takes PyTorch's ``map_location``, ``weights_only`` and ``mmap`` arguments, so that
-``torch.load(path, map_location="cpu", weights_only=True)`` calls run unchanged.
+``torch.load(path, map_location="cpu", weights_only=True)`` calls run unchanged. A GPU tensor is
+saved as its host copy; ``map_location="cuda"`` puts the loaded tensors on the GPU.
 
 May import: json, math, os, numpy, ``minitorch.files``, ``minitorch.tensor``, ``minitorch.dtype``,
-``minitorch.device``.
+``minitorch.device``, ``minitorch.device_arrays``.
 """
 import json
 import math
@@ -43,8 +44,8 @@ import os
 
 import numpy as np
 
-from .device import check_device
 from .device import device as _device
+from .device_arrays import resolve, to_host
 from .dtype import _BFLOAT16_NUMPY
 from .files import atomic_write, json_loads_strict, open_regular_file, read_up_to
 from .tensor import Tensor
@@ -149,7 +150,7 @@ def _describe(obj, where, path, tensors, name_of_tensor, taken_names, open_conta
         if name is None:
             name = _unique_name(".".join(path) or "tensor", taken_names)
             name_of_tensor[id(obj)] = name
-            tensors.append((name, obj._data))
+            tensors.append((name, to_host(obj._data)))  # a GPU tensor is saved as its host copy
         node = {"tensor": name}
         if obj.requires_grad:
             node["requires_grad"] = True
@@ -210,10 +211,11 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
     or its header is inconsistent, naming the tensor and the problem, and if ``f`` names a
     FIFO, a device or a directory rather than a regular file.
 
-    PyTorch's other arguments are accepted: ``map_location`` (None, ``"cpu"``, a CPU
-    ``device``, a dict mapping location names to ``"cpu"``, or a callable ``fn(tensor,
-    "cpu")`` whose result replaces each tensor; a CUDA location raises RuntimeError, as
-    PyTorch does without a GPU); ``weights_only`` (any value: the format never holds code, so
+    PyTorch's other arguments are accepted: ``map_location`` (None or ``"cpu"``: tensors load
+    on the CPU, where the file keeps them; ``"cuda"``, ``"cuda:1"``, a ``device``: moved there,
+    RuntimeError where CUDA is not available, as in PyTorch; a dict mapping location names to
+    devices, whose ``"cpu"`` entry applies; or a callable ``fn(tensor, "cpu")`` whose result
+    replaces each tensor); ``weights_only`` (any value: the format never holds code, so
     loading is always as safe as PyTorch's ``weights_only=True``); ``mmap`` (the data is read
     into memory either way); ``pickle_module`` and ``pickle_load_args`` (nothing is unpickled).
     """
@@ -231,8 +233,9 @@ def load(f, map_location=None, pickle_module=None, *, weights_only=None, mmap=No
 
 
 def _map_location(map_location):
-    """A function applied to each loaded tensor (or None), from ``load``'s ``map_location``,
-    after checking that every location it names is the CPU."""
+    """A function applied to each loaded tensor (or None), from ``load``'s ``map_location``:
+    tensors load on the CPU (the file names no device), then move to the device it names (a
+    dict's entry for ``"cpu"``), after checking that device usable here."""
     if map_location is None:
         return None
     if callable(map_location) and not isinstance(map_location, _device):
@@ -244,11 +247,14 @@ def _map_location(map_location):
             return result
         return remap
     if isinstance(map_location, dict):
-        for source, target in map_location.items():
-            check_device(target, f"load: map_location[{source!r}]")
+        targets = {source: resolve(target, f"load: map_location[{source!r}]")
+                   for source, target in map_location.items()}
+        target = targets.get("cpu", targets.get("cpu:0"))
+    else:
+        target = resolve(map_location, "load: map_location")
+    if target is None or target.type == "cpu":
         return None
-    check_device(map_location, "load: map_location")
-    return None
+    return lambda tensor: tensor.to(target)
 
 
 def _load_stream(stream, source, size, remap=None):

@@ -1,15 +1,17 @@
 """``Tensor``: an n-dimensional array, its gradient, and the graph node that produced it.
 
-The data is a numpy array (``._data``). This file holds what a tensor *is*: its identity in the
+The data is a numpy array (``._data``), or a GPU library's array for a CUDA tensor
+(``device_arrays.py``). This file holds what a tensor *is*: its identity in the
 graph (``requires_grad``, ``grad``, ``grad_fn``, ``is_leaf``), views and version counting, the
 generic in-place write (``_inplace``), hooks, and printing. What it can *do* (``x + y``,
 ``x.sum()``, ``x.add_(y)``, ``x.to(dtype)``, ``x.backward()``) is declared with each op in
 ``minitorch/ops`` and bound to the class when that package is imported.
-May import: ``minitorch.dtype``, ``minitorch.device`` and numpy (nothing above it).
+May import: ``minitorch.dtype``, ``minitorch.device``, ``minitorch.device_arrays`` and numpy
+(nothing above them).
 """
 import numpy as np
 
-from .device import CPU, check_device
+from .device_arrays import device_of, is_gpu_array, resolve, to_device
 from .dtype import _BY_NUMPY, as_dtype, bfloat16, bool_, get_default_dtype, int64
 
 
@@ -42,7 +44,8 @@ class Tensor:
     def _make(cls, array, requires_grad=False):
         """A tensor around an existing numpy array (no copy, no checks): the ops' fast path."""
         t = cls.__new__(cls)
-        if type(array) is not np.ndarray or array.dtype not in _NUMPY_OK:
+        if (type(array) is not np.ndarray or array.dtype not in _NUMPY_OK) and not (
+                is_gpu_array(array) and array.dtype in _NUMPY_OK):
             array = np.asarray(array)  # numpy scalars and odd dtypes; ops mostly skip this
             if array.dtype not in _NUMPY_OK:
                 array = array.astype(as_dtype(array.dtype).numpy)
@@ -98,20 +101,22 @@ class Tensor:
 
     @property
     def device(self):
-        """The tensor's device: always ``minitorch.device("cpu")`` (equal to ``"cpu"`` too)."""
-        return CPU
+        """The tensor's device: ``minitorch.device("cpu")`` (equal to ``"cpu"`` too), or
+        ``cuda:i`` for a tensor on a GPU."""
+        return device_of(self._data)
 
     @property
     def is_cuda(self):
-        return False
+        return is_gpu_array(self._data)
 
     @property
     def is_cpu(self):
-        return True
+        return not is_gpu_array(self._data)
 
     def get_device(self):
-        """-1 for a CPU tensor, as in PyTorch."""
-        return -1
+        """-1 for a CPU tensor, the GPU's index for a CUDA one, as in PyTorch."""
+        index = device_of(self._data).index
+        return -1 if index is None else index
 
     def element_size(self):
         """Bytes per element (``x.element_size()``; also ``x.itemsize``)."""
@@ -150,6 +155,8 @@ class Tensor:
         return strides if dim is None else strides[dim]
 
     def data_ptr(self):
+        if is_gpu_array(self._data):
+            return self._data.data.ptr
         return self._data.__array_interface__["data"][0]
 
     @property
@@ -164,6 +171,7 @@ class Tensor:
     def numpy(self, *, force=False):
         """The numpy array itself (shared memory); ``force=True`` gives a detached copy, as
         PyTorch's, for a tensor that requires grad too."""
+        _check_on_host(self, "numpy")
         if force:
             return self._data.copy()
         if self.requires_grad:
@@ -210,6 +218,7 @@ class Tensor:
         if self.requires_grad:  # the array would silently leave the graph: PyTorch refuses too
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. "
                                "Use tensor.detach().numpy() instead.")
+        _check_on_host(self, "__array__")
         if dtype is None or np.dtype(dtype) == self._data.dtype:
             return self._data.copy() if copy else self._data
         if copy is False:
@@ -222,6 +231,7 @@ class Tensor:
         the same memory; the consumer shares it."""
         if self.requires_grad:
             raise BufferError("Can't export tensors that require gradient, use tensor.detach()")
+        _check_on_host(self, "__dlpack__")
         if stream is not None:
             raise BufferError(f"__dlpack__: stream must be None for a CPU tensor, got {stream!r}")
         # Only the arguments given: numpy before 2.1 takes none of them.
@@ -230,31 +240,39 @@ class Tensor:
         return self._data.__dlpack__(**given)
 
     def __dlpack_device__(self):
+        _check_on_host(self, "__dlpack_device__")
         return self._data.__dlpack_device__()
 
     def is_floating_point(self):
         return self.dtype.is_floating_point
 
     def cpu(self, memory_format=None):
-        return self
+        """This tensor on the CPU: itself if it is there, else a copy (a node of the graph)."""
+        return self.to("cpu")
 
     def cuda(self, device=None, non_blocking=False, memory_format=None):
-        """Always a RuntimeError: minitorch has no CUDA backend."""
-        check_device("cuda" if device is None else device, "cuda")
-        raise RuntimeError("cuda: minitorch has no CUDA backend")  # a CPU device given: refuse
+        """This tensor on a GPU (the current one, or ``device``): RuntimeError where CUDA is
+        not available (``minitorch.cuda.is_available()``)."""
+        target = resolve("cuda" if device is None else device, "cuda")
+        if target.type != "cuda":
+            raise RuntimeError(f"cuda: Invalid device, must be cuda device, got {target}")
+        return self.to(target)
 
     # ------------------------------------------------------------------ new tensors like this one
     def _new(self, array, dtype, device, requires_grad, caller):
-        check_device(device, caller)
+        """A tensor of ``array`` (made on the host), on ``device`` or else this tensor's."""
+        target = self.device if device is None else resolve(device, caller)
         dtype = self.dtype if dtype is None else as_dtype(dtype)
-        t = Tensor._make(array if array.dtype == dtype.numpy else array.astype(dtype.numpy))
+        array = array if array.dtype == dtype.numpy else array.astype(dtype.numpy)
+        t = Tensor._make(to_device(array, target))
         return t.requires_grad_(True) if requires_grad else t
 
     def new_tensor(self, data, dtype=None, device=None, requires_grad=False):
         """A new tensor holding a copy of ``data``, of this tensor's dtype unless ``dtype``."""
-        check_device(device, "new_tensor")
-        t = Tensor(data, dtype=self.dtype if dtype is None else dtype)  # always a copy
-        return t.requires_grad_(True) if requires_grad else t
+        if isinstance(data, Tensor):
+            data = data.detach().cpu()
+        array = Tensor(data, dtype=self.dtype if dtype is None else dtype)._data  # a copy
+        return self._new(array, None, device, requires_grad, "new_tensor")
 
     def new_zeros(self, *size, dtype=None, device=None, requires_grad=False):
         dtype = self.dtype if dtype is None else as_dtype(dtype)
@@ -374,7 +392,7 @@ class Tensor:
     def __repr__(self):
         options = dict(separator=", ", prefix="tensor(", threshold=1000, edgeitems=3,
                        max_line_width=80)
-        shown = self._data
+        shown = self._data if not is_gpu_array(self._data) else self._data.get()
         if self.dtype is bfloat16:  # numpy prints it as no float: show its (exact) float32 values
             shown = shown.astype(np.float32)
         if self.dtype.is_floating_point and self._data.size:
@@ -386,6 +404,8 @@ class Tensor:
             extras.append(f"dtype={self.dtype}")
         if self._data.size == 0 and self.ndim != 1:
             extras.append(f"size={tuple(self.shape)}")
+        if is_gpu_array(self._data):
+            extras.append(f"device='{self.device}'")
         if self._ctx is not None:
             extras.append(f"grad_fn={self._ctx!r}")
         elif self.requires_grad:
@@ -416,6 +436,12 @@ class Tensor:
 
     def __reduce__(self):
         raise TypeError("minitorch tensors are not pickled: use minitorch.save (no pickle)")
+
+
+def _check_on_host(tensor, caller):
+    if is_gpu_array(tensor._data):
+        raise TypeError(f"{caller}: can't convert {tensor.device} device type tensor to numpy. "
+                        "Use Tensor.cpu() to copy the tensor to host memory first.")
 
 
 def _float_formatter(array):
@@ -504,6 +530,9 @@ def _to_array(data, dtype):
     """
     if isinstance(data, Tensor):
         data = data._data
+    if is_gpu_array(data):  # stays on its GPU; the same dtype rules
+        return data.astype(as_dtype(dtype).numpy if dtype is not None else
+                           _BY_NUMPY[data.dtype].numpy)
     if dtype is not None:
         dtype = as_dtype(dtype)
         numpy_data = isinstance(data, (np.ndarray, np.generic))

@@ -132,9 +132,9 @@ INVENTORY = {  # namespace -> the names minitorch provides there, as PyTorch doe
         TensorDataset WeightedRandomSampler default_collate default_convert
         get_worker_info random_split DistributedSampler""",
     "torch.cuda": """
-        current_device device_count empty_cache get_device_name is_available
-        is_bf16_supported is_initialized manual_seed manual_seed_all seed seed_all
-        set_device synchronize""",
+        current_device device device_count empty_cache get_device_name is_available
+        is_bf16_supported is_initialized manual_seed manual_seed_all memory_allocated seed
+        seed_all set_device synchronize""",
     "torch.backends.cudnn": """
         allow_tf32 benchmark deterministic enabled is_available version""",
     "torch.distributed": """

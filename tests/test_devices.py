@@ -99,8 +99,7 @@ def test_every_creation_function_takes_a_cpu_device_and_refuses_cuda(name):
         made = CREATORS[name](device)
         assert made.device == "cpu"
     for device in ("cuda", "cuda:0", mt.device("cuda", 1), 0, "mps"):
-        with pytest.raises(RuntimeError, match="minitorch has no .* backend and computes on "
-                                               "the CPU only"):
+        with pytest.raises(RuntimeError, match="is not (available|supported here)"):
             CREATORS[name](device)
 
 
@@ -140,11 +139,11 @@ def test_to_device_forms():
     assert moved is not x and moved.data_ptr() != x.data_ptr()
     assert x.cpu() is x
     for device in ("cuda", mt.device("cuda:0"), 0):
-        with pytest.raises(RuntimeError, match="no CUDA backend"):
+        with pytest.raises(RuntimeError, match="is not available.*cuda.is_available.. is False"):
             x.to(device)
-    with pytest.raises(RuntimeError, match="no CUDA backend"):
+    with pytest.raises(RuntimeError, match="is not available.*cuda.is_available.. is False"):
         x.to("cuda", mt.float64)
-    with pytest.raises(RuntimeError, match="no CUDA backend"):
+    with pytest.raises(RuntimeError, match="is not available.*cuda.is_available.. is False"):
         x.cuda()
     with pytest.raises(TypeError, match="expected a dtype, a device or a tensor"):
         x.to([1])
@@ -203,9 +202,9 @@ def test_module_to_device_and_dtype():
     net.to(dtype=mt.float64)
     net.double().float()
     assert weight.dtype is mt.float32
-    with pytest.raises(RuntimeError, match="no CUDA backend"):
+    with pytest.raises(RuntimeError, match="is not available.*cuda.is_available.. is False"):
         net.to("cuda")
-    with pytest.raises(RuntimeError, match="no CUDA backend"):
+    with pytest.raises(RuntimeError, match="is not available.*cuda.is_available.. is False"):
         net.cuda()
     with pytest.raises(TypeError, match="only accepts floating point"):
         net.to(mt.int32)
@@ -236,7 +235,7 @@ def test_cuda_module():
     assert mt.cuda.manual_seed(0) is None and mt.cuda.manual_seed_all(0) is None
     assert mt.cuda.empty_cache() is None and not mt.cuda.is_initialized()
     for fn in (mt.cuda.current_device, mt.cuda.synchronize, mt.cuda.get_device_name):
-        with pytest.raises(RuntimeError, match="no CUDA device"):
+        with pytest.raises(RuntimeError, match="CUDA is not available"):
             fn()
 
 

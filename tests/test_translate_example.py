@@ -135,3 +135,16 @@ def test_progress_prints_plain_lines_without_tqdm(monkeypatch, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and lines[-1].startswith("epoch 1/1 4/4 loss 1.500")
     assert "tok/s" in lines[-1] and "lr 1.00e-03" in lines[-1]
+
+
+def test_device_flag_is_checked_before_anything_is_written(tmp_path, capsys):
+    import minitorch
+    out = tmp_path / "run"
+    bad = ["mps", "gpu"] + ([] if minitorch.cuda.is_available() else ["cuda", "cuda:0"])
+    for device in bad:
+        with pytest.raises(SystemExit) as info:
+            translate_example.main(TINY + ["--max-steps", "1", "--device", device,
+                                           "--out", str(out)])
+        assert info.value.code == 2
+        assert f"--device {device}" in capsys.readouterr().err
+    assert not out.exists()

@@ -33,7 +33,7 @@ def _initial_grads(outputs, grad_outputs):
             if out.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
                                    f"output {i} has shape {tuple(out.shape)}: pass a gradient")
-            g = Tensor._make(np.ones(out.shape, dtype=out._data.dtype))
+            g = Tensor._make(np.ones_like(out._data))
         elif not isinstance(g, Tensor):
             g = Tensor(g, dtype=out.dtype)
         if tuple(g.shape) != tuple(out.shape):

@@ -27,8 +27,8 @@ limit.
 from sys import getrefcount
 from weakref import getweakrefcount
 
-import numpy as np
 
+from ..device_arrays import array_module
 from ..dtype import _BY_NUMPY
 from . import anomaly
 from .function import _tensor_class
@@ -193,7 +193,8 @@ class GradientBuffer:
         grads = self.nodes.pop(node, None)
         if grads is not None and len(grads) > 1:  # one output: its gradient is there
             make = _tensor_class()._make
-            grads = [make(np.zeros(shape, dtype)) if grad is None else grad
+            xp = array_module(next(g for g in grads if g is not None)._data)  # their device
+            grads = [make(xp.zeros(shape, dtype)) if grad is None else grad
                      for grad, (shape, dtype) in zip(grads, node.output_meta)]
         return grads
 

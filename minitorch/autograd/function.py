@@ -21,6 +21,7 @@ and it points at its inputs (a leaf itself; an input another node made, through 
 what backward needs of it, it saves). The engine (engine.py) later walks these nodes
 backwards, calling ``fn.backward(ctx, *output_grads)`` on each.
 """
+from ..device_arrays import check_same_device
 from ..dtype import _BY_NUMPY
 from .grad_mode import _state as _grad_state
 
@@ -171,14 +172,22 @@ class Function:
             ctx._outside_graph = True
         # 2. forward, with grad mode off (``with no_grad():`` inlined: apply runs for every op;
         # the mode is thread-local, and with it already off there is nothing to switch)
+        # (an error there from inputs on two devices is reported as that: _name_devices)
         if grad_mode:
             state.enabled = False
             try:
                 outputs = cls.forward(ctx, *args, **kwargs)
+            except Exception as error:
+                _name_devices(cls, args, error)
+                raise
             finally:
                 state.enabled = True
         else:
-            outputs = cls.forward(ctx, *args, **kwargs)
+            try:
+                outputs = cls.forward(ctx, *args, **kwargs)
+            except Exception as error:
+                _name_devices(cls, args, error)
+                raise
         # 3. each float output points at ctx
         if recording:
             if type(outputs) is not tuple:  # one output (most ops): no loop
@@ -195,3 +204,14 @@ class Function:
                     continue
                 out._ctx, out._output_nr, out.requires_grad = ctx, index, True
         return outputs
+
+
+def _name_devices(cls, args, error):
+    """A forward that failed on inputs from two devices: RuntimeError naming both (numpy's or
+    the GPU library's own error says only that an array was of the wrong type)."""
+    arrays = [a._data for a in args if isinstance(a, _tensor_class())]
+    if len(arrays) > 1:
+        try:
+            check_same_device(arrays, cls.__name__)
+        except RuntimeError as mixed:
+            raise mixed from error

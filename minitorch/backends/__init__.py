@@ -14,7 +14,10 @@ backend for every thread.
 
 The kernels take float32 and float64. The ops reach them through ``current()``, which runs
 float16 and bfloat16 arrays in float32 and rounds the results back (PyTorch's CPU kernels
-compute half types in float32 too), so one op definition serves every dtype.
+compute half types in float32 too), so one op definition serves every dtype. A call whose
+arrays live on a GPU goes to the GPU's kernels instead (``cuda_kernels``: csrc/cuda's), or, for
+a kernel csrc/cuda lacks, to the numpy backend's function, whose numpy calls then run on the
+GPU arrays' library; its arrays must all be on that GPU (a RuntimeError naming both devices).
 
 PyTorch's flag modules, so that programs setting them run unchanged: ``backends.cudnn``
 (``benchmark``, ``deterministic``, ``enabled``, ``allow_tf32``), ``backends.cuda``
@@ -28,6 +31,7 @@ import sys
 
 import numpy as np
 
+from ..device_arrays import check_same_device, gpu_kernels, gpu_library, is_gpu_array
 from . import cuda, cudnn, mps, numpy_backend  # noqa: F401  (cuda, cudnn, mps: flags for users)
 
 available = {"numpy": numpy_backend}
@@ -73,18 +77,21 @@ class _HalfAsFloat32:
     def __getattr__(self, name):
         value = getattr(self._module, name)
         if callable(value) and not name.startswith("_"):
-            value = _half_as_float32(value)
+            value = _half_as_float32(value, name)
         setattr(self, name, value)
         return value
 
 
-def _half_as_float32(kernel):
+def _half_as_float32(kernel, name):
     @functools.wraps(kernel)
     def call(*args, **kwargs):
         for a in args:  # itemsize first: a cheap test that float32/float64 arrays fail
-            if type(a) is np.ndarray and a.itemsize == 2 and a.dtype in _HALF:
-                half = a.dtype
-                break
+            if type(a) is np.ndarray:
+                if a.itemsize == 2 and a.dtype in _HALF:
+                    half = a.dtype
+                    break
+            elif is_gpu_array(a):
+                return _on_gpu(name, args, kwargs)
         else:
             half = next((a.dtype for a in kwargs.values()
                          if type(a) is np.ndarray and a.dtype in _HALF), None) if kwargs else None
@@ -98,6 +105,16 @@ def _half_as_float32(kernel):
         out[...] = result
         return out
     return call
+
+
+def _on_gpu(name, args, kwargs):
+    """Kernel ``name`` on GPU arrays: csrc/cuda's where it has one, else the numpy backend's;
+    run with the arrays' GPU current (a kernel runs on the current GPU)."""
+    device = check_same_device([a for a in (*args, *kwargs.values())
+                                if type(a) is np.ndarray or is_gpu_array(a)], name)
+    kernel = getattr(gpu_kernels(), name, None) or getattr(numpy_backend, name)
+    with gpu_library().cuda.Device(device.index):
+        return kernel(*args, **kwargs)
 
 
 def _widen(value):

@@ -1,14 +1,23 @@
 """Argument checks shared by every backend, so each raises the same error, naming the argument,
-for the same bad input. Imports: numpy only."""
+for the same bad input. The numpy backend's functions also run on GPU arrays (see
+``backends/__init__.py``), so an array here is numpy's or the GPU library's; the C backend reads
+only numpy's (a GPU array has no buffer for it: a TypeError there).
+Imports: numpy, ``minitorch.device_arrays``."""
 import numpy as np
+
+from ..device_arrays import is_gpu_array
 
 FLOAT_DTYPES = (np.float32, np.float64)
 REDUCTIONS = ("mean", "sum", "none")
 GELU_APPROXIMATIONS = ("none", "tanh")
 
 
+def _is_array(x):
+    return isinstance(x, np.ndarray) or is_gpu_array(x)
+
+
 def check_float(name, x, dtype=None):
-    if not isinstance(x, np.ndarray):
+    if not _is_array(x):
         raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
     if x.dtype not in FLOAT_DTYPES:
         raise TypeError(f"{name} must be float32 or float64, got {x.dtype}")
@@ -75,7 +84,7 @@ def check_label_smoothing(label_smoothing):
 
 def check_target(logits, target, ignore_index):
     """target: int64 (N,) for logits (N, C), each in [0, C) or equal to ignore_index."""
-    if not isinstance(target, np.ndarray):
+    if not _is_array(target):
         raise TypeError(f"target must be a numpy.ndarray, got {type(target).__name__}")
     if target.dtype != np.int64:
         raise TypeError(f"target must be int64, got {target.dtype}")
@@ -120,7 +129,7 @@ def check_row_indices(src, rows, out_rows):
     check_float("src", src)
     if src.ndim < 1:
         raise ValueError(f"src must have at least 1 dim, got shape {src.shape}")
-    if not isinstance(rows, np.ndarray) or rows.dtype != np.int64:
+    if not _is_array(rows) or rows.dtype != np.int64:
         raise TypeError(f"rows must be an int64 numpy.ndarray, got "
                         f"{getattr(rows, 'dtype', type(rows).__name__)}")
     if rows.shape != src.shape[:1]:
@@ -355,7 +364,7 @@ def check_max_pool2d_backward(dy, indices, input_size):
     check_float("dy", dy)
     if dy.ndim != 4:
         raise ValueError(f"dy must be 4-d (N, C, OH, OW), got shape {dy.shape}")
-    if not isinstance(indices, np.ndarray) or indices.dtype != np.int64:
+    if not _is_array(indices) or indices.dtype != np.int64:
         raise TypeError(f"indices must be an int64 numpy.ndarray, got "
                         f"{getattr(indices, 'dtype', type(indices).__name__)}")
     check_same_shape("indices", indices, dy.shape)
@@ -384,7 +393,7 @@ def check_attention_step(q, k, v, mask, causal_offset):
         raise ValueError(f"v must have shape (N, H, S, Dv) with {(n, h, s)} first, got "
                          f"{v.shape}")
     if mask is not None:
-        if not isinstance(mask, np.ndarray) or mask.dtype != np.bool_:
+        if not _is_array(mask) or mask.dtype != np.bool_:
             raise TypeError(f"mask must be a bool numpy.ndarray or None, got "
                             f"{getattr(mask, 'dtype', type(mask).__name__)}")
         try:

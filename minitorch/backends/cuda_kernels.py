@@ -5,13 +5,15 @@ and semantics of ``c_backend``'s (matmul, gemm, softmax_forward / softmax_backwa
 log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
 layer_norm_forward / layer_norm_backward), but take and return ``cupy.ndarray``s that live on
 the current GPU. As in ``c_backend``, every check that protects memory happens here, before a
-kernel runs: dtypes, shapes, target ranges; outputs are new C-contiguous arrays. Tensors,
-devices and ops do not use this module yet.
+kernel runs: dtypes, shapes, target ranges; outputs are new C-contiguous arrays. The ops of
+CUDA tensors reach them through ``backends.current()``, which sends a call on GPU arrays here
+(``backends/__init__.py``), with the arrays' GPU made current.
 
 Each .cu file is compiled for the GPU at hand at its first use, through CuPy's RawModule
 (NVRTC), and cached by CuPy (in memory, and on disk under ~/.cupy/kernel_cache). The sources
-are read from the source tree's csrc/cuda/; their one include, common.cuh, is pasted in before
-compiling, so that the source CuPy hashes for its cache is all of the code.
+are read from the source tree's csrc/cuda/ (an installed wheel carries a copy, cuda_src/); their
+one include, common.cuh, is pasted in before compiling, so that the source CuPy hashes for its
+cache is all of the code.
 
 CuPy is optional: importing this module never imports it (nor does ``import minitorch``); a
 function called where CuPy or a GPU is missing raises RuntimeError saying which.
@@ -28,8 +30,12 @@ import numpy as np
 
 from .checks import broadcast_shape, check_label_smoothing, check_reduction, check_same_shape
 
-CUDA_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+# The sources: the source tree's csrc/cuda in a checkout or an editable install; the copy that
+# setup.py's build_py puts beside this file in an installed wheel.
+_SOURCE_TREE = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
     __file__)))), "csrc", "cuda")
+_PACKAGED = os.path.join(os.path.dirname(os.path.abspath(__file__)), "cuda_src")
+CUDA_DIR = _SOURCE_TREE if os.path.isdir(_SOURCE_TREE) else _PACKAGED
 _COMMON_HEADER = "common.cuh"
 NVRTC_OPTIONS = ("--std=c++17",)
 
@@ -82,7 +88,7 @@ def kernel_source(filename, cuda_dir=None):
     path = os.path.join(cuda_dir, filename)
     if not os.path.exists(path):
         raise RuntimeError(f"{path} not found: the CUDA kernels are compiled from the source "
-                           "tree's csrc/cuda/ (a checkout or an editable install)")
+                           "tree's csrc/cuda/, or the copy an installed wheel carries")
     with open(path, encoding="utf-8") as f:
         source = f.read()
     with open(os.path.join(cuda_dir, _COMMON_HEADER), encoding="utf-8") as f:

@@ -2,7 +2,8 @@
 
 This is the oracle the C (and any other) backend is tested against, so clarity beats speed:
 short functions, the formula in a comment, float64 where the formula needs headroom.
-Imports: numpy (and threadpoolctl for the BLAS thread count), never the rest of minitorch.
+Imports: numpy (and threadpoolctl for the BLAS thread count) and ``minitorch.device_arrays``
+(the array module of a GPU array, for the arrays a kernel makes), never the rest of minitorch.
 
 API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
@@ -34,7 +35,9 @@ import math
 
 import numpy as np
 
+from ..device_arrays import array_module, on_device_of, to_host
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
+                     _is_array,
                      check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds,
                      check_conv2d,
                      check_conv2d_backward_input, check_conv2d_backward_weight, check_float,
@@ -80,8 +83,9 @@ def get_num_threads():
 # ---------------------------------------------------------------------------------------------
 def matmul(a, b):
     """C[..., i, j] = sum_k A[..., i, k] B[..., k, j], batch dims broadcast like np.matmul."""
+    xp = array_module(a)
     check_matmul_operands(a, b)
-    return np.ascontiguousarray(np.matmul(a, b))
+    return xp.ascontiguousarray(np.matmul(a, b))
 
 
 def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
@@ -103,19 +107,20 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
 # ---------------------------------------------------------------------------------------------
 def _excluded_entries(x, mask, causal):
     """Boolean array (broadcast to x) of entries that take no part: bool mask True, causal j > i."""
-    excluded = np.zeros(x.shape, dtype=bool)
+    xp = array_module(x)
+    excluded = xp.zeros(x.shape, dtype=bool)
     if mask is not None and mask.dtype == np.bool_:
         excluded |= np.broadcast_to(mask, x.shape)
     if causal:
         lq, lk = x.shape[-2], x.shape[-1]
-        excluded |= np.triu(np.ones((lq, lk), dtype=bool), k=1)  # key j > query i
+        excluded |= np.triu(xp.ones((lq, lk), dtype=bool), k=1)  # key j > query i
     return excluded
 
 
 def _check_mask(x, mask):
     if mask is None:
         return
-    if not isinstance(mask, np.ndarray):
+    if not _is_array(mask):
         raise TypeError(f"mask must be a numpy.ndarray or None, got {type(mask).__name__}")
     if mask.dtype != np.bool_ and mask.dtype != x.dtype:
         raise TypeError(f"mask must be bool or {x.dtype} (the dtype of x), got {mask.dtype}")
@@ -201,6 +206,7 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
     and is 0.0 when every row is ignored), (N,) for "none"; lse (N, 2) float64, the columns
     m_i and s_i, kept for backward.
     """
+    xp = array_module(logits)
     check_float("logits", logits)
     check_reduction(reduction)
     check_label_smoothing(label_smoothing)
@@ -210,7 +216,7 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
     m, log_sum = _logsumexp(x64)
     kept = target != ignore_index
     safe_target = np.where(kept, target, 0)
-    picked = x64[np.arange(x64.shape[0]), safe_target] if x64.shape[0] else np.zeros(0)
+    picked = x64[xp.arange(x64.shape[0]), safe_target] if x64.shape[0] else xp.zeros(0)
     with np.errstate(invalid="ignore"):  # NaN rows stay NaN, as in PyTorch
         per_row = (1.0 - eps) * ((m[:, 0] - picked) + log_sum[:, 0])
         if eps != 0.0:  # distances below m: the mean of x itself overflows near 3e38
@@ -224,13 +230,14 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
     if reduction == "mean":
         count = int(kept.sum())
         total = total / count if count else 0.0
-    return np.asarray(total, dtype=dtype), lse
+    return xp.asarray(total, dtype=dtype), lse
 
 
 def _cross_entropy_row_grad(grad, target, ignore_index, reduction, dtype):
     """dLoss/dloss_i for every row: grad/count (mean), grad (sum), grad_i (none)."""
-    if not isinstance(grad, np.ndarray):
-        grad = np.asarray(grad, dtype=dtype)
+    xp = array_module(target)
+    if not _is_array(grad):
+        grad = xp.asarray(grad, dtype=dtype)
     check_float("grad", grad, dtype)
     n = target.shape[0]
     if reduction == "none":
@@ -241,12 +248,13 @@ def _cross_entropy_row_grad(grad, target, ignore_index, reduction, dtype):
     if reduction == "mean":
         count = int((target != ignore_index).sum())
         g = g / count if count else 0.0
-    return np.full(n, g)
+    return xp.full(n, g)
 
 
 def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_smoothing=0.0,
                            reduction="mean"):
     """dlogits_ic = g_i (softmax(x_i)_c - (1-eps)[c == t_i] - eps/C); 0 for ignored rows."""
+    xp = array_module(logits)
     check_float("logits", logits)
     check_reduction(reduction)
     check_label_smoothing(label_smoothing)
@@ -260,9 +268,9 @@ def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_s
     lse = lse.astype(np.float64)
     with np.errstate(invalid="ignore"):
         probs = np.exp((x64 - lse[:, :1]) - lse[:, 1:])
-    onehot = np.zeros((n, c))
+    onehot = xp.zeros((n, c))
     kept = target != ignore_index
-    onehot[np.arange(n)[kept], target[kept]] = 1.0
+    onehot[xp.arange(n)[kept], target[kept]] = 1.0
     d = g[:, None] * (probs - (1.0 - eps) * onehot - eps / c)
     d[~kept] = 0.0
     return d.astype(logits.dtype)
@@ -286,11 +294,12 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
 
     Returns (y, mean, rstd) with mean, rstd of shape x.shape[:-1]; statistics in float64.
     """
+    xp = array_module(x)
     check_float("x", x)
     _check_layer_norm_params(x, weight, bias)
     x64 = x.astype(np.float64)
     if x.shape[-1] == 0:
-        empty = np.zeros(x.shape[:-1], dtype=x.dtype)
+        empty = xp.zeros(x.shape[:-1], dtype=x.dtype)
         return np.zeros_like(x), empty, empty.copy()
     mean = x64.mean(axis=-1, keepdims=True)
     var = ((x64 - mean) ** 2).mean(axis=-1, keepdims=True)  # two-pass: no E[x^2]-E[x]^2
@@ -336,11 +345,12 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
 def rms_norm_forward(x, weight, eps):
     """y = x * rstd * w over the last dim, rstd = 1 / sqrt(mean(x^2) + eps). Returns (y, rstd)
     with rstd of shape x.shape[:-1]."""
+    xp = array_module(x)
     check_float("x", x)
     _check_layer_norm_params(x, weight, None)
     x64 = x.astype(np.float64)
     if x.shape[-1] == 0:
-        return np.zeros_like(x), np.zeros(x.shape[:-1], dtype=x.dtype)
+        return np.zeros_like(x), xp.zeros(x.shape[:-1], dtype=x.dtype)
     rstd = 1.0 / np.sqrt((x64 * x64).mean(axis=-1, keepdims=True) + eps)
     y = x64 * rstd
     if weight is not None:
@@ -431,11 +441,17 @@ def silu_backward(dy, x):
         return (dy * s * (1.0 + x * (1.0 - s))).astype(dy.dtype)
 
 
+def _per_element(fn, x):
+    """float64 ``fn`` (a ``math`` function) of each element of x; a GPU array's values make a
+    round trip through the host (math runs there)."""
+    values = np.vectorize(fn, otypes=[np.float64])(to_host(x))
+    return on_device_of(values, x)
+
+
 def _normal_cdf64(x):
     """P(x) = erfc(-x / sqrt 2) / 2 (no cancellation where P is tiny), math.erfc per element:
     numpy has no erf."""
-    erfc = np.vectorize(math.erfc, otypes=[np.float64])
-    return 0.5 * erfc(-x.astype(np.float64) / np.sqrt(2.0))
+    return 0.5 * _per_element(math.erfc, -x.astype(np.float64) / np.sqrt(2.0))
 
 
 def gelu_forward(x, approximate="none"):
@@ -477,7 +493,7 @@ def _gelu_slope64(x, approximate):
 def erf_forward(x):
     """y = erf(x), math.erf per element: numpy has no erf."""
     check_float("x", x)
-    return np.vectorize(math.erf, otypes=[np.float64])(x).astype(x.dtype)
+    return _per_element(math.erf, x).astype(x.dtype)
 
 
 def rsqrt_forward(x):
@@ -549,8 +565,9 @@ def amax_rows(x, largest=True):
 def index_add_rows(src, rows, out_rows):
     """out = zeros((out_rows,) + src.shape[1:]); out[rows[i]] += src[i] for every i (repeated
     rows add up)."""
+    xp = array_module(src)
     check_row_indices(src, rows, out_rows)
-    out = np.zeros((out_rows,) + src.shape[1:], src.dtype)
+    out = xp.zeros((out_rows,) + src.shape[1:], src.dtype)
     np.add.at(out, rows, src)
     return out
 
@@ -570,9 +587,10 @@ _UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divi
 def arith(op, a, b, out=None):
     """a (op) b for op in add, sub, mul, div, on the layouts of checks.arith_layout (equal
     shapes, an array and one value, an array and a trailing row); into out if given."""
+    xp = array_module(a)
     _, shape = check_arith(op, a, b, out)
     result = _UFUNCS[op](a, b, out=out)
-    return np.asarray(result).reshape(shape)
+    return xp.asarray(result).reshape(shape)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -695,6 +713,7 @@ def conv2d_forward(x, weight, bias, stride, padding, dilation, groups):
 def conv2d_backward_input(dy, weight, input_size, stride, padding, dilation, groups):
     """dx (N, C, H, W) = the adjoint of conv2d_forward in x: each output's gradient times the
     weights goes back to every input position in its receptive field (col2im)."""
+    xp = array_module(dy)
     stride, padding, dilation, groups = check_conv2d_backward_input(
         dy, weight, input_size, stride, padding, dilation, groups)
     n, o = dy.shape[:2]
@@ -706,12 +725,12 @@ def conv2d_backward_input(dy, weight, input_size, stride, padding, dilation, gro
     dfields = np.einsum("gocpq,ngoij->ngcpqij", w, d, optimize=True)
     dfields = dfields.reshape((n, groups * c_group, kh, kw, oh, ow))
     h, w_ = input_size
-    dxpad = np.zeros((n, groups * c_group, h + 2 * ph, w_ + 2 * pw))
+    dxpad = xp.zeros((n, groups * c_group, h + 2 * ph, w_ + 2 * pw))
     for p in range(kh):
         for q in range(kw):
             dxpad[:, :, p * dh:p * dh + sh * (oh - 1) + 1:sh,
                   q * dw:q * dw + sw * (ow - 1) + 1:sw] += dfields[:, :, p, q]
-    return np.ascontiguousarray(dxpad[:, :, ph:ph + h, pw:pw + w_]).astype(dy.dtype)
+    return xp.ascontiguousarray(dxpad[:, :, ph:ph + h, pw:pw + w_]).astype(dy.dtype)
 
 
 def conv2d_backward_weight(dy, x, kernel_size, stride, padding, dilation, groups):
@@ -744,14 +763,15 @@ def _valid_outputs(out, size, offset, stride, padding):
 def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode=False):
     """(y, indices) of (N, C, OH, OW): each window's maximum and its flat position h W + w in
     its (H, W) plane (the first of equal ones; a NaN wins)."""
+    xp = array_module(x)
     (kernel, stride, padding, dilation), out = check_max_pool2d(x, kernel_size, stride, padding,
                                                                 dilation, ceil_mode)
     n, c, h, w = x.shape
-    best = np.full((n, c) + out, -np.inf, dtype=x.dtype)
-    index = np.empty((n, c) + out, dtype=np.int64)
-    first_row = np.arange(out[0]) * stride[0] - padding[0]   # each window's first element
+    best = xp.full((n, c) + out, -np.inf, dtype=x.dtype)
+    index = xp.empty((n, c) + out, dtype=np.int64)
+    first_row = xp.arange(out[0]) * stride[0] - padding[0]   # each window's first element
     first_row = np.where(first_row < 0, first_row % dilation[0], first_row)  # inside x
-    first_col = np.arange(out[1]) * stride[1] - padding[1]
+    first_col = xp.arange(out[1]) * stride[1] - padding[1]
     first_col = np.where(first_col < 0, first_col % dilation[1], first_col)
     index[...] = first_row[:, None] * w + first_col[None, :]
     for p in range(kernel[0]):
@@ -765,8 +785,8 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode=Fals
             running = best[:, :, i0:i1, j0:j1]
             take = (values > running) | np.isnan(values)
             np.copyto(running, values, where=take)
-            positions = ((row + stride[0] * np.arange(i1 - i0))[:, None] * w
-                         + (col + stride[1] * np.arange(j1 - j0))[None, :])
+            positions = ((row + stride[0] * xp.arange(i1 - i0))[:, None] * w
+                         + (col + stride[1] * xp.arange(j1 - j0))[None, :])
             np.copyto(index[:, :, i0:i1, j0:j1], np.broadcast_to(positions, take.shape),
                       where=take)
     return best, index
@@ -774,9 +794,10 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode=Fals
 
 def max_pool2d_backward(dy, indices, input_size):
     """dx (N, C, H, W): zeros with each output's gradient added at its maximum's position."""
+    xp = array_module(dy)
     h, w = check_max_pool2d_backward(dy, indices, input_size)
     n, c = dy.shape[:2]
-    planes = np.arange(n * c, dtype=np.int64).reshape(n, c, 1, 1) * (h * w)
+    planes = xp.arange(n * c, dtype=np.int64).reshape(n, c, 1, 1) * (h * w)
     sums = np.bincount((planes + indices).ravel(), weights=dy.astype(np.float64).ravel(),
                        minlength=n * c * h * w)
     return sums.astype(dy.dtype).reshape(n, c, h, w)
@@ -872,10 +893,11 @@ def _check_adam_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, ste
 def sum_cols(x):
     """y[j] = sum_i x[i, j] over a 2-d x (the gradient of a bias added to every row), summed
     in x's dtype row after row: numpy's order for the first axis of a C-contiguous array."""
+    xp = array_module(x)
     check_float("x", x)
     if x.ndim != 2:
         raise ValueError(f"x must be 2-d, got shape {x.shape}")
-    return np.ascontiguousarray(x).sum(axis=0)
+    return xp.ascontiguousarray(x).sum(axis=0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -890,14 +912,15 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
     j > i + p (the L queries are positions p..p+L-1 of the S keys). A query with every key
     excluded gets zero weights and a zero output.
     """
+    xp = array_module(q)
     check_attention_step(q, k, v, mask, causal_offset)
     z = np.matmul(q.astype(np.float64), k.astype(np.float64).swapaxes(-1, -2)) * float(scale)
-    excluded = np.zeros(z.shape, dtype=bool)
+    excluded = xp.zeros(z.shape, dtype=bool)
     if mask is not None:
         excluded |= np.broadcast_to(mask, z.shape)
     if causal_offset is not None:
         lq, s = z.shape[-2:]
-        excluded |= np.arange(s) > np.arange(lq)[:, None] + causal_offset
+        excluded |= xp.arange(s) > xp.arange(lq)[:, None] + causal_offset
     z = np.where(excluded, -np.inf, z)
     row_max = np.max(z, axis=-1, keepdims=True, initial=-np.inf)
     row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully excluded row: no -inf - -inf
@@ -906,4 +929,4 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         total = np.sum(e, axis=-1, keepdims=True)
         weights = e / np.where(total == 0, 1.0, total)
     out = np.matmul(weights, v.astype(np.float64)).transpose(0, 2, 1, 3)
-    return np.ascontiguousarray(out, dtype=q.dtype), weights.astype(q.dtype)
+    return xp.ascontiguousarray(out, dtype=q.dtype), weights.astype(q.dtype)

@@ -18,6 +18,7 @@ import numpy as np
 from .. import backends, ops
 from ..autograd import is_grad_enabled
 from ..creation import empty
+from ..device_arrays import array_module, on_device_of, to_host
 from ..dtype import bool_
 from ..tensor import Tensor
 from . import functional as F
@@ -75,8 +76,9 @@ class KVCache:
                 self.values = ops.cat([self.values, values], dim=2)
             return
         if self.static:
-            self._keys_t = np.ascontiguousarray(keys._data.swapaxes(-1, -2))
-            self._values = np.ascontiguousarray(values._data)
+            xp = array_module(keys._data)
+            self._keys_t = xp.ascontiguousarray(keys._data.swapaxes(-1, -2))
+            self._values = xp.ascontiguousarray(values._data)
             self._length = keys.shape[2]
             self._origin = np.arange(keys.shape[0])
         else:
@@ -95,10 +97,12 @@ class KVCache:
                              f"new keys {n}")
         if self._keys_t is None or self._keys_t.shape[0] != n:
             start, stop = 0, new
-            self._allocate(n, h, d, values.shape[3], max(self.capacity, stop), keys.dtype)
+            self._allocate(array_module(keys), n, h, d, values.shape[3],
+                           max(self.capacity, stop), keys.dtype)
         elif stop > self._keys_t.shape[3]:  # full: double, keep the first `start` positions
             kt, v = self._keys_t, self._values
-            self._allocate(n, h, d, v.shape[3], max(2 * kt.shape[3], stop), kt.dtype)
+            self._allocate(array_module(kt), n, h, d, v.shape[3], max(2 * kt.shape[3], stop),
+                           kt.dtype)
             self._keys_t[..., :start] = kt[..., :start]
             self._values[:, :, :start] = v[:, :, :start]
         if new == 1:  # a decoding step: copies along the head dim, not one element per row
@@ -109,9 +113,9 @@ class KVCache:
             self._values[:, :, start:stop] = values
         self._length = stop
 
-    def _allocate(self, n, h, d, dv, capacity, dtype):
-        self._keys_t = np.empty((n, h, d, capacity), dtype)
-        self._values = np.empty((n, h, capacity, dv), dtype)
+    def _allocate(self, xp, n, h, d, dv, capacity, dtype):
+        self._keys_t = xp.empty((n, h, d, capacity), dtype)
+        self._values = xp.empty((n, h, capacity, dv), dtype)
         self._spare = None
 
     def _publish(self):
@@ -129,7 +133,7 @@ class KVCache:
             self.keys = self.keys.index_select(0, index)
             self.values = self.values.index_select(0, index)
             return
-        rows = index._data.reshape(-1)
+        rows = to_host(index._data).reshape(-1)  # checked and compared on the host
         n = self._keys_t.shape[0]
         if rows.size and (rows.min() < -n or rows.max() >= n):
             raise IndexError(f"KVCache.reorder: index out of range for {n} rows (min "
@@ -140,13 +144,18 @@ class KVCache:
             if origin.shape == self._origin.shape and np.array_equal(origin, self._origin):
                 return  # every row gets the keys/values it holds already
             self._origin = origin
+        xp = array_module(self._keys_t)
         if self._spare is None or self._spare[0].shape[0] != rows.size:
-            self._spare = (np.empty((rows.size,) + self._keys_t.shape[1:], self._keys_t.dtype),
-                           np.empty((rows.size,) + self._values.shape[1:], self._values.dtype))
+            self._spare = (xp.empty((rows.size,) + self._keys_t.shape[1:], self._keys_t.dtype),
+                           xp.empty((rows.size,) + self._values.shape[1:], self._values.dtype))
         kt, v = self._spare
-        # mode="wrap" (the rows are checked above) writes straight into `out`: "raise" buffers
-        np.take(self._keys_t, rows, axis=0, out=kt, mode="wrap")
-        np.take(self._values, rows, axis=0, out=v, mode="wrap")
+        if xp is np:  # mode="wrap" (rows checked above) writes straight into `out`: "raise" buffers
+            np.take(self._keys_t, rows, axis=0, out=kt, mode="wrap")
+            np.take(self._values, rows, axis=0, out=v, mode="wrap")
+        else:
+            rows = on_device_of(rows, self._keys_t)
+            xp.take(self._keys_t, rows, axis=0, out=kt)
+            xp.take(self._values, rows, axis=0, out=v)
         self._spare = (self._keys_t, self._values)
         self._keys_t, self._values = kt, v
         self._publish()
@@ -350,7 +359,8 @@ class MultiheadAttention(Module):
         if causal and past:  # the kernel's causal mask is top-left; the new queries are the last
             causal = False
             if tgt_len > 1:
-                attn_mask = Tensor._make(np.triu(np.ones((tgt_len, src_len), bool), past + 1))
+                attn_mask = Tensor._make(on_device_of(
+                    np.triu(np.ones((tgt_len, src_len), bool), past + 1), q._data))
         mask = self._combined_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, q.dtype)
         dropout_p = self.dropout if self.training else 0.0
         out, weights = F._attention(q, k, v, mask, causal, 1.0 / math.sqrt(self.head_dim),

@@ -13,7 +13,8 @@ The hot paths run on the fused kernels of ``minitorch/ops/fused.py`` (softmax wi
 and causal; layer norm; cross-entropy). Where minitorch differs from PyTorch (a fully masked
 attention row gives zeros instead of NaN; a "mean" loss over only ignored targets is 0 instead
 of NaN) the docstring says so.
-May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.random``.
+May import: ``minitorch.ops``, ``minitorch.autograd``, ``minitorch.tensor``, ``minitorch.random``,
+``minitorch.device_arrays``.
 """
 import math
 import warnings
@@ -27,6 +28,7 @@ from ..ops import registry as _registry
 from ..ops.fused import CrossEntropy, Softmax
 from ..ops.linalg import Linear as _LinearFunction
 from ..ops.losses import reduce_loss, reduction_argument
+from ..device_arrays import on_device_of
 from ..random import generator
 from ..tensor import Tensor
 
@@ -168,8 +170,8 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return input * 0.0
-    keep = generator().random(tuple(input.shape)) >= p
-    return input * _make((keep / (1.0 - p)).astype(input._data.dtype))
+    keep = generator().random(tuple(input.shape)) >= p  # drawn on the host (device_arrays.py)
+    return input * _make(on_device_of((keep / (1.0 - p)).astype(input._data.dtype), input._data))
 
 
 # ----------------------------------------------------------------------------- losses

@@ -4,12 +4,12 @@ A module owns parameters, buffers and sub-modules, registered by plain attribute
 (``self.linear = Linear(2, 3)``), and gives them back by dotted name (``linear.weight``) for
 optimizers (``parameters()``) and checkpoints (``state_dict``/``load_state_dict``, whose keys
 match PyTorch's for the same architecture). It also switches train/eval mode, casts dtypes
-(``to``/``double``/``float``/``half``; the device is the CPU), and prints itself as a nested
-tree like PyTorch's repr. Calling a module runs ``forward`` between its hooks (forward pre-hooks,
-forward hooks, full backward hooks and backward pre-hooks, with PyTorch's order, arguments and
-return rules).
-May import: ``minitorch.tensor``, ``minitorch.dtype``, ``minitorch.device``, ``minitorch.autograd``,
-``.parameter``, ``.hooks``.
+and moves between devices (``to``/``double``/``float``/``half``/``cuda``/``cpu``), and prints
+itself as a nested tree like PyTorch's repr. Calling a module runs ``forward`` between its
+hooks (forward pre-hooks, forward hooks, full backward hooks and backward pre-hooks, with
+PyTorch's order, arguments and return rules).
+May import: ``minitorch.tensor``, ``minitorch.dtype``, ``minitorch.device``,
+``minitorch.device_arrays``, ``minitorch.autograd``, ``.parameter``, ``.hooks``.
 """
 import warnings
 from collections import OrderedDict, namedtuple
@@ -18,6 +18,7 @@ import numpy as np
 
 from ..autograd.grad_mode import no_grad
 from ..device import parse_to
+from ..device_arrays import device_of, resolve, to_device
 from ..dtype import as_dtype, bfloat16, float16, float32, float64, of_array
 from ..tensor import Tensor
 from .hooks import BackwardHook, RemovableHandle
@@ -376,7 +377,7 @@ class Module:
         fn(self)
         return self
 
-    # ------------------------------------------------------------------ dtypes
+    # ------------------------------------------------------------------ dtypes and devices
     def _apply_to_tensors(self, convert):
         """Replace the data of every parameter, gradient and buffer by ``convert(array)``.
 
@@ -396,17 +397,24 @@ class Module:
         return self
 
     def to(self, *args, **kwargs):
-        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)`` (its dtype), with
-        ``non_blocking``, as PyTorch's: casts the floating point parameters, gradients and
-        buffers (integer ones are left alone, as in PyTorch); the device must be the CPU."""
-        _, dtype, _ = parse_to(args, kwargs, "to")
-        if dtype is None:
-            return self
-        dtype = as_dtype(dtype)
-        if not dtype.is_floating_point:
-            raise TypeError(f"to: nn.Module.to only accepts floating point dtypes, got {dtype}")
-        return self._apply_to_tensors(
-            lambda a: a.astype(dtype.numpy) if of_array(a).is_floating_point else a)
+        """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(tensor)`` (its device and
+        dtype), with ``non_blocking``, as PyTorch's: moves the parameters, gradients and buffers
+        to the device, in place (the Parameter objects stay, so an optimizer made before still
+        holds them), and casts the floating point ones (integer ones keep their dtype, as in
+        PyTorch)."""
+        device, dtype, _ = parse_to(args, kwargs, "to")
+        target = None if device is None else resolve(device, "to")
+        if dtype is not None:
+            dtype = as_dtype(dtype)
+            if not dtype.is_floating_point:
+                raise TypeError(f"to: nn.Module.to only accepts floating point dtypes, got "
+                                f"{dtype}")
+
+        def convert(array):
+            if dtype is not None and of_array(array).is_floating_point:
+                array = array.astype(dtype.numpy)
+            return array if target is None else to_device(array, target)
+        return self if dtype is None and target is None else self._apply_to_tensors(convert)
 
     def double(self):
         return self.to(float64)
@@ -421,12 +429,14 @@ class Module:
         return self.to(bfloat16)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
 
     def cuda(self, device=None):
-        """Always a RuntimeError: minitorch has no CUDA backend."""
-        parse_to(("cuda" if device is None else device,), {}, "cuda")
-        raise RuntimeError("cuda: minitorch has no CUDA backend")
+        """``to`` the current GPU, or ``device``: RuntimeError where CUDA is not available."""
+        target = resolve("cuda" if device is None else device, "cuda")
+        if target.type != "cuda":
+            raise RuntimeError(f"cuda: Invalid device, must be cuda device, got {target}")
+        return self.to(target)
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self, destination=None, prefix="", keep_vars=False):
@@ -490,6 +500,7 @@ class Module:
                     self._assign(key, target, value)
                     continue
                 array = value._data if isinstance(value, Tensor) else np.asarray(value)
+                array = to_device(array, device_of(target._data))  # a CPU state into a GPU model
                 np.copyto(target._data, array, casting="unsafe")
                 target._version[0] += 1
         return _IncompatibleKeys(missing, unexpected)

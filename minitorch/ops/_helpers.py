@@ -2,6 +2,7 @@
 and the checking of ``dim`` arguments."""
 import numpy as np
 
+from ..device_arrays import array_module, on_device_of
 from ..dtype import bool_, get_default_dtype, int64, promote_types
 from ..tensor import Tensor, normalize_dim  # noqa: F401  (the ops import it from here)
 
@@ -50,13 +51,15 @@ def broadcast_operands(a, b, name):
         if isinstance(b, Tensor) and a._data.dtype is b._data.dtype:
             pass
         elif type(b) is float and a._data.dtype.kind == "f":
-            b = Tensor._make(np.asarray(b, dtype=a._data.dtype))
+            b = Tensor._make(scalar_like(b, a._data))
         else:
             a, b = as_operands(a, b)
     elif type(a) is float and isinstance(b, Tensor) and b._data.dtype.kind == "f":
-        a = Tensor._make(np.asarray(a, dtype=b._data.dtype))
+        a = Tensor._make(scalar_like(a, b._data))
     else:
         a, b = as_operands(a, b)
+    if type(a._data) is not type(b._data):
+        a, b = _on_one_device(a, b)
     if a._data.shape == b._data.shape or not a._data.ndim or not b._data.ndim:
         return a, b  # the common cases, checked without the cost of broadcast_shapes
     try:
@@ -66,6 +69,24 @@ def broadcast_operands(a, b, name):
                          f"{tuple(b.shape)} do not broadcast (each trailing dim must be equal "
                          f"or 1)") from None
     return a, b
+
+
+def _on_one_device(a, b):
+    """A 0-d CPU operand (a wrapped Python number, say) moved to the other's GPU, as PyTorch
+    lets a CPU scalar join a CUDA tensor; other operands stay where they are."""
+    if a.device != b.device:
+        if b._data.ndim == 0 and b.device.type == "cpu":
+            b = b.to(a.device)
+        elif a._data.ndim == 0 and a.device.type == "cpu":
+            a = a.to(b.device)
+    return a, b
+
+
+def scalar_like(value, like):
+    """``value`` as a 0-d array of ``like``'s dtype, on ``like``'s device."""
+    if type(like) is np.ndarray:
+        return np.asarray(value, dtype=like.dtype)
+    return array_module(like).asarray(value, dtype=like.dtype)
 
 
 def _with_scalar(tensor, scalar):
@@ -81,14 +102,16 @@ def _with_scalar(tensor, scalar):
     raise TypeError(f"unsupported operand of type {type(scalar).__name__}")
 
 
-def to_tensor(value, dtype):
-    """``value`` as a Tensor of ``dtype`` (a cast is a differentiable op for float tensors)."""
+def to_tensor(value, dtype, like=None):
+    """``value`` as a Tensor of ``dtype`` (a cast is a differentiable op for float tensors); a
+    number goes to the device of ``like`` (an array) if given."""
     if isinstance(value, Tensor):
         return value if value.dtype is dtype else value.to(dtype)
     try:
-        return Tensor._make(np.asarray(value, dtype=dtype.numpy))
+        array = np.asarray(value, dtype=dtype.numpy)
     except OverflowError:  # a Python int beyond a narrow integer dtype wraps, as in PyTorch
-        return Tensor._make(np.asarray(value).astype(dtype.numpy))
+        array = np.asarray(value).astype(dtype.numpy)
+    return Tensor._make(array if like is None else on_device_of(array, like))
 
 
 def unbroadcast(grad, shape):

@@ -1,13 +1,15 @@
-"""Changes of dtype (and of device, CPU only): the ``Cast`` Function and the Tensor methods
+"""Changes of dtype and of device: the ``Cast`` and ``ToDevice`` Functions and the Tensor methods
 ``to``, ``type``, ``type_as`` and the named casts ``float``, ``double``, ``half``, ``bfloat16``,
 ``long``, ``int``, ``short``, ``char``, ``byte``, ``bool``.
 
 A float-to-float cast of a tensor that requires grad is a node of the graph (its gradient is
 cast back); every other cast is a plain copy with no history, as in PyTorch. A cast that
-changes nothing returns the tensor itself (unless ``copy=True``), as in PyTorch.
+changes nothing returns the tensor itself (unless ``copy=True``), as in PyTorch. A move to
+another device is a node of the graph too: the gradient moves back.
 """
 from ..autograd.function import Function
 from ..device import parse_to
+from ..device_arrays import resolve, to_device
 from ..dtype import (_BY_TENSOR_TYPE, as_dtype, bfloat16, bool_, float16, float32, float64,
                      int8, int16, int32, int64, uint8)
 from ..tensor import Tensor
@@ -27,6 +29,19 @@ class Cast(Function):
         return grad.to(ctx.dtype), None
 
 
+class ToDevice(Function):
+    """A copy on another device; the gradient is copied back to the input's device."""
+
+    @staticmethod
+    def forward(ctx, a, target):
+        ctx.source = a.device
+        return Tensor._make(to_device(a._data, target))
+
+    @staticmethod
+    def backward(ctx, grad):
+        return grad.to(ctx.source), None
+
+
 def _cast(tensor, dtype, copy=False):
     dtype = as_dtype(dtype)
     if dtype is tensor.dtype:
@@ -38,12 +53,15 @@ def _cast(tensor, dtype, copy=False):
 
 @tensor_method("to")
 def to(self, *args, **kwargs):
-    """``to(dtype)``, ``to(device, dtype=None)``, ``to(other)`` (other's dtype), each with
-    ``non_blocking`` and ``copy``, as ``torch.Tensor.to``; the device must be the CPU."""
-    _, dtype, copy = parse_to(args, kwargs, "to")
-    if dtype is None:
-        return self.clone() if copy else self
-    return _cast(self, dtype, copy)
+    """``to(dtype)``, ``to(device, dtype=None)``, ``to(other)`` (other's device and dtype), each
+    with ``non_blocking`` and ``copy``, as ``torch.Tensor.to``."""
+    device, dtype, copy = parse_to(args, kwargs, "to")
+    target = None if device is None else resolve(device, "to")
+    moves = target is not None and target != self.device
+    result = self if dtype is None else _cast(self, dtype, copy and not moves)
+    if moves:
+        return ToDevice.apply(result, target)
+    return result.clone() if copy and result is self else result
 
 
 @tensor_method("type")

@@ -13,12 +13,13 @@ import math
 import numpy as np
 
 from .. import backends
+from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import _state as _grad_mode
 from ..backends.checks import POW_INT_LIMIT, arith_layout
 from ..dtype import get_default_dtype, int64
 from ..tensor import Tensor
-from ._helpers import broadcast_operands, to_tensor, unbroadcast
+from ._helpers import broadcast_operands, scalar_like, to_tensor, unbroadcast
 from .fused import _differentiate_composite
 from .registry import apply_inplace, op, tensor_method
 
@@ -212,7 +213,7 @@ def _negate(x):
     pays."""
     if x.dtype.kind != "f":
         return -x
-    return _arith("mul", np.multiply, x, np.asarray(-1, x.dtype))
+    return _arith("mul", np.multiply, x, scalar_like(-1, x))
 
 
 class Neg(Function):
@@ -594,7 +595,7 @@ class Where(Function):
 
 
 def zeros_scalar(like):
-    return _make(np.zeros((), dtype=like._data.dtype))
+    return _make(np.zeros_like(like._data, shape=()))
 
 
 
@@ -759,7 +760,7 @@ def sign(input):
         return _make(np.sign(x))
     # (x > 0) - (x < 0) on bytes: np.sign's float loop is ~5x slower (abs's backward uses
     # this); NaN gives 0, as in PyTorch
-    positive, negative = np.asarray(x > 0), np.asarray(x < 0)
+    positive, negative = as_array(x > 0, x), as_array(x < 0, x)
     return _make((positive.view(np.int8) - negative.view(np.int8)).astype(x.dtype))
 
 
@@ -817,7 +818,7 @@ def masked_fill(input, mask, value):
                              f"{tuple(value.shape)}")
         value = value.to(input.dtype)
     else:
-        value = to_tensor(value, input.dtype)
+        value = to_tensor(value, input.dtype, input._data)
     return Where.apply(mask, value, input)
 
 

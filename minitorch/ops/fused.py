@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import backends
+from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..tensor import Tensor
@@ -136,7 +137,7 @@ class CrossEntropy(Function):
         ctx.options = (ignore_index, label_smoothing, reduction)
         ctx.lse = lse
         ctx.save_for_backward(logits, target)  # target too: changed in place, backward raises
-        return _make(np.asarray(loss))
+        return _make(as_array(loss, logits._data))
 
     @staticmethod
     def backward(ctx, grad):

@@ -28,7 +28,7 @@ class IndexPut(Function):
     def forward(ctx, a, value, index, index_tensors=(), accumulate=False):
         ctx.index, ctx.value_shape, ctx.accumulate = index, value.shape, accumulate
         _save_index(ctx, index_tensors)
-        out = np.array(a._data, copy=True)
+        out = a._data.copy()
         if accumulate:
             np.add.at(out, index, np.broadcast_to(value._data, out[index].shape))
         else:

@@ -13,6 +13,7 @@ import string
 import numpy as np
 
 from .. import backends
+from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -103,7 +104,7 @@ def _matmul_grads_on_arrays(ctx, grad, a, b):
     kernels = backends.current()
     g = grad._data
     if g.ndim > 2 and not g.flags.c_contiguous:  # as in the Tensor path: one copy, not a GEMM
-        g = np.array(g, order="C", copy=True)    # per batch entry, twice
+        g = g.copy(order="C")    # per batch entry, twice
     grad_a = grad_b = None
     if ctx.needs_input_grad[0]:
         grad_a = Tensor._make(_unbroadcast_array(kernels.matmul(g, b._data.swapaxes(-1, -2)),
@@ -264,7 +265,7 @@ class Einsum(Function):
         ctx.equation = equation
         ctx.save_for_backward(*operands)
         arrays = [t._data for t in operands]
-        out = np.asarray(np.einsum(equation, *arrays, optimize=len(arrays) > 1))
+        out = as_array(np.einsum(equation, *arrays, optimize=len(arrays) > 1), arrays[0])
         if any(np.may_share_memory(out, a) for a in arrays):  # 'ij->ji' is a numpy view
             out = out.copy()
         return Tensor._make(out)

@@ -12,6 +12,7 @@ import math
 
 import numpy as np
 
+from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, normalize_dim, normalize_dims
@@ -37,7 +38,7 @@ class Prod(Function):
     def forward(ctx, a, dim, keepdim):
         ctx.dim, ctx.keepdim = dim, keepdim
         ctx.save_for_backward(a)
-        return _make(np.asarray(np.prod(a._data, axis=dim, keepdims=keepdim)))
+        return _make(as_array(np.prod(a._data, axis=dim, keepdims=keepdim), a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -74,7 +75,7 @@ class Norm2(Function):
     def forward(ctx, a, dims, keepdim):
         ctx.dims, ctx.keepdim = dims, keepdim
         data = a._data
-        out = _make(np.asarray(np.sqrt(np.sum(data * data, axis=dims, keepdims=keepdim)))
+        out = _make(as_array(np.sqrt(np.sum(data * data, axis=dims, keepdims=keepdim)), data)
                     .astype(data.dtype, copy=False))
         ctx.save_for_backward(a, out)
         return out
@@ -128,7 +129,7 @@ def _norm_method(self, p="fro", dim=None, keepdim=False, dtype=None):
 def count_nonzero(input, dim=None):
     """The number of non-zero elements (over ``dim``: an int or a tuple), as int64."""
     dims = normalize_dims(dim, input.ndim)
-    return _make(np.asarray(np.count_nonzero(input._data, axis=dims), dtype=np.int64))
+    return _make(as_array(np.count_nonzero(input._data, axis=dims), input._data).astype(np.int64))
 
 
 @op(function=False, method=False, functional=True)

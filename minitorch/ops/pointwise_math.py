@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, unbroadcast
@@ -34,7 +35,7 @@ def _unary_function(name, forward, slope):
     ``slope(x, y)`` in Tensor ops (y the output)."""
     def forward_fn(ctx, a):
         with np.errstate(all="ignore"):  # NaN and inf where the maths gives them, as PyTorch
-            y = _make(np.asarray(forward(a._data)).astype(a._data.dtype, copy=False))
+            y = _make(as_array(forward(a._data), a._data).astype(a._data.dtype, copy=False))
         ctx.save_for_backward(a, y)
         return y
 

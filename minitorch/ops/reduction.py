@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import backends
+from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -204,7 +205,7 @@ def _arg(np_fn, name):
     def arg(input, dim=None, keepdim=False):
         if dim is None:
             _check_nonempty(input, (), name)
-            out = np.asarray(np_fn(input._data.reshape(-1)))
+            out = as_array(np_fn(input._data.reshape(-1)), input._data)
             return _make(out.reshape((1,) * input.ndim) if keepdim else out.astype(np.int64))
         d = normalize_dim(dim, input.ndim)
         _check_nonempty(input, (d,) if input.ndim else (), name)

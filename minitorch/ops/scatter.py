@@ -33,7 +33,7 @@ class Scatter(Function):
     def forward(ctx, input, src, dim, index, reduce):
         ctx.dim, ctx.reduce = dim, reduce
         ctx.save_for_backward(index)
-        out = np.array(input._data, copy=True)
+        out = input._data.copy()
         places = _along_axis(index._data, dim)
         if reduce is None:
             out[places] = src._data

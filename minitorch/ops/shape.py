@@ -13,6 +13,7 @@ import operator
 import numpy as np
 
 from .. import backends
+from ..device_arrays import array_module, as_array, is_gpu_array, to_host
 from ..autograd.function import Function
 from ..dtype import dtype as dtype_class
 from ..tensor import Tensor
@@ -94,7 +95,7 @@ class Copy(Function):
 
     @staticmethod
     def forward(ctx, a):
-        return _make(np.array(a._data, order="C", copy=True))
+        return _make(a._data.copy(order="C"))
 
     @staticmethod
     def backward(ctx, grad):
@@ -126,7 +127,7 @@ class GetItem(Function):
             if not any(i is Ellipsis for i in items):
                 items = items + (Ellipsis,)
             return _view(a._data[items], a)
-        return _make(np.asarray(a._data[index]))
+        return _make(as_array(a._data[index], a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -142,7 +143,7 @@ class IndexAdd(Function):
         _save_index(ctx, index_tensors)
         if _is_row_index(index, shape) and grad._data.dtype.kind == "f":
             return _make(_add_rows(grad._data, index, shape))
-        out = np.zeros(shape, dtype=grad._data.dtype)
+        out = array_module(grad._data).zeros(shape, dtype=grad._data.dtype)
         if _is_basic(index):
             out[index] = grad._data
         elif _is_row_index(index, shape):
@@ -176,7 +177,7 @@ class Gather(Function):
     def forward(ctx, a, dim, index):
         ctx.shape, ctx.dim = a.shape, dim
         ctx.save_for_backward(index)
-        data = np.ascontiguousarray(a._data)
+        data = a._data if a._data.flags["C_CONTIGUOUS"] else a._data.copy(order="C")
         flat, idx = data.reshape(-1), _nonnegative(index._data, data.shape[dim])
         starts, step = _line_starts(data.shape, idx.shape, dim)
 
@@ -239,8 +240,8 @@ def _flat_positions(shape, index, dim):
 
 
 def _is_row_index(index, shape):
-    return (type(index) is np.ndarray and index.dtype.kind == "i" and index.size > 0
-            and len(shape) > 0)
+    return ((type(index) is np.ndarray or is_gpu_array(index)) and index.dtype.kind == "i"
+            and index.size > 0 and len(shape) > 0)
 
 
 def _add_rows(values, rows, shape):
@@ -630,6 +631,14 @@ def _convert_index(index):
     return converted, tuple(tensors)
 
 
+def _on_host(index):
+    """The index with its GPU arrays copied to the host, for the range check (a GPU library
+    may wrap an index that is out of range rather than raise)."""
+    if isinstance(index, tuple):
+        return tuple(to_host(i) if is_gpu_array(i) else i for i in index)
+    return to_host(index) if is_gpu_array(index) else index
+
+
 @op(function=False, method=False, methods="__getitem__")
 def getitem(input, index):
     if _is_plain_basic(index):  # ints, slices, None, ...: a view, numpy checks the index
@@ -644,7 +653,7 @@ def getitem(input, index):
     stand_in = np.lib.stride_tricks.as_strided(np.zeros((), np.int8), input.shape,
                                                (0,) * input.ndim)
     try:
-        stand_in[index]
+        stand_in[_on_host(index)]
     except IndexError as error:
         raise IndexError(f"index {index!r} is out of range for a tensor of shape "
                          f"{tuple(input.shape)}: {error}") from None

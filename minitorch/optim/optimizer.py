@@ -9,13 +9,14 @@ Updates are written on the parameters' numpy storage (``p._data``) in place, so 
 a model holds sees the new values, and each update bumps the tensor's version counter as an
 in-place op would (a graph that saved the old value then refuses to backward through it).
 
-May import: numpy, ``minitorch.tensor``, ``minitorch.autograd``.
+May import: numpy, ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.device_arrays``.
 """
 import copy
 
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad
+from ..device_arrays import to_device
 from ..tensor import Tensor
 
 
@@ -197,7 +198,8 @@ class Optimizer:
 
     def load_state_dict(self, state_dict):
         """Restore state from ``state_dict()`` output; the parameters are the ones given at
-        construction, matched by position. Tensors are copied and cast to the parameter's dtype.
+        construction, matched by position. Tensors are copied and cast to the parameter's dtype,
+        on the parameter's device (a checkpoint loads on the CPU; the model may be on a GPU).
         """
         if not isinstance(state_dict, dict) or "state" not in state_dict \
                 or "param_groups" not in state_dict:
@@ -232,7 +234,8 @@ class Optimizer:
                             raise ValueError(f"load_state_dict: state {name!r} of parameter "
                                              f"{key} has shape {tuple(value.shape)}, expected "
                                              f"{tuple(p.shape)}")
-                        value = Tensor._make(value._data.astype(p._data.dtype, copy=True))
+                        value = Tensor._make(to_device(value._data.astype(p._data.dtype, copy=True),
+                                                       p.device))
                     else:
                         value = Tensor._make(value._data.copy())
                 else:

@@ -19,7 +19,7 @@ Conventions (PyTorch's, batch first):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -46,6 +46,13 @@ class Batch:
     def size(self) -> int:
         """Number of sentence pairs in the batch."""
         return self.src.shape[0]
+
+    def to(self, device) -> "Batch":
+        """The batch with its tensors on ``device`` (itself if they are there)."""
+        moved = {name: getattr(self, name).to(device) for name in (
+            "src", "tgt_in", "tgt_out", "src_key_padding_mask", "tgt_key_padding_mask",
+            "tgt_mask")}
+        return replace(self, **moved)
 
 
 def encode_pairs(pairs: Sequence[Tuple[str, str]], src_tokenizer, tgt_tokenizer,
@@ -86,15 +93,16 @@ def pad_sequences(sequences: Sequence[TokenIds], pad_id: int,
     return out
 
 
-def causal_mask(size: int) -> Tensor:
-    """Bool ``(size, size)`` mask, True above the diagonal: what position ``i`` may not see.
+def causal_mask(size: int, device=None) -> Tensor:
+    """Bool ``(size, size)`` mask, True above the diagonal: what position ``i`` may not see;
+    on ``device`` (default: the CPU).
 
     The bool form of ``nn.Transformer.generate_square_subsequent_mask`` (which is additive
     ``-inf``); ``nn.MultiheadAttention`` accepts both.
     """
     if size < 0:
         raise ValueError(f"causal_mask: size must be >= 0, got {size}")
-    return minitorch.from_numpy(np.triu(np.ones((size, size), dtype=bool), k=1))
+    return minitorch.tensor(np.triu(np.ones((size, size), dtype=bool), k=1), device=device)
 
 
 def make_batch(pairs: Sequence[Tuple[TokenIds, TokenIds]], pad_id: int, bos_id: int,

@@ -61,6 +61,7 @@ class DecoderCache:
     def __init__(self, num_layers: int, memory: Tensor,
                  memory_key_padding_mask: Optional[Tensor] = None, record_attention: bool = False):
         self.decoder = nn.TransformerDecoderCache(num_layers)
+        self.device = memory.device
         self.memory = memory
         self.memory_key_padding_mask = memory_key_padding_mask  # (N, S) bool, True = padding
         self.record_attention = record_attention
@@ -76,13 +77,13 @@ class DecoderCache:
                       cache=self.decoder)
         self.memory = None  # in the cross-attention caches now, never read again
         if self.record_attention and self.decoder.layers:
-            self.cross_attention.append(self.decoder.layers[-1][1].weights.numpy().copy())
+            self.cross_attention.append(self.decoder.layers[-1][1].weights.cpu().numpy().copy())
         return out
 
     def reorder(self, index) -> None:
         """Keep rows ``index`` (a list/array of row numbers, repeats allowed), in that order."""
         rows = np.asarray(index, dtype=np.int64)
-        index = minitorch.tensor(rows)
+        index = minitorch.tensor(rows, device=self.device)
         self.decoder.reorder(index)
         if self.memory is not None:
             self.memory = self.memory.index_select(0, index)
@@ -100,6 +101,7 @@ class _Stepper:
     def __init__(self, model, memory, memory_key_padding_mask, use_cache, record_attention=False):
         self.model, self.use_cache = model, use_cache
         self.memory, self.memory_key_padding_mask = memory, memory_key_padding_mask
+        self.device = memory.device  # the prefixes live on the host; each step's tokens go here
         if record_attention and not use_cache:
             raise ValueError("decoding: record_attention needs use_cache=True")
         if record_attention:  # an optional protocol extra: only models that record need it
@@ -112,17 +114,18 @@ class _Stepper:
         """Float64 logits (N, V) of the token after ``prefix`` (N, t), which starts with <bos>."""
         with minitorch.no_grad(), eval_mode(self.model):
             if self.use_cache:
-                out = self.model.decode_step(minitorch.tensor(prefix[:, -1]), self.cache)
+                out = self.model.decode_step(minitorch.tensor(prefix[:, -1], device=self.device),
+                                             self.cache)
             else:
-                out = self.model.decode(minitorch.tensor(prefix), self.memory,
+                out = self.model.decode(minitorch.tensor(prefix, device=self.device), self.memory,
                                         self.memory_key_padding_mask)[:, -1]
-        return out.numpy().astype(np.float64)
+        return out.cpu().numpy().astype(np.float64)
 
     def reorder(self, rows: np.ndarray) -> None:
         if self.use_cache:
             self.cache.reorder(rows)
         else:
-            index = minitorch.tensor(rows.astype(np.int64))
+            index = minitorch.tensor(rows.astype(np.int64), device=self.device)
             self.memory = self.memory.index_select(0, index)
             if self.memory_key_padding_mask is not None:
                 self.memory_key_padding_mask = self.memory_key_padding_mask.index_select(0, index)
@@ -365,8 +368,8 @@ def translate(model, sentences: Sequence[str], src_tokenizer, tgt_tokenizer, *,
               seed: Optional[int] = None) -> List[str]:
     """Translate ``sentences`` (strings) with ``method`` in {"greedy", "beam", "sample"}.
 
-    Sentences are sorted by length into batches (little padding), decoded with the KV cache,
-    and returned in the input order as detokenized strings.
+    Sentences are sorted by length into batches (little padding), decoded with the KV cache on
+    the model's device, and returned in the input order as detokenized strings.
     """
     if method not in ("greedy", "beam", "sample"):
         raise ValueError(f"translate: method must be 'greedy', 'beam' or 'sample', got {method!r}")
@@ -375,6 +378,7 @@ def translate(model, sentences: Sequence[str], src_tokenizer, tgt_tokenizer, *,
     order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
     outputs: List[str] = [""] * len(encoded)
     was_training = model.training
+    device = next(model.parameters()).device
     model.eval()
     try:
         for start in range(0, len(order), batch_size):
@@ -384,9 +388,9 @@ def translate(model, sentences: Sequence[str], src_tokenizer, tgt_tokenizer, *,
             src = np.full((len(rows), width), src_tokenizer.pad_id, dtype=np.int64)
             for r, ids in enumerate(rows):
                 src[r, :len(ids)] = ids
-            src_mask = minitorch.tensor(src == src_tokenizer.pad_id) if (
+            src_mask = minitorch.tensor(src == src_tokenizer.pad_id, device=device) if (
                 src == src_tokenizer.pad_id).any() else None
-            src_t = minitorch.tensor(src)
+            src_t = minitorch.tensor(src, device=device)
             special = dict(bos_id=tgt_tokenizer.bos_id, eos_id=tgt_tokenizer.eos_id, pad_id=pad_id)
             if method == "greedy":
                 ids = greedy_decode(model, src_t, src_mask, max_len=max_len, **special)

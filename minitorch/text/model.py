@@ -74,10 +74,9 @@ class Seq2SeqTransformer(nn.Module):
         if ids.shape[1] > self.max_len:
             raise ValueError(f"Seq2SeqTransformer: {name} has length {ids.shape[1]}, longer than "
                              f"the model's max_len {self.max_len}")
-        values = ids.numpy()
-        outside = (values < 0) | (values >= vocab)
+        outside = (ids < 0) | (ids >= vocab)
         if outside.any():
-            bad = int(values[outside][0])
+            bad = int(ids[outside][0])
             raise IndexError(f"Seq2SeqTransformer: {name} holds token id {bad}, outside the "
                              f"vocabulary [0, {vocab})")
 
@@ -106,7 +105,7 @@ class Seq2SeqTransformer(nn.Module):
         """Logits (N, T, tgt_vocab) of the whole decoder run over ``tgt_in`` (no cache)."""
         self._check_ids(tgt_in, self.tgt_vocab, "tgt_in")
         if tgt_mask is None:
-            tgt_mask = causal_mask(tgt_in.shape[1])
+            tgt_mask = causal_mask(tgt_in.shape[1], tgt_in.device)
         hidden = self.transformer.decoder(
             self._embed(tgt_in, self.tgt_embed), memory, tgt_mask=tgt_mask,
             tgt_key_padding_mask=tgt_key_padding_mask,

@@ -6,13 +6,15 @@ Both work in place on each parameter's ``.grad`` storage, between ``backward()``
 
 ``foreach`` (PyTorch's choice of a fused implementation) is accepted and changes nothing.
 
-May import: math, numpy, ``minitorch.tensor``, ``minitorch.creation``.
+May import: math, numpy, ``minitorch.tensor``, ``minitorch.creation``,
+``minitorch.device_arrays``.
 """
 import math
 
 import numpy as np
 
 from ...creation import tensor
+from ...device_arrays import on_device_of
 from ...tensor import Tensor
 
 
@@ -69,7 +71,8 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if len(grads) == 0:
         return tensor(0.0)
     dtype = np.result_type(*(g._data.dtype for g in grads))
-    per_grad = np.array([_vector_norm(g._data, norm_type) for g in grads], dtype=dtype)
+    # each norm to the host (exactly: float() of a float32 is exact), the total there
+    per_grad = np.array([float(_vector_norm(g._data, norm_type)) for g in grads], dtype=dtype)
     total_norm = _vector_norm(per_grad, norm_type)
     if error_if_nonfinite and not np.isfinite(total_norm):
         raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} for gradients "
@@ -80,7 +83,7 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     for g in grads:
         g._data *= clip_coef
         g._version[0] += 1
-    return Tensor._make(np.array(total_norm, dtype=dtype))
+    return Tensor._make(on_device_of(np.array(total_norm, dtype=dtype), grads[0]._data))
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
