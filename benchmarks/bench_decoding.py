@@ -96,11 +96,13 @@ def cases(cfg, names):
 
 class TorchModel:
     """The minitorch model's weights in ``torch.nn``, behind the decoding protocol (minitorch
-    tensors in and out, converted without copies where numpy allows)."""
+    tensors in and out, converted without copies where numpy allows), on ``device`` ("cpu",
+    or "cuda" for bench_cuda.py: minitorch tensors in and out on the GPU too). Build it from
+    the minitorch model while that is on the CPU."""
 
-    def __init__(self, model):
+    def __init__(self, model, device="cpu"):
         import torch
-        self.torch, self.max_len = torch, model.max_len
+        self.torch, self.max_len, self.device = torch, model.max_len, device
         d, layer = model.d_model, model.transformer.decoder.layers[0]
         self.net = torch.nn.ModuleDict(dict(
             src_embed=torch.nn.Embedding(model.src_vocab, d),
@@ -112,15 +114,16 @@ class TorchModel:
             generator=torch.nn.Linear(d, model.tgt_vocab))).eval()
         self.net.load_state_dict({k: torch.from_numpy(v.numpy().copy())
                                   for k, v in model.state_dict().items()})
-        self.pe = torch.from_numpy(model.positions.pe.numpy().copy())
+        self.net.to(device)
+        self.pe = torch.from_numpy(model.positions.pe.numpy().copy()).to(device)
         self.scale = math.sqrt(d)
 
     def _t(self, x):
-        return None if x is None else self.torch.from_numpy(x.numpy())
+        return None if x is None else self.torch.from_numpy(x.cpu().numpy()).to(self.device)
 
     def _mt(self, x):
         import minitorch
-        return minitorch.tensor(x.numpy())
+        return minitorch.tensor(x.cpu().numpy(), device=self.device)
 
     def _embed(self, table, ids, start=0):
         return table(ids) * self.scale + self.pe[start:start + ids.shape[1]]
@@ -135,7 +138,7 @@ class TorchModel:
         torch = self.torch
         with torch.no_grad():
             t = tgt_in.shape[1]
-            causal = torch.triu(torch.ones(t, t, dtype=torch.bool), 1)
+            causal = torch.triu(torch.ones(t, t, dtype=torch.bool, device=self.device), 1)
             hidden = self.net.transformer.decoder(
                 self._embed(self.net.tgt_embed, self._t(tgt_in)), self._t(memory),
                 tgt_mask=causal, tgt_is_causal=True,
@@ -144,7 +147,7 @@ class TorchModel:
 
     def start_decoding(self, memory, memory_key_padding_mask=None):
         return TorchCache(self._t(memory), self._t(memory_key_padding_mask),
-                          len(self.net.transformer.decoder.layers))
+                          len(self.net.transformer.decoder.layers), self.device)
 
     def decode_step(self, tokens, cache):
         """One post-norm decoder step per layer, with the new position's K/V appended."""
@@ -186,13 +189,13 @@ class TorchModel:
 
 
 class TorchCache:
-    def __init__(self, memory, mask, layers):
-        self.memory, self.mask, self.length = memory, mask, 0
+    def __init__(self, memory, mask, layers, device="cpu"):
+        self.memory, self.mask, self.length, self.device = memory, mask, 0, device
         self.self_kv, self.cross_kv = [None] * layers, [None] * layers
 
     def reorder(self, index):
         import torch
-        index = torch.as_tensor(np.asarray(index, dtype=np.int64))
+        index = torch.as_tensor(np.asarray(index, dtype=np.int64), device=self.device)
         self.memory = self.memory.index_select(0, index)
         self.mask = None if self.mask is None else self.mask.index_select(0, index)
         for kv in (self.self_kv, self.cross_kv):

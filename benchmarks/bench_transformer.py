@@ -92,10 +92,11 @@ def _count_gemm_flops(step):
     return flops[0]
 
 
-def training_step(framework, size, threads):
+def training_step(framework, size, threads, device="cpu"):
     """(lib, step): one Adam step of the model on a fixed batch, built in ``framework``
-    ("minitorch" or "torch") with ``threads`` threads; ``step()`` returns the loss."""
-    cfg = SIZES[size]
+    ("minitorch" or "torch") with ``threads`` threads, on ``device``; ``step()`` returns the
+    loss. ``size`` names a SIZES entry or is a dict of them."""
+    cfg = SIZES[size] if isinstance(size, str) else size
     rng = np.random.default_rng(0)
     src = rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["src_len"]))
     tgt = rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["tgt_len"] + 1))
@@ -109,11 +110,11 @@ def training_step(framework, size, threads):
         import minitorch.nn.functional as F
     lib.set_num_threads(threads)
     lib.manual_seed(0)
-    model = _build(lib, nn, cfg)
+    model = _build(lib, nn, cfg).to(device)
     optimizer = lib.optim.Adam(model.parameters(), lr=1e-4)
-    src_t = lib.tensor(src)
-    tgt_in, tgt_out = lib.tensor(tgt[:, :-1]), lib.tensor(tgt[:, 1:])
-    mask = nn.Transformer.generate_square_subsequent_mask(cfg["tgt_len"])
+    src_t = lib.tensor(src, device=device)
+    tgt_in, tgt_out = lib.tensor(tgt[:, :-1], device=device), lib.tensor(tgt[:, 1:], device=device)
+    mask = nn.Transformer.generate_square_subsequent_mask(cfg["tgt_len"], device=device)
 
     def step():
         logits = model(src_t, tgt_in, mask)

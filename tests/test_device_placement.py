@@ -327,3 +327,74 @@ def test_translate_example_trains_on_the_device_as_on_the_cpu(tmp_path):
     resumed = example.main(["--resume", "--max-steps", "1", "--quiet", "--no-plots", "--device",
                             "cuda", "--backend", "numpy", "--out", str(tmp_path / "gpu")])
     assert resumed["step"] == 5
+
+
+# The op table's rows whose own lambda makes a CPU tensor beside the inputs (a device mix that
+# PyTorch refuses too); what they test runs on the device in _ops_cases above or below.
+_ROWS_THAT_MAKE_CPU_TENSORS = {"allclose", "prod_with_zeros", "gather", "index_select"}
+
+
+def _table_rows():
+    from test_ops_table import KERNEL_OPS, OPS
+    return [(op, i) for op in OPS + KERNEL_OPS if op.name not in _ROWS_THAT_MAKE_CPU_TENSORS
+            for i in range(len(op.cases))]
+
+
+@pytest.mark.parametrize("op,case_index", _table_rows(),
+                         ids=[f"{op.name}[{i}]" for op, i in _table_rows()])
+def test_every_op_of_the_table_runs_on_the_device_as_on_the_cpu(op, case_index):
+    """Values and gradients bit-for-bit (the numpy backend on both sides)."""
+    from test_ops_table import _as_tuple, _inputs
+    arrays, kwargs = _inputs(op, case_index, np.float64)
+    differentiable = op.differentiable and all(a.size for a in arrays if a.dtype.kind == "f")
+
+    def run(device):
+        inputs = [mt.tensor(a, device=device).requires_grad_(
+            differentiable and a.dtype.kind == "f") for a in arrays]
+        outputs = [o for o in _as_tuple(op.fn(*inputs, **kwargs)) if isinstance(o, mt.Tensor)]
+        assert all(o.device == device for o in outputs), [o.device for o in outputs]
+        summed = [o.sum() for o in outputs if o.requires_grad]
+        if summed:
+            sum(summed[1:], summed[0]).backward()
+        return outputs, [t.grad for t in inputs if t.requires_grad]
+    (outputs, grads), (g_outputs, g_grads) = run(mt.device("cpu")), run(mt.device("cuda", 0))
+    assert len(outputs) == len(g_outputs) and len(grads) == len(g_grads)
+    for a, b in zip(outputs + grads, g_outputs + g_grads):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert b.device == "cuda:0"
+            _same(a, b)
+
+
+def test_bench_cuda_runs_its_cases_like_with_like():
+    """benchmarks/bench_cuda.py --quick on the stand-in: every case runs, checked against its
+    reference (the timings mean nothing here; the real table comes from a GPU)."""
+    import os
+    import sys
+    bench_dir = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                             "benchmarks")
+    sys.path.insert(0, bench_dir)
+    try:
+        import bench_cuda
+        rows = bench_cuda.main(["--quick", "--rounds", "1", "--no-report"])
+    finally:
+        sys.path.remove(bench_dir)
+    sections = [row[0] for row in rows]
+    assert sections.count("GEMM fp32 TFLOP/s") == 3 and "training step ms" in sections
+    assert "greedy decoding ms" in sections
+    copies = [row for row in rows if row[1].startswith("copy")]
+    assert copies and all(row[4] == "1" for row in copies)  # the yardstick against itself
+    assert all(row[2] and float(row[2]) > 0 for row in rows)
+
+
+def test_readme_cuda_example_runs_on_the_device(tmp_path, monkeypatch):
+    import pathlib
+    import re
+    readme = (pathlib.Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```python\n(.*?)```", readme, flags=re.S)
+                 if "minitorch.cuda.is_available()" in b)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(block, "README.md:cuda", "exec"), namespace)
+    assert namespace["device"] == "cuda" and namespace["model"].weight.grad.device == "cuda:0"
+    assert all(t.device == "cuda:0" for t in namespace["state"].values())

@@ -783,7 +783,8 @@ def where(condition, input, other):
     condition = _as_bool(condition, "condition")
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
         dtype = Tensor._make(np.asarray(input)).dtype
-        input = to_tensor(input, dtype if dtype.is_floating_point else _default_float(input, other))
+        input = to_tensor(input, dtype if dtype.is_floating_point else _default_float(input, other),
+                          condition._data)  # two numbers: on the condition's device
     input, other = broadcast_operands(input, other, "where")
     try:
         np.broadcast_shapes(condition.shape, input.shape, other.shape)

@@ -18,7 +18,7 @@ from ..autograd.function import Function
 from ..tensor import Tensor
 from ._helpers import to_tensor, unbroadcast
 from .registry import apply_inplace, op, tensor_method
-from .shape import _convert_index, _save_index, _saved_index
+from .shape import _convert_index, _on_host, _save_index, _saved_index
 
 
 class IndexPut(Function):
@@ -43,7 +43,7 @@ class IndexPut(Function):
             if ctx.accumulate:
                 grad_a = grad
             else:
-                keep = np.ones(grad.shape, dtype=bool)
+                keep = np.ones_like(grad._data, dtype=bool)
                 keep[ctx.index] = False
                 from .elementwise import masked_fill
                 grad_a = masked_fill(grad, Tensor._make(~keep), 0.0)
@@ -57,7 +57,7 @@ class IndexPut(Function):
 def _put(a, index, value, index_tensors=(), accumulate=False, name="setitem"):
     """``index_put`` on an index already in numpy's terms (``_convert_index``)."""
     target_shape = np.lib.stride_tricks.as_strided(
-        np.zeros((), np.int8), a.shape, (0,) * a.ndim)[index].shape
+        np.zeros((), np.int8), a.shape, (0,) * a.ndim)[_on_host(index)].shape
     try:
         np.broadcast_to(np.empty(value.shape, np.int8), target_shape)
     except ValueError:
@@ -87,14 +87,14 @@ def index_put(input, indices, values, accumulate=False):
     if values.dtype is not input.dtype:
         raise RuntimeError(f"index_put: values must have the dtype of input ({input.dtype}), "
                            f"got {values.dtype}")
-    index, index_tensors = _convert_index(tuple(indices))
+    index, index_tensors = _convert_index(tuple(indices), input._data)
     if accumulate:  # np.add.at takes integer arrays: a bool mask becomes its nonzero positions
         index = tuple(part for item in index for part in (
             np.nonzero(item) if getattr(item, "dtype", None) == np.bool_ else (item,)))
     stand_in = np.lib.stride_tricks.as_strided(np.zeros((), np.int8), input.shape,
                                                (0,) * input.ndim)
     try:
-        stand_in[index]
+        stand_in[_on_host(index)]
     except IndexError as error:
         raise IndexError(f"index_put: indices are out of range for a tensor of shape "
                          f"{tuple(input.shape)}: {error}") from None
@@ -105,7 +105,7 @@ def index_put(input, indices, values, accumulate=False):
 def setitem(self, index, value):
     """``tensor[index] = value``: the value (cast to the tensor's dtype) written with
     ``index_put``'s Function into the tensor's memory."""
-    index, index_tensors = _convert_index(index)
-    value = to_tensor(value, self.dtype) if not isinstance(value, Tensor) else value.to(
-        self.dtype)
+    index, index_tensors = _convert_index(index, self._data)
+    value = to_tensor(value, self.dtype, self._data) if not isinstance(value, Tensor) else \
+        value.to(self.dtype)
     apply_inplace(self, _put, index, value, index_tensors)

@@ -13,7 +13,7 @@ import string
 import numpy as np
 
 from .. import backends
-from ..device_arrays import as_array
+from ..device_arrays import as_array, on_device_of
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -287,7 +287,7 @@ class Einsum(Function):
             for letter, size in dict(zip(term, operand.shape)).items():
                 if letter not in reachable:  # summed away in forward: every element counts
                     extra_terms.append(letter)
-                    extra_operands.append(Tensor._make(np.ones(size, grad._data.dtype)))
+                    extra_operands.append(Tensor._make(np.ones_like(grad._data, shape=(size,))))
             equation = ",".join([output] + others + extra_terms) + "->" + target
             grads.append(Einsum.apply(grad, *[o for j, o in enumerate(operands) if j != k],
                                       *extra_operands, equation=equation))
@@ -307,7 +307,8 @@ def _adjoint_terms(term, operand, spare):
                 raise RuntimeError("einsum: too many subscripts to differentiate this equation")
             target.append(renamed)
             extra_terms.append(letter + renamed)
-            extra_operands.append(Tensor._make(np.eye(size, dtype=operand._data.dtype)))
+            extra_operands.append(Tensor._make(on_device_of(np.eye(size, dtype=operand._data.dtype),
+                                                            operand._data)))
         else:
             seen.add(letter)
             target.append(letter)

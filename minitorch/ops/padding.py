@@ -20,6 +20,7 @@ import operator
 
 import numpy as np
 
+from ..device_arrays import on_device_of
 from ..tensor import Tensor
 from .registry import op
 from .shape import cat
@@ -115,7 +116,8 @@ def pad(input, pad, mode="constant", value=None):
         for dim, left, right in amounts:
             if left or right:
                 index = _source_index(out.shape[dim], left, right, mode)
-                out = out.index_select(dim, Tensor._make(index.astype(np.int64)))
+                out = out.index_select(dim, Tensor._make(on_device_of(index.astype(np.int64),
+                                                                      out._data)))
     return input.clone() if out is input else out  # a new tensor always, as PyTorch
 
 
@@ -133,5 +135,5 @@ def _constant_pad_dim(x, dim, left, right, value):
         elif amount:
             shape = list(x.shape)
             shape[dim] = amount
-            pieces.append(Tensor._make(np.full(shape, value, dtype=x._data.dtype)))
+            pieces.append(Tensor._make(np.full_like(x._data, value, shape=shape)))
     return cat(pieces, dim)

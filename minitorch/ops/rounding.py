@@ -28,7 +28,7 @@ class Step(Function):
 
     @staticmethod
     def backward(ctx, grad):
-        return _make(np.zeros(grad.shape, grad._data.dtype)), None
+        return _make(np.zeros_like(grad._data)), None
 
 
 def _step(input, fn, name):

@@ -13,7 +13,7 @@ import operator
 import numpy as np
 
 from .. import backends
-from ..device_arrays import array_module, as_array, is_gpu_array, to_host
+from ..device_arrays import array_module, as_array, is_gpu_array, on_device_of, to_host
 from ..autograd.function import Function
 from ..dtype import dtype as dtype_class
 from ..tensor import Tensor
@@ -600,11 +600,13 @@ def _is_plain_basic(index):
     return type(index) in _BASIC_TYPES
 
 
-def _convert_index(index):
+def _convert_index(index, like=None):
     """A user's index in numpy's terms, and the Tensors it holds (for ``_save_index``).
 
     A 0-d int64 Tensor counts as an int, as in PyTorch (``x[t]`` is a view, nothing saved);
-    other Tensors become their arrays. Ranges are checked by the caller."""
+    other Tensors become their arrays. Ranges are checked by the caller. Index arrays from the
+    host (lists, numpy arrays, CPU tensors) go to the device of ``like``, the indexed array, as
+    PyTorch lets CPU indices index a CUDA tensor."""
     items = index if isinstance(index, tuple) else (index,)
     converted, tensors = [], []
     for item in items:
@@ -626,6 +628,9 @@ def _convert_index(index):
         elif isinstance(item, bool):
             item = np.asarray(item)
         converted.append(item)
+    if like is not None and is_gpu_array(like):
+        converted = [on_device_of(item, like) if isinstance(item, np.ndarray) else item
+                     for item in converted]
     converted = tuple(converted) if isinstance(index, tuple) or len(converted) != 1 \
         else converted[0]
     return converted, tuple(tensors)
@@ -647,7 +652,7 @@ def getitem(input, index):
         except IndexError as error:
             raise IndexError(f"index {index!r} is out of range for a tensor of shape "
                              f"{tuple(input.shape)}: {error}") from None
-    index, index_tensors = _convert_index(index)
+    index, index_tensors = _convert_index(index, input._data)
     # Index a zero-strided stand-in of the same shape first: numpy checks every index for
     # range and shape there, at no memory cost, and we can name the tensor's shape in the error.
     stand_in = np.lib.stride_tricks.as_strided(np.zeros((), np.int8), input.shape,

@@ -13,6 +13,7 @@ May import: ``minitorch.tensor``, ``minitorch.autograd`` and the sibling op modu
 """
 import numpy as np
 
+from ..device_arrays import array_module
 from ..tensor import Tensor
 from ._helpers import normalize_dim
 from .reduction import values_indices
@@ -81,7 +82,7 @@ def _sorted_along(input, dim, descending, k=None):
         order = _stable_order(input._data, d, descending)
         if k is not None:
             order = order[(slice(None),) * d + (slice(0, k),)]
-    indices = _make(np.ascontiguousarray(order))
+    indices = _make(array_module(order).ascontiguousarray(order))
     return values_indices(Gather.apply(input, d, indices), indices)
 
 
@@ -142,12 +143,12 @@ def unique(input, sorted=True, return_inverse=False, return_counts=False, dim=No
         if input.ndim == 0:
             x = x.reshape(1)
         if x.shape[d] == 0:  # numpy cannot take unique slices of an empty dim
-            found = (x, np.zeros(0, np.int64), np.zeros(0, np.int64))
+            found = (x, np.zeros_like(x, np.int64, shape=0), np.zeros_like(x, np.int64, shape=0))
         else:
             found = np.unique(x, return_inverse=True, return_counts=True, axis=d)
         inverse_shape = (x.shape[d],)
     output, inverse, counts = found
-    results = [_make(np.ascontiguousarray(output))]
+    results = [_make(array_module(output).ascontiguousarray(output))]
     if return_inverse:
         results.append(_make(inverse.reshape(inverse_shape).astype(np.int64)))
     if return_counts:
@@ -166,7 +167,7 @@ def nonzero(input, *, as_tuple=False):
         return tuple(_make(i.astype(np.int64)) for i in np.nonzero(x.reshape(-1) if x.ndim == 0
                                                                       else x))
     if x.ndim == 0:
-        return _make(np.zeros((1 if x.item() else 0, 0), np.int64))
+        return _make(np.zeros_like(x, np.int64, shape=(1 if x.item() else 0, 0)))
     return _make(np.argwhere(x).astype(np.int64))
 
 

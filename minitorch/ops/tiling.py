@@ -10,6 +10,7 @@ May import: ``minitorch.tensor``, ``minitorch.autograd`` and the sibling op modu
 import numpy as np
 
 from ..autograd.function import Function
+from ..device_arrays import array_module, on_device_of
 from ..tensor import Tensor
 from ._helpers import normalize_dim
 from .registry import op, tensor_method
@@ -112,6 +113,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):
     counts = _repeat_counts(repeats, input.shape[d], "repeat_interleave")
     picked = np.repeat(np.arange(input.shape[d], dtype=np.int64), counts)
     _check_output_size(output_size, picked.size)
+    picked = on_device_of(picked, input._data)
     return GetItem.apply(input, picked if d == 0 else (slice(None),) * d + (picked,))
 
 
@@ -162,8 +164,9 @@ class DiagonalEmbed(Function):
     @staticmethod
     def forward(ctx, v, shape, diagonal):
         ctx.diagonal = diagonal
-        out = np.zeros(shape, v._data.dtype)
-        steps = np.arange(v.shape[0])
+        xp = array_module(v._data)
+        out = xp.zeros(shape, v._data.dtype)
+        steps = xp.arange(v.shape[0])
         if diagonal >= 0:
             out[steps, steps + diagonal] = v._data
         else:
