@@ -609,3 +609,19 @@ def test_loader_launches_on_the_c_kernels(c_kernels_as_cupy):
     test_softmax_rejects_what_the_c_backend_rejects()
     test_cross_entropy_rejects_what_the_c_backend_rejects()
     test_layer_norm_rejects_what_the_c_backend_rejects()
+
+
+def test_each_kernel_takes_the_arguments_the_ops_pass():
+    """Ops call a kernel through backends.current() with the C backend's arguments, and a call
+    on GPU arrays lands here: every kernel here has the C (and numpy) backend's signature."""
+    import inspect
+
+    from minitorch import backends
+    names = [name for names in K.ENTRY_POINTS.values() for name in names
+             if hasattr(N, name)] + ["matmul"]
+    assert {"gemm", "softmax_forward", "cross_entropy_backward", "layer_norm_forward"} <= set(names)
+    for name in names:
+        ours = inspect.signature(getattr(K, name))
+        assert ours == inspect.signature(getattr(N, name)), name
+        if "c" in backends.available:
+            assert ours == inspect.signature(getattr(backends.available["c"], name)), name
