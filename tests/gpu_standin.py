@@ -255,3 +255,11 @@ def ascontiguousarray(value, dtype=None):
     if not isinstance(value, ndarray):
         return asarray(np.ascontiguousarray(value, dtype=dtype))
     return ndarray(np.ascontiguousarray(value._array, dtype=dtype), value.device.id)
+
+
+def _as_strided(x, shape=None, strides=None):
+    """``cupy.lib.stride_tricks.as_strided``: a view of ``x`` on its device."""
+    return ndarray(np.lib.stride_tricks.as_strided(x._array, shape, strides), x.device.id)
+
+
+lib = types.SimpleNamespace(stride_tricks=types.SimpleNamespace(as_strided=_as_strided))

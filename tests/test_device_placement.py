@@ -398,3 +398,87 @@ def test_readme_cuda_example_runs_on_the_device(tmp_path, monkeypatch):
     exec(compile(block, "README.md:cuda", "exec"), namespace)
     assert namespace["device"] == "cuda" and namespace["model"].weight.grad.device == "cuda:0"
     assert all(t.device == "cuda:0" for t in namespace["state"].values())
+
+
+def _model_cases():
+    from minitorch.models.bert import BERT
+    from minitorch.models.gpt import GPT, GPTConfig
+    from minitorch.models.vit import VisionTransformer
+    from minitorch.text.rnn_model import Seq2SeqRNN
+    from minitorch.vision.captioning import AttentionCaptioner
+
+    def ids(*shape, high=13, seed=0):
+        return mt.tensor(np.random.default_rng(seed).integers(4, high, shape))
+    first = (lambda out: out[0] if isinstance(out, tuple) else out)
+    return {  # name: (model, inputs, the output the loss sums)
+        "LSTM": (lambda: nn.LSTM(4, 5, num_layers=2, batch_first=True, bidirectional=True),
+                 lambda: [mt.randn(2, 3, 4)], first),
+        "GRU": (lambda: nn.GRU(4, 5, batch_first=True), lambda: [mt.randn(2, 3, 4)], first),
+        "CNN": (lambda: nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.BatchNorm2d(4),
+                                      nn.ReLU(), nn.MaxPool2d(2), nn.AvgPool2d(2),
+                                      nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(4, 2)),
+                lambda: [mt.randn(2, 3, 8, 8)], first),
+        "GPT": (lambda: GPT(GPTConfig(vocab_size=13, block_size=10, n_layer=2, n_head=2,
+                                      n_embd=8)), lambda: [ids(2, 7)], first),
+        "BERT": (lambda: BERT(13, 3, d_model=8, nhead=2, num_layers=2, dim_feedforward=12,
+                              max_positions=12), lambda: [ids(2, 7)], first),
+        "ViT": (lambda: VisionTransformer(image_size=(4, 6), patch_size=2, in_channels=3,
+                                          num_classes=5, d_model=8, nhead=2, num_layers=2,
+                                          dim_feedforward=16), lambda: [mt.randn(2, 3, 4, 6)],
+                first),
+        "Seq2SeqRNN": (lambda: Seq2SeqRNN(13, 13, embed_size=6, hidden_size=8),
+                       lambda: [ids(2, 5), ids(2, 4, seed=1)], first),
+        "captioner": (lambda: AttentionCaptioner(11, image_size=8, embed_size=6, hidden_size=8),
+                      lambda: [mt.randn(2, 3, 8, 8), ids(2, 4, high=11)], first),
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_model_cases()))
+def test_models_train_on_the_device_as_on_the_cpu(name):
+    build, inputs, output = _model_cases()[name]
+
+    def run(device):
+        mt.manual_seed(0)
+        model = build().to(device)
+        loss = output(model(*[x.to(device) for x in inputs()])).sum()
+        loss.backward()
+        return [loss] + [p.grad for p in model.parameters()]
+    for a, b in zip(run("cpu"), run("cuda")):
+        assert (a is None) == (b is None)
+        if a is not None:
+            assert b.device == "cuda:0"
+            _same(a, b)
+
+
+def test_captioning_and_rnn_decoding_on_the_device_equal_the_cpu():
+    from minitorch.text.rnn_decoding import decode_with_attention
+    from minitorch.text.rnn_model import Seq2SeqRNN
+    from minitorch.vision.captioning import AttentionCaptioner
+    mt.manual_seed(0)
+    captioner = AttentionCaptioner(11, image_size=8, embed_size=6, hidden_size=8).eval()
+    rnn = Seq2SeqRNN(13, 13, embed_size=6, hidden_size=8).eval()
+    images, src = mt.randn(2, 3, 8, 8), mt.tensor([[5, 6, 7, 3], [8, 9, 3, 0]])
+    pad = src == 0
+    cpu = (captioner.greedy_decode(images), captioner.beam_search(images, beam_size=2),
+           decode_with_attention(rnn, src, pad, max_len=5))
+    captioner.cuda()
+    rnn.cuda()
+    gpu = (captioner.greedy_decode(images.cuda()), captioner.beam_search(images.cuda(), 2),
+           decode_with_attention(rnn, src.cuda(), pad.cuda(), max_len=5))
+    for ours, theirs in zip(cpu, gpu):
+        assert ours[0] == theirs[0]
+        for a, b in zip(ours[1], theirs[1]):
+            np.testing.assert_array_equal(a, b)
+
+
+def test_gpt_generates_on_the_device_as_on_the_cpu():
+    from minitorch.models.gpt import GPT, GPTConfig
+    mt.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=13, block_size=10, n_layer=2, n_head=2, n_embd=8)).eval()
+    prompt = mt.tensor([[1, 2], [3, 4]])
+    mt.manual_seed(5)
+    cpu = model.generate(prompt, 6, do_sample=True, top_k=5)
+    model.cuda()
+    mt.manual_seed(5)
+    gpu = model.generate(prompt.cuda(), 6, do_sample=True, top_k=5)
+    assert gpu.device == "cuda:0" and gpu.tolist() == cpu.tolist()

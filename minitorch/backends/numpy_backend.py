@@ -683,8 +683,11 @@ def _receptive_fields(xpad, kernel, stride, dilation, out):
     """The view [n, c, p, q, i, j] = xpad[n, c, i sh + p dh, j sw + q dw] of (N, C, Hp, Wp)."""
     sn, sc, sh, sw = xpad.strides
     strides = (sn, sc, sh * dilation[0], sw * dilation[1], sh * stride[0], sw * stride[1])
-    return np.lib.stride_tricks.as_strided(xpad, xpad.shape[:2] + tuple(kernel) + tuple(out),
-                                           strides, writeable=False)
+    shape = xpad.shape[:2] + tuple(kernel) + tuple(out)
+    xp = array_module(xpad)
+    if xp is not np:  # CuPy's as_strided has no writeable flag
+        return xp.lib.stride_tricks.as_strided(xpad, shape, strides)
+    return np.lib.stride_tricks.as_strided(xpad, shape, strides, writeable=False)
 
 
 def _grouped_fields(x, kernel, stride, padding, dilation, groups, out):

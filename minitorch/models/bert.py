@@ -240,7 +240,7 @@ class BERT(nn.Module):
             raise ValueError(f"BERT: input_ids must be an (N, L) int64 Tensor, got "
                              f"{type(input_ids).__name__} of shape "
                              f"{tuple(getattr(input_ids, 'shape', ()))}")
-        ids = input_ids.numpy()
+        ids = input_ids.cpu().numpy()  # checked on the host (a copy for a GPU tensor)
         if not np.issubdtype(ids.dtype, np.integer):
             raise ValueError(f"BERT: input_ids must hold integer token ids, got {ids.dtype}")
         if ids.shape[1] > self.max_positions:
@@ -251,7 +251,7 @@ class BERT(nn.Module):
             raise IndexError(f"BERT: input_ids holds token id {int(ids[outside][0])}, outside "
                              f"the vocabulary [0, {self.vocab_size})")
         if src_key_padding_mask is None:
-            return minitorch.tensor(ids == self.pad_id)
+            return minitorch.tensor(ids == self.pad_id, device=input_ids.device)
         if tuple(src_key_padding_mask.shape) != ids.shape:
             raise ValueError(f"BERT: src_key_padding_mask must have input_ids' shape "
                              f"{ids.shape}, got {tuple(src_key_padding_mask.shape)}")
@@ -260,7 +260,7 @@ class BERT(nn.Module):
     def forward(self, input_ids: Tensor, src_key_padding_mask: Optional[Tensor] = None) -> Tensor:
         """Final hidden states (N, L, d_model), after the encoder's last LayerNorm."""
         padding = self._check(input_ids, src_key_padding_mask)
-        positions = minitorch.arange(input_ids.shape[1])
+        positions = minitorch.arange(input_ids.shape[1], device=input_ids.device)
         x = self.dropout(self.token_embedding(input_ids) + self.position_embedding(positions))
         return self.encoder(x, src_key_padding_mask=padding)
 

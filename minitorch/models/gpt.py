@@ -138,7 +138,7 @@ class GPT(nn.Module):
                              f"{tuple(idx.shape)}")
         if idx.dtype not in (minitorch.int64, minitorch.int32):
             raise TypeError(f"GPT: {name} must hold integer token ids (int64), got {idx.dtype}")
-        values = idx.numpy()
+        values = idx.cpu().numpy()  # checked on the host (a copy for a GPU tensor)
         outside = (values < 0) | (values >= self.config.vocab_size)
         if outside.any():
             raise IndexError(f"GPT: {name} holds token id {int(values[outside][0])}, outside "
@@ -171,7 +171,7 @@ class GPT(nn.Module):
         if cache is not None and len(cache) != len(self.blocks):
             raise ValueError(f"GPT: cache must hold one KVCache per block ({len(self.blocks)}), "
                              f"got {len(cache)}")
-        positions = minitorch.arange(past, past + t)
+        positions = minitorch.arange(past, past + t, device=idx.device)
         x = self.dropout(self.token_embedding(idx) + self.position_embedding(positions))
         for i, block in enumerate(self.blocks):
             x = block(x, None if cache is None else cache[i])

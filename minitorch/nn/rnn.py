@@ -213,7 +213,8 @@ class RNNBase(Module):
         shapes = self._state_shapes(batch_sizes[0])
         if states is None:
             n_states = 2 if self.mode == "LSTM" else 1
-            states = tuple(zeros(*shape, dtype=data.dtype) for shape in shapes[:n_states])
+            states = tuple(zeros(*shape, dtype=data.dtype, device=data.device)
+                           for shape in shapes[:n_states])
         else:
             names = ("hx",) if len(states) == 1 else ("hx[0]", "hx[1]")
             for state_name, state, shape in zip(names, states, shapes):
@@ -385,7 +386,8 @@ class RNNCellBase(Module):
             raise RuntimeError(f"{name}: input has inconsistent input_size: got "
                                f"{input.shape[1]} expected {self.input_size}")
         batch = input.shape[0]
-        states = tuple(zeros(batch, self.hidden_size, dtype=input.dtype) if s is None else s
+        states = tuple(zeros(batch, self.hidden_size, dtype=input.dtype, device=input.device)
+                       if s is None else s
                        for s in states)
         for label, state in zip(labels, states):
             if state.dtype != input.dtype:

@@ -18,8 +18,6 @@ May import: ``.module``, ``.linear``, ``.functional``, ``minitorch``.
 """
 import math
 
-import numpy as np
-
 from ..dtype import bool_
 from ..tensor import Tensor
 from . import functional as F
@@ -84,7 +82,7 @@ class _DecoderAttention(Module):
             got = tuple(mask.shape) if isinstance(mask, Tensor) else type(mask).__name__
             raise ValueError(f"{type(self).__name__}: key_padding_mask must be a bool tensor of "
                              f"shape {tuple(keys.shape[:2])} (True = padding), got {got}")
-        if np.asarray(mask.numpy()).all(axis=-1).any():
+        if bool(mask.all(dim=-1).any()):
             raise ValueError(f"{type(self).__name__}: key_padding_mask marks every key of a "
                              f"row as padding; nothing would be left to attend to")
         return mask

@@ -23,6 +23,7 @@ import numpy as np
 from .. import backends
 from ..autograd.function import Function
 from ..backends.checks import pooled_size
+from ..device_arrays import on_device_of
 from ..dtype import bool_, int64
 from ..tensor import Tensor
 from .convolution import expand_param
@@ -177,7 +178,9 @@ def _adaptive_matrix(size, out):
 def _separable(x, rows, cols):
     """rows · x · colsᵀ over the last two dims of x (a linear map, so its gradient is too)."""
     dtype = x.dtype.numpy
-    return _make(rows.astype(dtype)) @ x @ _make(np.ascontiguousarray(cols.T).astype(dtype))
+    rows, cols = (on_device_of(m.astype(dtype), x._data)
+                  for m in (rows, np.ascontiguousarray(cols.T)))
+    return _make(rows) @ x @ _make(cols)
 
 
 @op(function=False, method=False, functional=True)

@@ -61,12 +61,12 @@ class RNNDecoderCache:
     def record(self, weights: Optional[Tensor]) -> None:
         """Keep one step's attention weights (N, S), if recording."""
         if self.record_attention and weights is not None:
-            self.cross_attention.append(weights.numpy()[:, None, None, :].copy())
+            self.cross_attention.append(weights.cpu().numpy()[:, None, None, :].copy())
 
     def reorder(self, index) -> None:
         """Keep rows ``index`` (a list/array of row numbers, repeats allowed), in that order."""
         rows = np.asarray(index, dtype=np.int64)
-        select = minitorch.tensor(rows)
+        select = minitorch.tensor(rows, device=self.memory.device)
 
         def pick(tensor):
             return None if tensor is None else tensor.index_select(0, select)
@@ -108,15 +108,16 @@ def decode_with_attention(model, src: Tensor, src_key_padding_mask: Optional[Ten
         tokens = beam_search(model, src, src_key_padding_mask, beam_size=beam_size,
                              max_len=max_len, length_penalty=length_penalty, bos_id=bos_id,
                              eos_id=eos_id, pad_id=pad_id)
-    tgt_in = minitorch.tensor(pad_sequences([[bos_id] + row for row in tokens], pad_id))
+    tgt_in = minitorch.tensor(pad_sequences([[bos_id] + row for row in tokens], pad_id),
+                              device=src.device)
     with minitorch.no_grad(), eval_mode(model):
         memory = model.encode(src, src_key_padding_mask)
         _, weights = model.decode(tgt_in, memory, src_key_padding_mask, need_weights=True)
-    weights = weights.numpy()  # (N, T, S)
+    weights = weights.cpu().numpy()  # (N, T, S)
     if max_len is None:  # the searches' default (decoding._prepare)
         max_len = min(model.max_len, 2 * src.shape[1] + 10)
     source_lengths = np.full(src.shape[0], src.shape[1])
     if src_key_padding_mask is not None:
-        source_lengths -= src_key_padding_mask.numpy().sum(axis=1)
+        source_lengths -= src_key_padding_mask.cpu().numpy().sum(axis=1)
     return tokens, [weights[n, :min(len(row) + 1, max_len), :source_lengths[n]]
                     for n, row in enumerate(tokens)]

@@ -109,7 +109,7 @@ class Seq2SeqRNN(nn.Module):
             raise ValueError(f"Seq2SeqRNN: {name} must be (N, L) token ids, got {shape}")
         if ids.shape[1] == 0:
             raise ValueError(f"Seq2SeqRNN: {name} is empty (length 0)")
-        values = ids.numpy()
+        values = ids.cpu().numpy()  # checked on the host (a copy for a GPU tensor)
         outside = (values < 0) | (values >= vocab)
         if outside.any():
             raise IndexError(f"Seq2SeqRNN: {name} holds token id {int(values[outside][0])}, "
@@ -123,7 +123,7 @@ class Seq2SeqRNN(nn.Module):
         if tuple(mask.shape) != (n, s) or mask.dtype != minitorch.bool:
             raise ValueError(f"Seq2SeqRNN: src_key_padding_mask must be bool of shape {(n, s)}, "
                              f"got {mask.dtype} {tuple(mask.shape)}")
-        padding = mask.numpy()
+        padding = mask.cpu().numpy()
         if (padding[:, :-1] & ~padding[:, 1:]).any():
             raise ValueError("Seq2SeqRNN: src_key_padding_mask must mark padding after each "
                              "sentence's tokens (right padding), not before or between them")
@@ -154,7 +154,8 @@ class Seq2SeqRNN(nn.Module):
     def _last_encoder_state(self, memory: Tensor, lengths: np.ndarray) -> Tensor:
         """h_T, (N, D): the forward direction's output at each sentence's last real token and the
         backward one's at its first, which are the encoder's final states of its top layer."""
-        rows, last = minitorch.arange(memory.shape[0]), minitorch.tensor(lengths - 1)
+        rows = minitorch.arange(memory.shape[0], device=memory.device)
+        last = minitorch.tensor(lengths - 1, device=memory.device)
         if not self.bidirectional:
             return memory[rows, last]
         forward_end = memory[rows, last, :self.hidden_size]

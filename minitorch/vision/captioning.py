@@ -131,7 +131,8 @@ class AttentionCaptioner(nn.Module):
         grid = self.encoder(images)                                    # (B, C, H, W)
         batch, channels, rows, cols = grid.shape
         features = grid.reshape(batch, channels, rows * cols).transpose(1, 2)
-        position = minitorch.tensor(_grid_coordinates(rows, cols), dtype=features.dtype)
+        position = minitorch.tensor(_grid_coordinates(rows, cols), dtype=features.dtype,
+                                    device=features.device)
         return minitorch.cat([features, position.unsqueeze(0).expand(batch, rows * cols, 2)],
                              dim=-1)
 
@@ -199,13 +200,14 @@ class AttentionCaptioner(nn.Module):
                 projected = self.attention.project_keys(keys)
                 state = self.initial_state(keys)
                 batch = keys.shape[0]
-                tokens = minitorch.full((batch,), self.bos_id, dtype=minitorch.int64)
+                tokens = minitorch.full((batch,), self.bos_id, dtype=minitorch.int64,
+                                        device=images.device)
                 chosen, weights = [], []
                 for _ in range(max_len):
                     logits, state, step_weights = self.step(tokens, state, keys, projected)
                     tokens = logits.argmax(dim=-1)
-                    chosen.append(tokens.numpy())
-                    weights.append(step_weights.numpy())
+                    chosen.append(tokens.cpu().numpy())
+                    weights.append(step_weights.cpu().numpy())
                     if all((np.stack(chosen, 1) == self.eos_id).any(axis=1)):
                         break
         finally:
@@ -251,18 +253,18 @@ class AttentionCaptioner(nn.Module):
         for _ in range(max_len):
             live = len(hypotheses)
             tokens = minitorch.tensor([h[0][-1] if h[0] else self.bos_id for h in hypotheses],
-                                      dtype=minitorch.int64)
+                                      dtype=minitorch.int64, device=image.device)
             logits, new_state, weights = self.step(
                 tokens, state, keys.expand(live, *keys.shape[1:]),
                 projected.expand(live, *projected.shape[1:]))
-            log_probs = F.log_softmax(logits, dim=-1).numpy()
+            log_probs = F.log_softmax(logits, dim=-1).cpu().numpy()
             scores = np.array([h[2] for h in hypotheses])[:, None] + log_probs
             best = np.argsort(scores, axis=None)[::-1][:beam_size]
             kept, rows = [], []
             for flat in best:
                 row, word = divmod(int(flat), self.vocab_size)
                 tokens_so_far, maps_so_far, _ = hypotheses[row]
-                entry = (tokens_so_far + [word], maps_so_far + [weights.numpy()[row]],
+                entry = (tokens_so_far + [word], maps_so_far + [weights.cpu().numpy()[row]],
                          float(scores[row, word]))
                 if word == self.eos_id:
                     finished.append(entry)
@@ -273,7 +275,7 @@ class AttentionCaptioner(nn.Module):
             if not kept or (finished and max(f[2] for f in finished) >= max(k[2] for k in kept)):
                 break
             hypotheses = kept
-            index = minitorch.tensor(rows, dtype=minitorch.int64)
+            index = minitorch.tensor(rows, dtype=minitorch.int64, device=image.device)
             state = tuple(s.index_select(0, index) for s in new_state)
         best_hypothesis = max(finished or hypotheses, key=lambda h: h[2])
         return self._until_eos(best_hypothesis[0]), np.stack(best_hypothesis[1])

@@ -11,13 +11,14 @@ when the caller sorted them; ``unsorted_indices`` its inverse). ``pack_padded_se
 ``pack_sequence`` build one, ``pad_packed_sequence`` / ``unpack_sequence`` undo it; each is
 one gather (``index_select``), so gradients flow through. ``unpad_sequence`` splits a padded
 batch back into its sequences.
-May import: numpy, ``minitorch.tensor``, ``minitorch.ops``.
+May import: numpy, ``minitorch.tensor``, ``minitorch.ops``, ``minitorch.device_arrays``.
 """
 from collections import namedtuple
 
 import numpy as np
 
 from ... import ops
+from ...device_arrays import array_module, on_device_of, to_host
 from ...dtype import float16, float32, float64
 from ...tensor import Tensor
 
@@ -92,14 +93,20 @@ class PackedSequence(namedtuple("PackedSequence",
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args, **kwargs):
-        """``data`` converted with ``Tensor.to`` (the indices stay int64 on the CPU)."""
+        """``data`` converted with ``Tensor.to``, the indices moved with it (``batch_sizes``
+        stays on the CPU, as PyTorch's)."""
         data = self.data.to(*args, **kwargs)
-        return self if data is self.data else type(self)(data, self.batch_sizes,
-                                                          self.sorted_indices,
-                                                          self.unsorted_indices)
+        if data is self.data:
+            return self
+        sorted_indices, unsorted_indices = (None if t is None else t.to(data.device)
+                                            for t in (self.sorted_indices, self.unsorted_indices))
+        return type(self)(data, self.batch_sizes, sorted_indices, unsorted_indices)
 
     def cpu(self):
-        return self
+        return self.to("cpu")
+
+    def cuda(self, device=None):
+        return self.to(self.data.cuda(device).device)
 
     def double(self):
         return self.to(float64)
@@ -112,7 +119,7 @@ class PackedSequence(namedtuple("PackedSequence",
 
     @property
     def is_cuda(self):
-        return False
+        return self.data.is_cuda
 
     def is_pinned(self):
         return False
@@ -124,7 +131,7 @@ def invert_permutation(permutation):
         return None
     order = permutation._data.reshape(-1)
     inverse = np.empty_like(order)
-    inverse[order] = np.arange(order.size, dtype=order.dtype)
+    inverse[order] = array_module(order).arange(order.size, dtype=order.dtype)
     return Tensor._make(inverse)
 
 
@@ -133,7 +140,7 @@ def _lengths_array(lengths):
         if lengths.dtype.is_floating_point or lengths.ndim != 1:
             raise TypeError(f"lengths must be a 1-D integer tensor or a list of ints, got a "
                             f"{lengths.ndim}-D {lengths.dtype} tensor")
-        return lengths._data.astype(np.int64)
+        return to_host(lengths._data).astype(np.int64)  # lengths live on the host, as PyTorch's
     values = list(lengths)
     if any(isinstance(n, bool) or not isinstance(n, (int, np.integer)) for n in values):
         raise TypeError(f"lengths must be a 1-D integer tensor or a list of ints, got {values}")
@@ -175,7 +182,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
         order = np.arange(batch)
     else:
         order = np.argsort(-lengths, kind="stable")
-        sorted_indices = Tensor._make(order.astype(np.int64))
+        sorted_indices = Tensor._make(on_device_of(order.astype(np.int64), input._data))
         lengths = lengths[order]
     if batch == 0:
         raise RuntimeError("pack_padded_sequence: the batch is empty")
@@ -184,7 +191,7 @@ def pack_padded_sequence(input, lengths, batch_first=False, enforce_sorted=True)
     rows = np.concatenate([t * batch + order[:n] for t, n in enumerate(batch_sizes)])
     time_major = input.transpose(0, 1) if batch_first else input
     flat = time_major.reshape(steps * batch, *input.shape[2:])
-    data = flat.index_select(0, Tensor._make(rows.astype(np.int64)))
+    data = flat.index_select(0, Tensor._make(on_device_of(rows.astype(np.int64), input._data)))
     return PackedSequence(data, Tensor._make(batch_sizes), sorted_indices, None)
 
 
@@ -210,15 +217,16 @@ def pad_packed_sequence(sequence, batch_first=False, padding_value=0.0, total_le
     offsets = np.concatenate([[0], np.cumsum(batch_sizes)])
     for t, n in enumerate(batch_sizes):
         source[t, :n] = offsets[t] + np.arange(n)
-    padding = Tensor._make(np.full((1, *data.shape[1:]), padding_value, data._data.dtype))
-    padded = ops.cat([data, padding], 0).index_select(0, Tensor._make(source.reshape(-1)))
+    padding = Tensor._make(np.full_like(data._data, padding_value, shape=(1, *data.shape[1:])))
+    source = Tensor._make(on_device_of(source.reshape(-1), data._data))
+    padded = ops.cat([data, padding], 0).index_select(0, source)
     padded = padded.reshape(steps, batch, *data.shape[1:])
     lengths = np.array([(batch_sizes > b).sum() for b in range(batch)], dtype=np.int64)
     if batch_first:
         padded = padded.transpose(0, 1)
     if sequence.unsorted_indices is not None:
         padded = padded.index_select(0 if batch_first else 1, sequence.unsorted_indices)
-        lengths = lengths[sequence.unsorted_indices._data]
+        lengths = lengths[to_host(sequence.unsorted_indices._data)]
     return padded, Tensor._make(lengths.astype(np.int64))
 
 
