@@ -10,6 +10,8 @@
     the rows, the causal flag, fully masked rows; log-softmax; cross-entropy with ignore_index,
     label smoothing and every reduction; layer norm with and without weight and bias; NaN and
     inf rows; bad input raising the C backend's errors. Skipped where CuPy or a GPU is absent;
+    And the device layer on the GPU: a Transformer's training against the CPU's, and
+    ``examples/translate.py --device cuda``;
 (c) without CuPy, the loader imports (and ``import minitorch`` never imports CuPy), and its
     functions raise RuntimeError;
 (d) without a GPU, (b)'s tests on a numpy stand-in for CuPy whose kernels are the C kernels of
@@ -471,6 +473,47 @@ def test_layer_norm_rejects_what_the_c_backend_rejects():
         K.layer_norm_forward(x, None, None, eps=-1.0)
     with pytest.raises(ValueError, match="mean must have shape"):
         K.layer_norm_backward(x, x, None, x, x[:, 0])
+
+
+@requires_gpu
+def test_a_transformer_trains_on_the_gpu_close_to_the_cpu():
+    """The device layer on the real GPU (tests/test_device_placement.py runs it on a stand-in):
+    three Adam steps of a small seq2seq Transformer, csrc/cuda's kernels against the CPU's."""
+    import minitorch as mt
+    import minitorch.nn.functional as F
+    from minitorch.text.model import Seq2SeqTransformer
+
+    def run(device):
+        mt.manual_seed(0)
+        model = Seq2SeqTransformer(30, 30, d_model=32, nhead=4, num_encoder_layers=2,
+                                   num_decoder_layers=2, dim_feedforward=64, dropout=0.1)
+        model.to(device, mt.float64)
+        optimizer = mt.optim.Adam(model.parameters(), lr=1e-3)
+        rng = np.random.default_rng(0)
+        src = mt.tensor(rng.integers(4, 30, (4, 9)), device=device)
+        tgt = mt.tensor(rng.integers(4, 30, (4, 8)), device=device)
+        for _ in range(3):
+            logits = model(src, tgt[:, :-1], src_key_padding_mask=src == 5)
+            loss = F.cross_entropy(logits.reshape(-1, 30), tgt[:, 1:].reshape(-1),
+                                   label_smoothing=0.1)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return [p.detach().cpu().numpy() for p in model.parameters()]
+    for ours, theirs in zip(run("cuda"), run("cpu")):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-9, atol=1e-9)
+
+
+@requires_gpu
+def test_translate_example_trains_on_the_gpu(tmp_path):
+    result = subprocess.run(
+        [sys.executable, os.path.join(ROOT, "examples", "translate.py"), "--device", "cuda",
+         "--n-train", "400", "--n-valid", "8", "--vocab-size", "150", "--d-model", "32",
+         "--heads", "2", "--layers", "1", "--ff", "64", "--max-steps", "30", "--epochs", "1",
+         "--quiet", "--no-plots", "--out", str(tmp_path / "run")],
+        capture_output=True, text=True, timeout=600, cwd=ROOT)
+    assert result.returncode == 0, result.stderr
+    assert "Final held-out BLEU" in result.stdout
 
 
 # ---------------------------------------------------------------------------------------------
