@@ -13,12 +13,14 @@
  * each width (1, 2, 4, 8 bytes), which copies the bits of any dtype exactly (NaN payloads
  * included), and the entry point picks it by itemsize. The threads split the output into
  * contiguous ranges: every output element depends on its own index only, so they never
- * meet. Only this plain body exists: every ISA level runs it (the loop is bound by the
- * index's 8 bytes per element, not by arithmetic). This file is its own body, compiled once
- * per element width T.
+ * meet. Along the last dim (inner == 1) a row at a time goes to gather_row, whose tuned
+ * version (tuned/gather_tuned.c: AVX-512 vector gathers, 4- and 8-byte elements) runs at that
+ * ISA level; every other case runs the plain loops here at every level. This
+ * file is its own body, compiled once per element width T.
  */
 #ifndef T
 #include "mt_internal.h"
+#include "tuned/gather_tuned.h"
 
 #define T uint8_t
 #define SFX w8
@@ -81,17 +83,57 @@ static int F(gather_range)(const T *x, const int64_t *index, T *out, int64_t siz
     return bad;
 }
 
+/* out[j] = row[index[j]] for j < count: one row along the last dim; 1 if an index was out of
+ * range. (The signature of tuned/gather_tuned.h's row gathers.) */
+static int F(gather_row)(const void *row_, const int64_t *index, void *out_, int64_t count,
+                         int64_t size) {
+    const T *row = row_;
+    T *out = out_;
+    int bad = 0;
+    for (int64_t j = 0; j < count; ++j) {
+        int64_t k = index[j];
+        if (k < 0) k += size;
+        if (k < 0 || k >= size) {
+            bad = 1;
+            out[j] = 0;
+        } else {
+            out[j] = row[k];
+        }
+    }
+    return bad;
+}
+
+/* gather_range for inner == 1, the parts of rows in [begin, end) one at a time. */
+static int F(gather_rows)(mt_gather_row_fn gather_row, const T *x, const int64_t *index, T *out,
+                          int64_t size, int64_t n, int64_t begin, int64_t end) {
+    int bad = 0;
+    for (int64_t e = begin; e < end;) {
+        const int64_t a = e / n, stop = (a + 1) * n < end ? (a + 1) * n : end;
+        bad |= gather_row(x + a * size, index + e, out + e, stop - e, size);
+        e = stop;
+    }
+    return bad;
+}
+
 static int F(gather)(const T *x, const int64_t *index, T *out, int64_t outer, int64_t size,
                      int64_t n, int64_t inner) {
     const int64_t total = outer * n * inner;
     if (total == 0) return 0;
+    mt_gather_row_fn gather_row = NULL;
+    if (inner == 1) {
+        const int level = mt_get_isa();
+        gather_row = level > MT_ISA_REFERENCE ? mt_tuned_gather_row(level, sizeof(T)) : NULL;
+        if (gather_row == NULL) gather_row = F(gather_row);
+    }
     int bad = 0;
 #pragma omp parallel num_threads(mt_threads_for(total)) reduction(| : bad)
     {
         const int64_t team = mt_team_size(), t = mt_thread_num();
         const int64_t begin = total / team * t + (t < total % team ? t : total % team);
         const int64_t end = begin + total / team + (t < total % team);
-        if (begin < end) bad |= F(gather_range)(x, index, out, size, n, inner, begin, end);
+        if (begin < end)
+            bad |= gather_row ? F(gather_rows)(gather_row, x, index, out, size, n, begin, end)
+                              : F(gather_range)(x, index, out, size, n, inner, begin, end);
     }
     return bad ? MT_ERR_ARGS : 0;
 }
