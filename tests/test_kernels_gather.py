@@ -1,12 +1,14 @@
 """Kernel tests of gather along a dim (csrc/gather.c), its adjoint scatter-add
 (csrc/scatter_add.c) and the triangles (csrc/triangle.c), against the numpy reference:
 
-- C equals numpy bit for bit on random shapes, dims (negative ones too) and index lengths
-  (empty included), with negative and repeated indices, at 1 and 2 threads and at every ISA
-  level, sizes across the one-thread threshold (32768 elements): gather and keep_triangle for
-  every dtype they move (float32, float64, float16, the integers, bool; NaN payloads kept),
-  gather_backward and scatter_add for float32 and float64 (each element's additions run in
-  the order of the index on any thread count, numpy's np.add.at order);
+- C equals numpy bit for bit on listed and drawn (hypothesis: the campaign's profiles)
+  shapes, dims (negative ones too) and index lengths (empty included), with negative and
+  repeated indices, at 1 and 2 threads and at every ISA level, sizes across the one-thread
+  threshold (32768 elements): gather and keep_triangle for every dtype they move (float32,
+  float64, float16, the integers, bool; NaN payloads kept), gather_backward and scatter_add
+  for float32 and float64 (each element's additions run in the order of the index on any
+  thread count, numpy's np.add.at order; a NaN made of NaN, inf and -inf is NaN on both
+  sides, its sign and payload the CPU's choice);
 - strided, transposed and misaligned inputs give their contiguous copy's result;
 - an out-of-range index is an IndexError naming it, on both backends, whichever thread meets
   it; the C entry points refuse one too when called past the checks;
@@ -19,6 +21,8 @@ import contextlib
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 import minitorch as mt
 from minitorch.autograd import gradcheck
@@ -77,6 +81,15 @@ def same_bits(got, want):
     np.testing.assert_array_equal(got.reshape(-1).view(np.uint8), want.reshape(-1).view(np.uint8))
 
 
+def same_sums(got, want):
+    """Equal values and signs of zero; NaN where the other has NaN (adding NaNs and infs makes
+    a NaN whose sign and payload depend on the order of the operands in the CPU's add)."""
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    numbers = ~np.isnan(want)
+    np.testing.assert_array_equal(np.signbit(got[numbers]), np.signbit(want[numbers]))
+
+
 def gather_case(rng, shape, dim, n, dtype):
     x = values(rng, shape, dtype)
     index_shape = list(shape)
@@ -116,8 +129,31 @@ def test_gather_backward_and_scatter_add_match_numpy(dtype, threads):
             want_sum = N.scatter_add(x, dim, index, src)
         for isa in ISAS:
             with c_threads(threads, isa):
-                same_bits(C.gather_backward(src, dim, index, shape[dim]), want_grad)
-                same_bits(C.scatter_add(x, dim, index, src), want_sum)
+                same_sums(C.gather_backward(src, dim, index, shape[dim]), want_grad)
+                same_sums(C.scatter_add(x, dim, index, src), want_sum)
+
+
+@needs_c
+@given(data=st.data())
+def test_drawn_shapes_match_numpy(data):
+    """Every kernel of this file on a drawn shape, dim, index length, dtype and thread count."""
+    shape = tuple(data.draw(st.lists(st.integers(0, 9), min_size=1, max_size=4), label="shape"))
+    dim = data.draw(st.integers(-len(shape), len(shape) - 1), label="dim")
+    n = data.draw(st.integers(0, 12), label="n") if shape[dim] else 0
+    dtype = data.draw(st.sampled_from(FLOAT_DTYPES), label="dtype")
+    threads = data.draw(st.sampled_from(THREADS), label="threads")
+    rng = np.random.default_rng(data.draw(st.integers(0, 2 ** 32 - 1), label="seed"))
+    x, index = gather_case(rng, shape, dim, n, dtype)
+    src = values(rng, index.shape, dtype)
+    with c_threads(threads), np.errstate(invalid="ignore"):
+        same_bits(C.gather_forward(x, dim, index), N.gather_forward(x, dim, index))
+        same_sums(C.gather_backward(src, dim, index, shape[dim]),
+                  N.gather_backward(src, dim, index, shape[dim]))
+        same_sums(C.scatter_add(x, dim, index, src), N.scatter_add(x, dim, index, src))
+        if x.ndim >= 2:
+            diagonal = data.draw(st.integers(-12, 12), label="diagonal")
+            for upper in (False, True):
+                same_bits(C.keep_triangle(x, diagonal, upper), N.keep_triangle(x, diagonal, upper))
 
 
 @needs_c
@@ -129,7 +165,7 @@ def test_scatter_add_many_repeats_split_over_threads(threads):
     src = rng.standard_normal((2, 3000, 37)).astype(np.float32)
     index = rng.integers(0, 2, src.shape)
     with c_threads(threads):
-        same_bits(C.gather_backward(src, 1, index, 2), N.gather_backward(src, 1, index, 2))
+        same_sums(C.gather_backward(src, 1, index, 2), N.gather_backward(src, 1, index, 2))
 
 
 @needs_c
@@ -295,7 +331,8 @@ def test_tril_triu_ops_on_every_layout_and_dtype(backend):
 
 
 def test_ops_match_pytorch_values_and_gradients():
-    torch = pytest.importorskip("torch")
+    torch = pytest.importorskip("torch", reason="PyTorch not installed: parity test skipped",
+                                exc_type=ImportError)
     rng = np.random.default_rng(9)
     x = rng.standard_normal((4, 6, 5)).astype(np.float32)
     index = rng.integers(0, 6, (4, 3, 5))
