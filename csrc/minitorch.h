@@ -347,6 +347,25 @@ int mt_attention_step_forward_f64(const double *q, const double *kt, const doubl
                                   const int64_t *q_strides, const int64_t *kt_strides,
                                   const int64_t *v_strides, const int64_t *mask_strides,
                                   double scale, int64_t causal_offset);
+/* ---- gather along a dim (gather.c) and its adjoint, scatter-add (scatter_add.c) ----
+ * The arrays are seen as 3-d around the dim: x and out of scatter_add (outer, size, inner),
+ * index, src and out of gather (outer, n, inner), all contiguous. An index below 0 counts from
+ * the end; each must lie in [-size, size) (else MT_ERR_ARGS, the output is partial).
+ * gather_forward: out[a, j, b] = x[a, index[a, j, b], b], elements of itemsize 1, 2, 4 or 8
+ * bytes (it only moves them: any dtype). scatter_add: out = base (zeros where base is NULL),
+ * then out[a, index[a, j, b], b] += src[a, j, b], each element's additions in the order of j. */
+int mt_gather_forward(const void *x, const int64_t *index, void *out, int64_t itemsize,
+                      int64_t outer, int64_t size, int64_t n, int64_t inner);
+int mt_scatter_add_f32(const float *base, const float *src, const int64_t *index, float *out,
+                       int64_t outer, int64_t size, int64_t n, int64_t inner);
+int mt_scatter_add_f64(const double *base, const double *src, const int64_t *index,
+                       double *out, int64_t outer, int64_t size, int64_t n, int64_t inner);
+/* ---- the lower or upper triangle of matrices (triangle.c) ----
+ * x, out (matrices, rows, cols) contiguous, elements of itemsize bytes (any dtype):
+ * out[m, i, j] = x[m, i, j] where j - i <= diagonal (upper == 0) or j - i >= diagonal
+ * (upper != 0), zero bytes elsewhere. */
+int mt_keep_triangle(const void *x, void *out, int64_t itemsize, int64_t matrices, int64_t rows,
+                     int64_t cols, int64_t diagonal, int upper);
 /* END CDEF */
 
 #ifdef __cplusplus

@@ -409,7 +409,9 @@ def _model_cases():
 
     def ids(*shape, high=13, seed=0):
         return mt.tensor(np.random.default_rng(seed).integers(4, high, shape))
-    first = (lambda out: out[0] if isinstance(out, tuple) else out)
+
+    def first(out):
+        return out[0] if isinstance(out, tuple) else out
     return {  # name: (model, inputs, the output the loss sums)
         "LSTM": (lambda: nn.LSTM(4, 5, num_layers=2, batch_first=True, bidirectional=True),
                  lambda: [mt.randn(2, 3, 4)], first),

@@ -20,6 +20,7 @@ Imports: numpy, the cffi extension ``minitorch._C`` and the other modules of
 update in place (half dtypes, strided views) to numpy_backend's update.
 """
 import contextlib
+import math
 import os
 
 import numpy as np
@@ -33,7 +34,9 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_float, check_gelu_approximate, check_gemm_operands,
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,
                      check_max_pool2d, check_max_pool2d_backward, check_nonlinearity,
-                     check_reduction, check_row_indices, check_same_shape, check_target)
+                     check_reduction, check_row_indices, check_same_shape, check_target,
+                     check_gather, check_gather_backward, check_gather_index,
+                     check_keep_triangle, check_scatter_add)
 from . import large_buffers, numpy_backend
 from .large_buffers import empty, empty_like
 
@@ -1092,3 +1095,65 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         float(scale), -1 if causal_offset is None else int(causal_offset))
     _check_status(status, "attention_step")
     return out, weights
+
+
+# ---------------------------------------------------------------------------------------------
+# Gather along a dim and its adjoint, scatter-add; keeping a triangle
+# ---------------------------------------------------------------------------------------------
+def _bytes(arr):
+    """C pointer to the bytes of a C-contiguous array of any dtype (for the kernels that only
+    move elements: gather, keep_triangle)."""
+    return ffi.from_buffer("uint8_t[]", arr.reshape(-1).view(np.uint8))
+
+
+def gather_forward(x, dim, index):
+    outer, size, n, inner = check_gather(x, dim, index)
+    if x.itemsize not in (1, 2, 4, 8):  # no element width the kernel moves
+        return numpy_backend.gather_forward(x, dim, index)
+    out = empty(index.shape, x.dtype)
+    if out.size:
+        x, index = _contiguous(x), _contiguous(index)
+        status = lib.mt_gather_forward(_bytes(x), _ptr(index), _bytes(out), x.itemsize, outer,
+                                       size, n, inner)
+        if status:  # the kernel checks every index as it reads: name the bad one
+            check_gather_index(index, size, dim % x.ndim)
+            _check_status(status, "gather_forward")
+    return out
+
+
+def _scatter_add(base, src, dim, index, shape):
+    """base (zeros where None) of ``shape`` with src added at index along dim, in C."""
+    d = dim % src.ndim
+    outer, size, n, inner = math.prod(shape[:d]), shape[d], src.shape[d], math.prod(shape[d + 1:])
+    out = empty(shape, src.dtype)
+    if out.size:
+        src, index = _contiguous(src), _contiguous(index)
+        status = _kernel("scatter_add", src.dtype)(
+            ffi.NULL if base is None else _ptr(_contiguous(base)), _ptr(src), _ptr(index),
+            _ptr(out), outer, size, n, inner)
+        if status:
+            check_gather_index(index, size, d)
+            _check_status(status, "scatter_add")
+    elif index.size:  # nothing to write, but an index into an empty dim is still out of range
+        check_gather_index(index, size, d)
+    return out
+
+
+def gather_backward(dy, dim, index, size):
+    return _scatter_add(None, dy, dim, index, check_gather_backward(dy, dim, index, size))
+
+
+def scatter_add(x, dim, index, src):
+    check_scatter_add(x, dim, index, src)
+    return _scatter_add(x, src, dim, index, x.shape)
+
+
+def keep_triangle(x, diagonal=0, upper=False):
+    diagonal = check_keep_triangle(x, diagonal)
+    out = empty(x.shape, x.dtype)
+    if out.size:
+        rows, cols = x.shape[-2:]
+        status = lib.mt_keep_triangle(_bytes(_contiguous(x)), _bytes(out), x.itemsize,
+                                      x.size // (rows * cols), rows, cols, diagonal, int(upper))
+        _check_status(status, "keep_triangle")
+    return out

@@ -3,6 +3,8 @@ for the same bad input. The numpy backend's functions also run on GPU arrays (se
 ``backends/__init__.py``), so an array here is numpy's or the GPU library's; the C backend reads
 only numpy's (a GPU array has no buffer for it: a TypeError there).
 Imports: numpy, ``minitorch.device_arrays``."""
+import math
+
 import numpy as np
 
 from ..device_arrays import is_gpu_array
@@ -410,3 +412,88 @@ def check_attention_step(q, k, v, mask, causal_offset):
         if not 0 <= causal_offset < 2 ** 62:
             raise ValueError(f"causal_offset must be >= 0, got {causal_offset}")
     return n, h, lq, s, d, v.shape[3]
+
+
+# ---------------------------------------------------------------------------------------------
+# Gather along a dim and its adjoint, scatter-add; keeping a triangle
+# ---------------------------------------------------------------------------------------------
+def _check_dim(dim, ndim):
+    """dim in [-ndim, ndim) as an int in [0, ndim)."""
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not -ndim <= dim < ndim:
+        raise IndexError(f"dim must be in [{-ndim}, {ndim}), got {dim}")
+    return int(dim) % ndim
+
+
+def check_gather(x, dim, index, name="x"):
+    """(outer, size, n, inner) of a gather from ``x`` (an array of >= 1 dim, any dtype but
+    object) along ``dim`` at ``index`` (int64, x's shape but n along dim): x seen as
+    (outer, size, inner) and index as (outer, n, inner)."""
+    if not _is_array(x):
+        raise TypeError(f"{name} must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype.hasobject:
+        raise TypeError(f"{name} must hold numbers, got dtype {x.dtype}")
+    if not _is_array(index) or index.dtype != np.int64:
+        raise TypeError(f"index must be an int64 numpy.ndarray, got "
+                        f"{getattr(index, 'dtype', type(index).__name__)}")
+    if x.ndim < 1:
+        raise ValueError(f"{name} must have at least 1 dim, got shape {x.shape}")
+    d = _check_dim(dim, x.ndim)
+    if index.ndim != x.ndim or any(index.shape[k] != x.shape[k] for k in range(x.ndim) if k != d):
+        raise ValueError(f"index must have the shape of {name} {x.shape} but along dim {d}, got "
+                         f"{index.shape}")
+    outer, inner = math.prod(x.shape[:d]), math.prod(x.shape[d + 1:])
+    return outer, x.shape[d], index.shape[d], inner
+
+
+def check_gather_index(index, size, dim):
+    """IndexError (PyTorch's words, and the range found) unless every index lies in
+    [-size, size)."""
+    if index.size and (index.min() < -size or index.max() >= size):
+        low, high = index.min(), index.max()
+        bad = low if low < -size else high
+        raise IndexError(f"gather: index {bad} is out of bounds for dimension {dim} with size "
+                         f"{size} (index min {low}, max {high})")
+
+
+def check_gather_backward(dy, dim, index, size):
+    """The output shape of gather's adjoint: dy's, with ``size`` along dim (dy float, index
+    int64 of dy's shape)."""
+    check_float("dy", dy)
+    if not _is_array(index) or index.dtype != np.int64:
+        raise TypeError(f"index must be an int64 numpy.ndarray, got "
+                        f"{getattr(index, 'dtype', type(index).__name__)}")
+    if dy.ndim < 1:
+        raise ValueError(f"dy must have at least 1 dim, got shape {dy.shape}")
+    if index.shape != dy.shape:
+        raise ValueError(f"index must have dy's shape {dy.shape}, got {index.shape}")
+    d = _check_dim(dim, dy.ndim)
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 0:
+        raise ValueError(f"size must be a non-negative int, got {size!r}")
+    return dy.shape[:d] + (int(size),) + dy.shape[d + 1:]
+
+
+def check_scatter_add(x, dim, index, src):
+    """(outer, size, n, inner) for adding ``src`` (x's float dtype, index's shape) into ``x``
+    along ``dim`` at ``index``."""
+    check_float("x", x)
+    check_float("src", src, x.dtype)
+    if not _is_array(index) or src.shape != index.shape:
+        raise ValueError(f"src must have index's shape {getattr(index, 'shape', None)}, got "
+                         f"{src.shape}")
+    return check_gather(x, dim, index)
+
+
+def check_keep_triangle(x, diagonal):
+    """``diagonal`` clamped to [-rows - 1, cols] (where every larger or smaller one gives the
+    same triangle) for a triangle of ``x`` (>= 2 dims, any dtype but object)."""
+    if not _is_array(x):
+        raise TypeError(f"x must be a numpy.ndarray, got {type(x).__name__}")
+    if x.dtype.hasobject:
+        raise TypeError(f"x must hold numbers, got dtype {x.dtype}")
+    if x.ndim < 2:
+        raise ValueError(f"x must have at least 2 dims, got shape {x.shape}")
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise TypeError(f"diagonal must be an int, got {type(diagonal).__name__}")
+    return max(min(int(diagonal), x.shape[-1]), -x.shape[-2] - 1)

@@ -17,7 +17,9 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
   max_pool2d_forward / max_pool2d_backward (max pooling with PyTorch's indices),
-  attention_step (softmax(q kᵀ scale + mask) v in one call, for incremental decoding), and
+  attention_step (softmax(q kᵀ scale + mask) v in one call, for incremental decoding),
+  gather_forward / gather_backward / scatter_add (elements along a dim at indices, and their
+  adjoint), keep_triangle (tril / triu), and
   adam_step (one Adam / AdamW update of a list of parameters, in place: the only kernel that
   writes into its arguments).
 Conventions: a softmax row with every entry excluded is all zeros (never NaN), and a
@@ -44,7 +46,9 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_gelu_approximate, check_gemm_operands, check_integer_exponent,
                      check_label_smoothing, check_matmul_operands, check_max_pool2d,
                      check_max_pool2d_backward, check_nonlinearity, check_reduction,
-                     check_row_indices, check_same_shape, check_target)
+                     check_row_indices, check_same_shape, check_target,
+                     check_gather, check_gather_backward, check_gather_index,
+                     check_keep_triangle, check_scatter_add)
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -933,3 +937,52 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         weights = e / np.where(total == 0, 1.0, total)
     out = np.matmul(weights, v.astype(np.float64)).transpose(0, 2, 1, 3)
     return xp.ascontiguousarray(out, dtype=q.dtype), weights.astype(q.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gather along a dim and its adjoint, scatter-add; keeping a triangle
+# ---------------------------------------------------------------------------------------------
+def _along_dim(index, dim):
+    """The fancy index of out[..., index[...], ...] along dim: index there, its own position in
+    every other dim."""
+    xp = array_module(index)
+    grids = [xp.arange(n).reshape((1,) * k + (n,) + (1,) * (index.ndim - k - 1))
+             for k, n in enumerate(index.shape)]
+    grids[dim] = index
+    return tuple(grids)
+
+
+def gather_forward(x, dim, index):
+    """out[..., j, ...] = x[..., index[..., j, ...], ...] along dim (torch.gather): index has
+    x's shape but along dim, an index below 0 counts from the end. Any dtype."""
+    _, size, _, _ = check_gather(x, dim, index)
+    d = dim % x.ndim
+    check_gather_index(index, size, d)
+    return x[_along_dim(index, d)]
+
+
+def gather_backward(dy, dim, index, size):
+    """gather's adjoint: zeros of dy's shape but ``size`` along dim, with dy[..., j, ...] added
+    at index[..., j, ...] (repeated indices add up)."""
+    out = np.zeros_like(dy, shape=check_gather_backward(dy, dim, index, size))
+    check_gather_index(index, size, dim % dy.ndim)
+    np.add.at(out, _along_dim(index, dim % dy.ndim), dy)
+    return out
+
+
+def scatter_add(x, dim, index, src):
+    """A copy of x with src[..., j, ...] added at index[..., j, ...] along dim
+    (torch.scatter_add; src has index's shape, index x's but along dim)."""
+    _, size, _, _ = check_scatter_add(x, dim, index, src)
+    check_gather_index(index, size, dim % x.ndim)
+    out = x.copy()
+    np.add.at(out, _along_dim(index, dim % x.ndim), src)
+    return out
+
+
+def keep_triangle(x, diagonal=0, upper=False):
+    """The lower triangle of x's last two dims, out[..., i, j] = x[..., i, j] where
+    j - i <= diagonal, 0 elsewhere (torch.tril); with upper, where j - i >= diagonal
+    (torch.triu). Any dtype."""
+    diagonal = check_keep_triangle(x, diagonal)
+    return (np.triu if upper else np.tril)(x, diagonal)

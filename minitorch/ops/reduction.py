@@ -49,6 +49,8 @@ def _sum(x, dims, keepdim, scale):
     """scale * the sum of x over dims."""
     rows = _trailing_rows(x, dims)
     if rows is not None:
+        if len(dims) == 1 and not keepdim:  # the last dim: sum_rows gives x.shape[:-1] itself
+            return backends.current().sum_rows(x, scale)
         out = backends.current().sum_rows(x.reshape(rows), scale)
         return out.reshape(_reduced_shape(x.shape, dims, keepdim))
     out = x.sum(axis=dims, keepdims=keepdim)
@@ -146,7 +148,7 @@ def mean(input, dim=None, keepdim=False, dtype=None):
     if not input.dtype.is_floating_point:
         raise TypeError(f"mean: input dtype should be floating point, got {input.dtype}")
     dims = normalize_dims(dim, input.ndim)
-    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    count = math.prod([input.shape[d] for d in dims])
     return Sum.apply(input, dims, keepdim, 1.0 / count if count else float("nan"))
 
 
@@ -225,7 +227,7 @@ def var(input, dim=None, unbiased=None, keepdim=False, *, correction=None):
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     dims = normalize_dims(dim, input.ndim)
-    count = int(np.prod([input.shape[d] for d in dims])) if dims else 1
+    count = math.prod([input.shape[d] for d in dims])
     centered = input - mean(input, dims, keepdim=True)
     denominator = count - correction
     return Sum.apply(centered * centered, dims, keepdim,

@@ -18,7 +18,6 @@ from ..autograd.function import Function
 from ..dtype import dtype as dtype_class
 from ..tensor import Tensor
 from ._helpers import normalize_dim
-from ._threads import in_chunks
 from .registry import apply_inplace, op, tensor_method
 
 _make = Tensor._make
@@ -173,70 +172,35 @@ def _saved_index(ctx):
 
 
 class Gather(Function):
+    """``a``'s elements along ``dim`` at ``index`` (a.shape but along dim, an index below 0
+    counting from the end): the backend's ``gather_forward``, which checks every index."""
+
     @staticmethod
     def forward(ctx, a, dim, index):
-        ctx.shape, ctx.dim = a.shape, dim
+        ctx.size, ctx.dim = a.shape[dim], dim
         ctx.save_for_backward(index)
-        data = a._data if a._data.flags["C_CONTIGUOUS"] else a._data.copy(order="C")
-        flat, idx = data.reshape(-1), _nonnegative(index._data, data.shape[dim])
-        starts, step = _line_starts(data.shape, idx.shape, dim)
-
-        def take(part, where, line_starts):  # positions made and read a part at a time
-            np.take(flat, (where * step if step != 1 else where) + line_starts, out=part)
-        return _make(in_chunks(take, np.empty(idx.shape, data.dtype), idx,
-                               np.broadcast_to(starts, idx.shape[:1] + starts.shape[1:])))
+        return _make(backends.current().gather_forward(a._data, dim, index._data))
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
-        return ScatterAdd.apply(grad, ctx.shape, ctx.dim, index), None, None
+        return ScatterAdd.apply(grad, ctx.size, ctx.dim, index), None, None
 
 
 class ScatterAdd(Function):
-    """zeros(shape) with ``src`` added along ``dim`` at ``index``: Gather's adjoint."""
+    """zeros of ``src``'s shape but ``size`` along ``dim``, with ``src`` added at ``index``
+    (repeats accumulate): Gather's adjoint."""
 
     @staticmethod
-    def forward(ctx, src, shape, dim, index):
+    def forward(ctx, src, size, dim, index):
         ctx.dim = dim
         ctx.save_for_backward(index)
-        out = np.zeros(int(np.prod(shape)), dtype=src._data.dtype)
-        np.add.at(out, _flat_positions(shape, index._data, dim).reshape(-1),
-                  src._data.reshape(-1))
-        return _make(out.reshape(shape))
+        return _make(backends.current().gather_backward(src._data, dim, index._data, size))
 
     @staticmethod
     def backward(ctx, grad):
         (index,) = ctx.saved_tensors
         return Gather.apply(grad, ctx.dim, index), None, None, None
-
-
-def _nonnegative(index, size):
-    """``index`` with negative entries counted from the end of a dim of ``size``."""
-    return np.where(index < 0, index + size, index) if index.size and index.min() < 0 else index
-
-
-def _line_starts(shape, index_shape, dim):
-    """(starts, step): in a C-contiguous array of ``shape``, the position of element 0 of each
-    line along ``dim`` that an index of ``index_shape`` addresses (broadcastable to it), and the
-    distance between neighbours along dim."""
-    strides = [int(np.prod(shape[k + 1:])) for k in range(len(shape))]
-    starts = np.zeros((1,) * len(index_shape), np.int64)
-    for k, (extent, stride) in enumerate(zip(index_shape, strides)):
-        if k != dim and extent > 1:
-            starts = starts + (np.arange(extent, dtype=np.int64) * stride).reshape(
-                (-1,) + (1,) * (len(index_shape) - k - 1))
-    return starts, strides[dim]
-
-
-def _flat_positions(shape, index, dim):
-    """For each element of ``index``, the position in a C-contiguous array of ``shape`` of
-    ``out[..., index[...], ...]`` along ``dim`` (negative indices counted from the end).
-
-    One flat ``np.take`` (or ``np.add.at``) over these is 3-10x faster than the fancy index of
-    ``np.take_along_axis``, which builds a grid per dimension."""
-    index = _nonnegative(index, shape[dim])
-    starts, step = _line_starts(shape, index.shape, dim)
-    return (index * step if step != 1 else index) + starts
 
 
 def _is_row_index(index, shape):
@@ -256,7 +220,9 @@ def _add_rows(values, rows, shape):
 
 def _along_axis(index, dim):
     """The full fancy index that addresses ``out[..., index[...], ...]`` along ``dim``."""
-    grids = list(np.indices(index.shape, sparse=True))
+    xp = array_module(index)  # the grids live where the index does
+    grids = [xp.arange(n).reshape((1,) * k + (n,) + (1,) * (index.ndim - k - 1))
+             for k, n in enumerate(index.shape)]
     grids[dim] = index
     return tuple(grids)
 
@@ -667,6 +633,9 @@ def getitem(input, index):
 
 @op()
 def gather(input, dim, index):
+    """``out[i][j][k] = input[i][index[i][j][k]][k]`` for ``dim=1`` (along ``dim`` in general);
+    ``index`` may be smaller than ``input`` in the other dims. Out-of-range indices raise
+    IndexError; unlike PyTorch, which rejects them, an index below 0 counts from the end."""
     if input.ndim == 0 and isinstance(index, Tensor) and index.ndim == 0:  # one element
         return gather(input.reshape(1), dim, index.reshape(1)).reshape(())
     d = normalize_dim(dim, input.ndim)
@@ -679,10 +648,6 @@ def gather(input, dim, index):
         if k != d and index.shape[k] > input.shape[k]:
             raise ValueError(f"gather: index shape {tuple(index.shape)} exceeds input shape "
                              f"{tuple(input.shape)} in dim {k}")
-    idx = index._data
-    if idx.size and (idx.min() < -input.shape[d] or idx.max() >= input.shape[d]):
-        raise IndexError(f"gather: index out of range for dim {d} of size {input.shape[d]} "
-                         f"(min {idx.min()}, max {idx.max()})")
     if any(index.shape[k] != input.shape[k] for k in range(input.ndim) if k != d):
         input = getitem(input, tuple(slice(0, index.shape[k]) if k != d else slice(None)
                              for k in range(input.ndim)))
@@ -725,19 +690,19 @@ def repeat(input, *sizes):
 
 
 class KeepTriangle(Function):
-    """The input where the (rows, cols) bool array ``keep`` holds, 0 elsewhere, over the last
-    two dims; linear, so its backward is itself on the gradient."""
+    """The lower (or, with ``upper``, the upper) triangle of the input's last two dims from
+    ``diagonal`` on, 0 elsewhere: the backend's ``keep_triangle``, which writes the output in
+    one pass and reads only the kept part; linear, so its backward is itself on the
+    gradient."""
 
     @staticmethod
-    def forward(ctx, a, keep):
-        ctx.keep = keep
-        out = np.zeros(a.shape, a._data.dtype)
-        np.copyto(out, a._data, where=keep)  # a third of np.where's time, NaNs kept
-        return _make(out)
+    def forward(ctx, a, diagonal, upper):
+        ctx.diagonal, ctx.upper = diagonal, upper
+        return _make(backends.current().keep_triangle(a._data, diagonal, upper))
 
     @staticmethod
     def backward(ctx, grad):
-        return KeepTriangle.apply(grad, ctx.keep), None
+        return KeepTriangle.apply(grad, ctx.diagonal, ctx.upper), None, None
 
 
 def _check_matrices(input, name):
@@ -749,12 +714,16 @@ def _check_matrices(input, name):
 @op()
 def tril(input, diagonal=0):
     _check_matrices(input, "tril")
-    rows, cols = input.shape[-2], input.shape[-1]
-    return KeepTriangle.apply(input, np.tri(rows, cols, k=diagonal, dtype=bool))
+    return KeepTriangle.apply(input, _diagonal(diagonal, "tril"), False)
 
 
 @op()
 def triu(input, diagonal=0):
     _check_matrices(input, "triu")
-    rows, cols = input.shape[-2], input.shape[-1]
-    return KeepTriangle.apply(input, ~np.tri(rows, cols, k=diagonal - 1, dtype=bool))
+    return KeepTriangle.apply(input, _diagonal(diagonal, "triu"), True)
+
+
+def _diagonal(diagonal, name):
+    if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
+        raise TypeError(f"{name}: diagonal must be an int, got {type(diagonal).__name__}")
+    return int(diagonal)

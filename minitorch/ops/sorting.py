@@ -54,9 +54,10 @@ def _first_k_by_passes(x, axis, largest, k):
         return None
     work = np.moveaxis(x, axis, -1).copy()
     flat = work.reshape(-1, work.shape[-1])
-    rows = np.arange(flat.shape[0])
+    xp = array_module(x)
+    rows = xp.arange(flat.shape[0])
     pick, mark = (np.argmax, -np.inf) if largest else (np.argmin, np.inf)
-    order = np.empty((flat.shape[0], k), np.int64)
+    order = xp.empty((flat.shape[0], k), np.int64)
     for i in range(k):
         taken = pick(flat, axis=-1)
         order[:, i] = taken
