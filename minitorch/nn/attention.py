@@ -5,8 +5,9 @@ and ``KVCache``, the keys/values of past positions for incremental decoding (PyT
 has none: ``forward(..., cache=...)`` is minitorch's own keyword).
 
 Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H), copied once to
-be contiguous; the scores of all heads are one batched matmul and one fused softmax (scale,
-combined mask) on the kernels. A cached call for inference (no gradient, no dropout) takes
+be contiguous (``ops.fused.split_heads`` and ``merge_heads``: one node and one copy each way);
+the scores of all heads are one batched matmul and one fused softmax (scale, combined mask) on
+the kernels. A cached call for inference (no gradient, no dropout) takes
 ``_step`` instead: the projections on the arrays, the new keys/values written into the
 cache's buffers, and the attention as one ``attention_step`` kernel call.
 May import: ``.module``, ``.parameter``, ``.init``, ``.linear``, ``.functional``, ``minitorch``.
@@ -20,6 +21,7 @@ from ..autograd import is_grad_enabled
 from ..creation import empty
 from ..device_arrays import array_module, on_device_of, to_host
 from ..dtype import bool_
+from ..ops.fused import merge_heads, split_heads
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -274,9 +276,7 @@ class MultiheadAttention(Module):
 
     def _split_heads(self, x, parts):
         """(N, L, parts·E) → ``parts`` contiguous tensors (N, H, L, E/H)."""
-        n, length = x.shape[0], x.shape[1]
-        heads = x.reshape(n, length, parts, self.num_heads, self.head_dim)
-        return heads.permute(2, 0, 3, 1, 4).contiguous().unbind(0)
+        return split_heads(x, parts, self.num_heads)
 
     def _combined_mask(self, attn_mask, key_padding_mask, n, tgt_len, src_len, dtype):
         """One mask of shape broadcastable to (N, H, L, S), kernel convention (True = excluded)."""
@@ -367,7 +367,7 @@ class MultiheadAttention(Module):
                                     dropout_p)
         if cache is not None:
             cache.weights = weights
-        out = self.out_proj(out.transpose(1, 2).reshape(n, tgt_len, self.embed_dim))
+        out = self.out_proj(merge_heads(out))
         if not batched:
             out = out.squeeze(0)
         elif not self.batch_first:

@@ -1,5 +1,6 @@
 """Fused ops on the backend's kernels: softmax (with scale, mask, causal), log-softmax,
-cross-entropy from logits (``F.cross_entropy`` in nn/functional.py), and layer norm.
+cross-entropy from logits (``F.cross_entropy`` in nn/functional.py), and layer norm; and
+multi-head attention's layout changes (``split_heads``, ``merge_heads``) as one node each.
 
 Each op's forward and backward are kernels. The backward is a Function of its own
 (``SoftmaxBackward``, ...), so a gradient of a gradient works: its derivative is taken by autograd
@@ -16,6 +17,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..tensor import Tensor
 from ._helpers import normalize_dim
+from ._threads import in_chunks
 from .registry import op
 
 _make = Tensor._make
@@ -313,3 +315,87 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     else:
         y = LayerNorm.apply(x, w, b, eps)
     return y.reshape(input.shape) if k > 1 else y
+
+
+# ----------------------------------------------------------------------------- attention heads
+# Multi-head attention moves between the projections' layout (N, L, H·D) and the heads' layout
+# (N, H, L, D) in which each attention product is one batched GEMM. As reshape, permute,
+# contiguous and unbind (and transpose, reshape on the way back) that is four nodes and, in the
+# backward, a stack and a reshape: two copies where one does. Here each direction is one node
+# and one copy per pass, split over the threads (numpy copies release the GIL).
+
+
+def _copy_into(out, src):
+    np.copyto(out, src)
+
+
+class SplitHeads(Function):
+    """(N, L, parts·H·D) → ``parts`` contiguous (N, H, L, D) tensors: x.reshape(N, L, parts, H,
+    D).permute(2, 0, 3, 1, 4).contiguous().unbind(0), bit for bit, as one node."""
+
+    @staticmethod
+    def forward(ctx, x, parts, num_heads):
+        n, length, width = x.shape
+        ctx.shape = (n, length, width)
+        d = width // (parts * num_heads)
+        heads = np.empty((parts, n, num_heads, length, d), x._data.dtype)
+        source = x._data.reshape(n, length, parts, num_heads, d).transpose(0, 2, 3, 1, 4)
+        in_chunks(_copy_into, heads.swapaxes(0, 1), source)  # split over the batch
+        return tuple(_make(heads[i]) for i in range(parts))
+
+    @staticmethod
+    def backward(ctx, *grads):
+        n, length, width = ctx.shape
+        if is_grad_enabled():  # create_graph: the same copy, in ops autograd can differentiate
+            from .shape import stack
+            return stack(grads, 0).permute(1, 3, 0, 2, 4).reshape(n, length, width), None, None
+        parts, heads, d = len(grads), grads[0].shape[1], grads[0].shape[3]
+        out = np.empty((n, length, parts, heads, d), grads[0]._data.dtype)
+
+        def gather(out_rows, *grad_rows):
+            for i, g in enumerate(grad_rows):
+                np.copyto(out_rows[:, :, i].transpose(0, 2, 1, 3), g)
+        in_chunks(gather, out, *(g._data for g in grads))
+        return _make(out.reshape(n, length, width)), None, None
+
+
+class MergeHeads(Function):
+    """(N, H, L, D) → (N, L, H·D): x.transpose(1, 2).reshape(N, L, H·D), bit for bit, as one
+    node; the backward hands the batched matmul before it a contiguous (N, H, L, D) gradient
+    (which it would copy into that layout itself)."""
+
+    @staticmethod
+    def forward(ctx, x):
+        n, heads, length, d = x.shape
+        ctx.heads = heads
+        out = np.empty((n, length, heads, d), x._data.dtype)
+        in_chunks(_copy_into, out, x._data.transpose(0, 2, 1, 3))
+        return _make(out.reshape(n, length, heads * d))
+
+    @staticmethod
+    def backward(ctx, grad):
+        n, length, width = grad.shape
+        heads = ctx.heads
+        if is_grad_enabled():
+            return grad.reshape(n, length, heads, width // heads).transpose(1, 2).contiguous()
+        rows = grad._data.reshape(n, length, heads, width // heads).transpose(0, 2, 1, 3)
+        out = np.empty(rows.shape, rows.dtype)
+        return _make(in_chunks(_copy_into, out, rows))
+
+
+def split_heads(x, parts, num_heads):
+    """``parts`` contiguous (N, H, L, D) tensors from the (N, L, parts·H·D) tensor ``x`` (D =
+    the last dim / (parts·num_heads)), as ``nn.MultiheadAttention`` splits its projections."""
+    if type(x._data) is not np.ndarray:  # another device: the same steps in device-generic ops
+        n, length = x.shape[0], x.shape[1]
+        heads = x.reshape(n, length, parts, num_heads, x.shape[2] // (parts * num_heads))
+        return heads.permute(2, 0, 3, 1, 4).contiguous().unbind(0)
+    return SplitHeads.apply(x, parts, num_heads)
+
+
+def merge_heads(x):
+    """The (N, H, L, D) tensor ``x`` as (N, L, H·D): the heads side by side again."""
+    n, heads, length, d = x.shape
+    if type(x._data) is not np.ndarray:
+        return x.transpose(1, 2).reshape(n, length, heads * d)
+    return MergeHeads.apply(x)
