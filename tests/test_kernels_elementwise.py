@@ -22,20 +22,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minitorch.backends import numpy_backend as N
-from test_kernels import DTYPES, ISAS, THREADS, C, needs_c  # the kernel tests' common ground
+from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c  # the common ground
 # across the kernels' one-thread threshold (32768 elements) and vector tails
 SIZES = [0, 1, 2, 7, 16, 33, 129, 40_001]
-
-
-@contextlib.contextmanager
-def c_threads(n, isa=None):
-    previous = C.get_num_threads()
-    C.set_num_threads(n)
-    try:
-        with C.isa(isa) if isa else contextlib.nullcontext():
-            yield
-    finally:
-        C.set_num_threads(previous)
 
 
 def tol(dtype):

@@ -17,7 +17,6 @@
   pass gradcheck in float64; with PyTorch installed, values and gradients equal PyTorch's.
 If ``minitorch._C`` does not import, the C tests are skipped with "C extension not built".
 """
-import contextlib
 
 import numpy as np
 import pytest
@@ -27,7 +26,7 @@ from hypothesis import strategies as st
 import minitorch as mt
 from minitorch.autograd import gradcheck
 from minitorch.backends import numpy_backend as N
-from test_kernels import ISAS, THREADS, C, needs_c  # the kernel tests' common ground
+from test_kernels import ISAS, THREADS, C, c_threads, needs_c  # the kernel tests' common ground
 
 MOVED_DTYPES = [np.float32, np.float64, np.float16, np.int64, np.int32, np.int16, np.int8,
                 np.uint8, np.bool_]
@@ -40,17 +39,6 @@ GATHER_CASES = [((5, 7), -1, 3), ((5, 7), 0, 9), ((2, 3, 4), 1, 5), ((11,), 0, 2
                 ((40_001, 2), 0, 3)]
 TRIANGLE_SHAPES = [(3, 3), (2, 3, 4), (4, 1), (1, 5), (0, 3), (3, 0), (2, 0, 3),
                    (3, 2, 17, 9), (8, 64, 300)]
-
-
-@contextlib.contextmanager
-def c_threads(n, isa=None):
-    previous = C.get_num_threads()
-    C.set_num_threads(n)
-    try:
-        with C.isa(isa) if isa else contextlib.nullcontext():
-            yield
-    finally:
-        C.set_num_threads(previous)
 
 
 def values(rng, shape, dtype):
