@@ -98,6 +98,20 @@ def test_launch_shapes_are_the_kernels_own():
     assert K.ROW_THREADS % 32 == 0 and K.ROW_THREADS <= 1024  # whole warps, at most 32
 
 
+def test_the_built_package_carries_the_kernel_sources(tmp_path):
+    """setup.py's build_py copies csrc/cuda into the package, so an installed wheel can
+    compile the kernels at first use; kernel_source reads that copy where no source tree is."""
+    result = subprocess.run([sys.executable, "setup.py", "-q", "build_py", "--build-lib",
+                             str(tmp_path)], cwd=ROOT, capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 0, result.stderr
+    copied = tmp_path / "minitorch" / "backends" / "cuda_src"
+    for filename in list(K.ENTRY_POINTS) + ["common.cuh"]:
+        assert (copied / filename).read_bytes() == open(os.path.join(CUDA_DIR, filename),
+                                                        "rb").read()
+    assert K.kernel_source("softmax.cu", str(copied)) == K.kernel_source("softmax.cu", CUDA_DIR)
+
+
 def test_kernel_source_is_self_contained():
     """NVRTC has no C library headers, and CuPy's cache hashes only the text it is given."""
     for filename in K.ENTRY_POINTS:
