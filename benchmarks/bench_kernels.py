@@ -19,6 +19,11 @@ Bytes for GB/s count what each kernel must move at least once (e.g. softmax forw
 write y). Timings are the best of several calls per library, measured in rounds (each library,
 and the yardstick of the row, timed in a block of its own per round: see best_times) so that
 load from other processes affects all columns alike.
+Outputs are reused memory on both sides, as in a training loop: minitorch's large ones are
+large_buffers blocks, and PyTorch's come from glibc's heap, which minitorch's import keeps
+(large_buffers.keep_freed_heap) and the earlier cases have grown. Timed alone in a fresh
+process, PyTorch instead maps (and faults in) a new 32 MiB output per call, 6x slower on
+float64 layer_norm 8192x512: that is why such figures differ from this table's.
 """
 import argparse
 from concurrent.futures import ThreadPoolExecutor

@@ -43,6 +43,7 @@ def test_output_is_an_ordinary_aligned_array(small_threshold, dtype):
     assert a.shape == (3, 1000) and a.dtype == dtype
     assert a.flags.c_contiguous and a.flags.writeable and a.flags.aligned
     assert address(a) % 64 == 0
+    assert address(a) % 4096 == LB._PLACE  # below numpy's large arrays modulo 4096
     a[...] = 7
     assert float(a.sum()) == 7 * 3000
 
@@ -153,9 +154,9 @@ def test_a_new_block_is_advised_to_use_huge_pages(small_threshold, monkeypatch):
     a = LB.empty((3000,), np.dtype(np.float64))   # 24,000 bytes: a block of one 1 MiB granule
     (start, length, advice), = calls
     assert advice == 14 and start % LB._PAGE == 0 and length % LB._PAGE == 0
-    # whole pages inside the block (one granule and the alignment slack) that holds the array
-    assert address(a) - LB._ALIGN <= start < address(a) + LB._PAGE
-    assert start + length <= address(a) + LB._GRANULE + LB._ALIGN
+    # whole pages inside the block (one granule and the placement slack) that holds the array
+    assert address(a) - LB._SLACK <= start < address(a) + LB._PAGE
+    assert start + length <= address(a) + LB._GRANULE + LB._SLACK
     del a
     LB.empty((3000,), np.dtype(np.float64))       # the idle block again: no new advice
     assert len(calls) == 1

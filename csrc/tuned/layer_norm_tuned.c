@@ -98,11 +98,25 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
  * stores): they would not stay in it anyway, and an ordinary store first reads its line from
  * DRAM, where the forward's y stores stalled it at 60% of the copy bandwidth. (float32 keeps
  * ordinary stores: it already ran at the copy bandwidth, and streaming made it slower.) */
+#ifndef LN_STREAM_BYTES
 #define LN_STREAM_BYTES ((int64_t)16 << 20)
+#endif
 
-/* *v to p (16-byte aligned) with non-temporal stores, two SSE2 halves */
+/* *v to p (32-byte aligned) with non-temporal stores */
 MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
-#ifdef MT_X86
+#if defined(MT_X86) && defined(__AVX__)
+    /* one 32-byte store, not two halves: half the store-buffer entries, which streaming
+     * stores hold longest */
+    if (sizeof(T) == 4) {
+        __m256 v8;
+        __builtin_memcpy(&v8, v, 32);
+        _mm256_stream_ps((float *)p, v8);
+    } else {
+        __m256d v4;
+        __builtin_memcpy(&v4, v, 32);
+        _mm256_stream_pd((double *)p, v4);
+    }
+#elif defined(MT_X86)
     if (sizeof(T) == 4) {
         __m128 lo, hi;
         __builtin_memcpy(&lo, v, 16);
@@ -121,8 +135,26 @@ MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
 #endif
 }
 
-/* y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j] (w, b NULL: 1, 0), stored around the cache
- * from the first 32-byte aligned element on; y must be aligned to its element size. */
+/* y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j] (w, b NULL: 1, 0), with ordinary stores */
+MT_INLINE static void V(normalize)(const T *x, const T *w, const T *b, T *y, int64_t n, T m_hi,
+                                   T m_lo, T rs) {
+    if (w && b) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j];
+    } else if (w) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j];
+    } else if (b) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs + b[j];
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs;
+    }
+}
+
+/* normalize with y stored around the cache from its first 32-byte aligned element on; y must
+ * be aligned to its element size. */
 static void V(normalize_streaming)(const T *x, const T *w, const T *b, T *y, int64_t n,
                                    T m_hi, T m_lo, T rs) {
     int64_t j = 0;
@@ -144,6 +176,51 @@ static void V(normalize_streaming)(const T *x, const T *w, const T *b, T *y, int
     }
     for (; j < n; ++j) y[j] = LN_Y(j);
 #undef LN_Y
+}
+
+/* Elements of a staged chunk: 4 KiB, so that every chunk sits where the first did modulo
+ * 4096 against the row's inputs. */
+#define LN_STAGE ((int64_t)(4096 / sizeof(T)))
+
+/* For an output row `out` that lies just above an input row modulo 4096 (4K aliasing: see
+ * MT_ALIAS_WINDOW in row_ops.h), where the streaming passes ran at a third of their speed
+ * (layer norm forward, 8192 x 512 float64, y 64 bytes above x: 5.7 ms, not 2.0): a place for
+ * LN_STAGE elements in `buffer` (2 * LN_STAGE elements, 64-byte aligned) clear of the
+ * inputs, and the output clear of it, so that a chunk is computed into it in L1 and streamed
+ * from there. NULL where no place is clear. */
+static T *V(stage_in)(T *buffer, const T *out, const void *const *ins, int n_ins) {
+    static const unsigned shifts[] = {2048, 1024, 3072, 1536, 2560, 512, 3584};
+    for (size_t k = 0; k < sizeof(shifts) / sizeof(shifts[0]); ++k) {
+        T *s = buffer + (int64_t)(((uintptr_t)out + shifts[k] - (uintptr_t)buffer) % 4096u) /
+                            (int64_t)sizeof(T);
+        const void *const staged[1] = {s};
+        if (!mt_stores_alias_loads(s, ins, n_ins, (int64_t)sizeof(T)) &&
+            !mt_stores_alias_loads(out, staged, 1, (int64_t)sizeof(T)))
+            return s;
+    }
+    return NULL;
+}
+
+/* y = src around the cache (normalize_streaming's copy: 1 * src is exact) */
+MT_INLINE static void V(stream_copy)(const T *src, T *y, int64_t n) {
+    V(normalize_streaming)(src, NULL, NULL, y, n, 0, 0, 1);
+}
+
+/* normalize_streaming through a stage (see stage_in); ordinary stores where none is clear */
+static void V(normalize_staged)(const T *x, const T *w, const T *b, T *y, int64_t n, T m_hi,
+                                T m_lo, T rs) {
+    T buffer[2 * LN_STAGE] __attribute__((aligned(64)));
+    const void *const loads[3] = {x, w, b};
+    T *stage = V(stage_in)(buffer, y, loads, 3);
+    if (!stage) {
+        V(normalize)(x, w, b, y, n, m_hi, m_lo, rs);
+        return;
+    }
+    for (int64_t j0 = 0; j0 < n; j0 += LN_STAGE) {
+        const int64_t len = n - j0 < LN_STAGE ? n - j0 : LN_STAGE;
+        V(normalize)(x + j0, w ? w + j0 : NULL, b ? b + j0 : NULL, stage, len, m_hi, m_lo, rs);
+        V(stream_copy)(stage, y + j0, len);
+    }
 }
 
 /* Statistics of the data shifted by c, in T at full SIMD width with block sums in double:
@@ -179,21 +256,13 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
     *mean_out = (T)mean;
     *rstd_out = (T)rstd;
     const T rs = (T)rstd;
-    if (streaming) {
+    const void *const row_in[1] = {x}; /* (w and b, read from L1, matter less) */
+    if (!streaming)
+        V(normalize)(x, w, b, y, n, m_hi, m_lo, rs);
+    else if (mt_stores_alias_loads(y, row_in, 1, (int64_t)sizeof(T)))
+        V(normalize_staged)(x, w, b, y, n, m_hi, m_lo, rs);
+    else
         V(normalize_streaming)(x, w, b, y, n, m_hi, m_lo, rs);
-    } else if (w && b) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j];
-    } else if (w) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j];
-    } else if (b) {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs + b[j];
-    } else {
-#pragma omp simd
-        for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m_hi) - m_lo) * rs;
-    }
 }
 
 int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
@@ -286,6 +355,19 @@ static void V(dx_pass_streaming)(const T *dy, const T *x, const T *w, T mean, T 
 #undef LN_DX
 }
 
+/* dx_pass with constant flags: each call below is inlined into a loop without the tests */
+static void V(dx_pass_any)(const T *dy, const T *x, const T *w, T mean, T rstd, T a, T c,
+                           T *dx, int64_t n, T *dw_acc, T *db_acc) {
+    if (w && dw_acc)
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, 1, 1);
+    else if (w)
+        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, 1, 0);
+    else if (dw_acc)
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, 0, 1);
+    else
+        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, 0, 0);
+}
+
 /* dx for one row; adds its dy*xhat and dy into the partial column sums dw_acc / db_acc (T,
  * flushed to double by the caller every few rows), if given. */
 static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T mean, T rstd,
@@ -294,17 +376,10 @@ static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T me
     double sum_g, sum_gx;
     V(grad_sums)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
     const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
-    /* Constant flags: each call below is inlined into a loop without the tests. */
     if (streaming)
         V(dx_pass_streaming)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc);
-    else if (w && dw_acc)
-        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc, 1, 1);
-    else if (w)
-        V(dx_pass)(dy, x, w, mean, rstd, a, c, dx, n, NULL, NULL, 1, 0);
-    else if (dw_acc)
-        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, dw_acc, db_acc, 0, 1);
     else
-        V(dx_pass)(dy, x, NULL, mean, rstd, a, c, dx, n, NULL, NULL, 0, 0);
+        V(dx_pass_any)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc);
 }
 
 /* Rows are added into T partial sums in groups of this many, then into double: full SIMD
@@ -372,6 +447,7 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
 }
 
 #undef LN_SHIFT_SAMPLE
+#undef LN_STAGE
 #undef LN_FLUSH_ROWS
 #undef LN_LANES
 #endif

@@ -28,6 +28,24 @@
     ((r) + 1 < (rows) && (cols) * (int64_t)sizeof(*(base)) <= MT_PREFETCH_ROW_BYTES        \
          ? (base) + ((r) + 1) * (cols)                                                     \
          : NULL)
+
+/* 4K aliasing: a load whose address equals a pending store's in its low 12 bits waits for
+ * that store, as if it read the stored bytes. A pass that stores out[j] and then loads in[j']
+ * for j' a little above j meets it on every vector when out lies up to MT_ALIAS_WINDOW bytes
+ * above in, modulo 4096; streaming stores stay pending longest. */
+#define MT_ALIAS_WINDOW 128
+
+/* Whether a forward pass that loads ins[k][j] (NULL: none) and stores out[j], elements of
+ * `size` bytes, has a store just below a later load modulo 4096 (see MT_ALIAS_WINDOW). */
+static inline int mt_stores_alias_loads(const void *out, const void *const *ins, int n_ins,
+                                        int64_t size) {
+    for (int k = 0; k < n_ins; ++k) {
+        if (!ins[k]) continue;
+        const int64_t d = (int64_t)(((uintptr_t)out - (uintptr_t)ins[k]) % 4096u);
+        if (d > 0 && d < MT_ALIAS_WINDOW + size) return 1;
+    }
+    return 0;
+}
 #endif
 
 /* max_j x[j]*scale ; -inf for an empty row. The vector max skips NaN: a caller that finds -inf

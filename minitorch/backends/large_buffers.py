@@ -12,8 +12,11 @@ advised to use huge pages (``advise_huge_pages``), as numpy's own large arrays a
 
 ``empty(shape, dtype)`` is ``np.empty`` for the backend's outputs: a writable, C-contiguous,
 64-byte aligned array (a view of the block; ``arr.base`` keeps the block from going back
-while any view lives). ``empty_cache()`` frees the idle blocks; at most ``MAX_IDLE_BYTES`` are
-kept idle, the oldest freed first.
+while any view lives). It starts ``_PLACE`` bytes past a 4 KiB boundary, just below the next
+one: numpy's large arrays start 16 bytes past one (glibc's header), so an output made from
+them lies just below its input modulo 4096, never just above, where each store of a row
+kernel would hold up the loads after it (4K aliasing: see csrc/tuned/row_ops.h). ``empty_cache()``
+frees the idle blocks; at most ``MAX_IDLE_BYTES`` are kept idle, the oldest freed first.
 
 Below 32 MiB the blocks are malloc's, which would reuse them by itself but for one habit: it
 returns the top of its heap to the kernel whenever more than a threshold is free there, and the
@@ -37,6 +40,8 @@ from minitorch._C import ffi
 MIN_BYTES = 32 << 20  # up to this glibc's malloc comes to reuse freed blocks by itself
 MAX_IDLE_BYTES = 1 << 30
 _ALIGN = 64
+_PLACE = 4096 - _ALIGN  # where an array starts in its 4 KiB page (see the module docstring)
+_SLACK = 4096  # bytes a block holds beyond its capacity, to start the array at _PLACE
 _GRANULE = 1 << 20  # block sizes are rounded up to this, so nearby sizes share blocks
 
 _new_block = ffi.new_allocator(should_clear_after_alloc=False)  # the kernels write every byte
@@ -84,13 +89,13 @@ def empty(shape, dtype):
     capacity = -(-nbytes // _GRANULE) * _GRANULE
     block = _idle.take(capacity)
     if block is None:
-        block = _new_block("char[]", capacity + _ALIGN)
-        advise_huge_pages(int(ffi.cast("uintptr_t", block)), capacity + _ALIGN)
+        block = _new_block("char[]", capacity + _SLACK)
+        advise_huge_pages(int(ffi.cast("uintptr_t", block)), capacity + _SLACK)
     # `owner` lives as long as some view of the array does; its destructor returns the block.
     idle = _idle
     owner = ffi.gc(ffi.cast("char *", block), lambda _: idle.give_back(capacity, block))
-    offset = -int(ffi.cast("uintptr_t", block)) % _ALIGN
-    raw = np.frombuffer(ffi.buffer(owner, capacity + _ALIGN), dtype=np.uint8)
+    offset = (_PLACE - int(ffi.cast("uintptr_t", block))) % 4096
+    raw = np.frombuffer(ffi.buffer(owner, capacity + _SLACK), dtype=np.uint8)
     return raw[offset:offset + nbytes].view(dtype).reshape(shape)
 
 
