@@ -14,7 +14,7 @@ on machines without a GPU; the GPU kernels themselves run only on a GPU.
 
 Differs from PyTorch: GPU random numbers are drawn on the host by the global generator and
 copied, so a seed gives a GPU run the same numbers as a CPU run.
-May import: ``minitorch.device`` and numpy (CuPy at first use).
+May import: ``minitorch.device`` and numpy (at first use: CuPy and ``backends.cuda_kernels``).
 """
 import importlib
 
