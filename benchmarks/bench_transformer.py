@@ -13,7 +13,10 @@ not installed.
 Most of a step is matrix products, so the script also prints the floor they set: the step's
 GEMM FLOPs (counted on minitorch's GEMM calls) over the FMA peak measured in the same run
 (benchmarks/fma_peak.c). No framework's step can be shorter, so PyTorch's ms over that floor is
-the highest "speed vs torch" any implementation could reach on this machine.
+the highest "speed vs torch" any implementation could reach on this machine. Beside it, the step's
+GEMMs alone: the products minitorch's step makes, replayed back to back with nothing between
+them, by minitorch's kernel and by PyTorch's: what a step would cost if everything but its
+GEMMs were free, with the GEMM kernels the machine has.
 
     python benchmarks/bench_transformer.py [--size small|big|both] [--steps 20] [--big-steps 4]
         [--warmup 3] [--rounds 3] [--no-report]
@@ -71,25 +74,104 @@ def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def _count_gemm_flops(step):
-    """The FLOPs of the GEMM calls one minitorch step makes (2·m·n·k per product)."""
+def _record_gemm_calls(step):
+    """The GEMM calls one minitorch step makes, as dicts of their sizes, layouts and scalars
+    (not their data), in order; [] where the C backend is not built."""
     from minitorch.backends import c_backend
     if not hasattr(c_backend, "_GEMM_KERNELS"):
-        return None
+        return []
     kernels = dict(c_backend._GEMM_KERNELS)
-    flops = [0.0]
+    calls = []
 
-    def counting(kernel):
-        def call(ta, tb, m, n, k, *rest):
-            flops[0] += 2.0 * m * n * k * rest[-1]  # the last argument: the batch count
-            return kernel(ta, tb, m, n, k, *rest)
+    def recording(kernel, dtype):
+        def call(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch):
+            calls.append(dict(dtype=dtype.name, ta=ta, tb=tb, m=m, n=n, k=k, alpha=alpha, lda=lda,
+                              sa=sa, ldb=ldb, sb=sb, beta=beta, ldc=ldc, sc=sc, batch=batch))
+            return kernel(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch)
         return call
-    c_backend._GEMM_KERNELS.update({d: counting(k) for d, k in kernels.items()})
+    c_backend._GEMM_KERNELS.update({d: recording(k, d) for d, k in kernels.items()})
     try:
         step()
     finally:
         c_backend._GEMM_KERNELS.update(kernels)
-    return flops[0]
+    return calls
+
+
+def _count_gemm_flops(step):
+    """The FLOPs of the GEMM calls one minitorch step makes (2·m·n·k per product)."""
+    return sum(2.0 * c["m"] * c["n"] * c["k"] * c["batch"] for c in _record_gemm_calls(step))
+
+
+def _operand_elements(rows, cols, ld, stride, batch):
+    """Elements a strided batch of rows x cols matrices (rows ld apart) spans."""
+    return (batch - 1) * stride + (rows - 1) * ld + cols
+
+
+def _time_best(run, repeats):
+    """Best wall time of ``run()`` over ``repeats`` calls, in ms."""
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        run()
+        best = min(best, time.perf_counter() - start)
+    return best * 1000
+
+
+def _replay_minitorch(calls, repeats=5):
+    """ms to run ``calls`` back to back through minitorch's GEMM kernel, on operands allocated
+    once (random data, the recorded layouts): the step's products with nothing between them."""
+    from minitorch.backends import c_backend
+    rng = np.random.default_rng(0)
+    prepared = []
+    for c in calls:
+        dtype = np.dtype(c["dtype"])
+        a_rows, a_cols = (c["k"], c["m"]) if c["ta"] else (c["m"], c["k"])
+        b_rows, b_cols = (c["n"], c["k"]) if c["tb"] else (c["k"], c["n"])
+        a = rng.standard_normal(_operand_elements(a_rows, a_cols, c["lda"], c["sa"],
+                                                  c["batch"])).astype(dtype)
+        b = rng.standard_normal(_operand_elements(b_rows, b_cols, c["ldb"], c["sb"],
+                                                  c["batch"])).astype(dtype)
+        out = np.zeros(_operand_elements(c["m"], c["n"], c["ldc"], c["sc"], c["batch"]), dtype)
+        args = (c["ta"], c["tb"], c["m"], c["n"], c["k"], c["alpha"], c_backend._ptr(a), c["lda"],
+                c["sa"], c_backend._ptr(b), c["ldb"], c["sb"], c["beta"], c_backend._ptr(out),
+                c["ldc"], c["sc"], c["batch"])
+        prepared.append((c_backend._GEMM_KERNELS[dtype], args, (a, b, out)))
+
+    def run():
+        for kernel, args, _ in prepared:
+            kernel(*args)
+    return _time_best(run, repeats)
+
+
+def _replay_torch(calls, threads, repeats=5):
+    """ms for PyTorch's GEMMs (mm/bmm into preallocated outputs) on the same calls; None where
+    PyTorch is not installed."""
+    try:
+        import torch
+    except ImportError:
+        return None
+    torch.set_num_threads(threads)
+    gen = torch.Generator().manual_seed(0)
+    prepared = []
+    for c in calls:
+        dtype = getattr(torch, c["dtype"])
+        batch, m, n, k = c["batch"], c["m"], c["n"], c["k"]
+        a = torch.randn(batch, *((k, m) if c["ta"] else (m, k)), dtype=dtype, generator=gen)
+        b = torch.randn(batch, *((n, k) if c["tb"] else (k, n)), dtype=dtype, generator=gen)
+        a, b = (a.transpose(1, 2) if c["ta"] else a), (b.transpose(1, 2) if c["tb"] else b)
+        # a stride of 0 is one matrix shared by the whole batch
+        a, b = (a[:1].expand_as(a) if c["sa"] == 0 else a), (b[:1].expand_as(b) if c["sb"] == 0 else b)
+        out = torch.zeros(batch, m, n, dtype=dtype)
+        prepared.append((a, b, out, c["alpha"], c["beta"]))
+
+    def run():
+        with torch.no_grad():
+            for a, b, out, alpha, beta in prepared:
+                if len(a) == 1:
+                    out[0].addmm_(a[0], b[0], beta=beta, alpha=alpha)
+                else:
+                    out.baddbmm_(a, b, beta=beta, alpha=alpha)
+    return _time_best(run, repeats)
 
 
 def training_step(framework, size, threads, device="cpu"):
@@ -130,7 +212,7 @@ def worker(framework, size, threads, steps, warmup):
     lib, step = training_step(framework, size, threads)
     for _ in range(warmup):
         step()
-    gemm_flops = _count_gemm_flops(step) if framework == "minitorch" else None
+    calls = _record_gemm_calls(step) if framework == "minitorch" else []
     times = []
     for _ in range(steps):
         start = time.perf_counter()
@@ -138,9 +220,14 @@ def worker(framework, size, threads, steps, warmup):
         times.append(time.perf_counter() - start)
     ms = 1000 * float(np.median(times))
     cfg = SIZES[size]
-    print(json.dumps({"ms": ms, "tok_s": cfg["batch"] * cfg["tgt_len"] / (ms / 1000),
-                      "rss_mb": _peak_rss_mb(), "gemm_flops": gemm_flops,
-                      "backend": lib.backend() if framework == "minitorch" else "torch"}))
+    result = {"ms": ms, "tok_s": cfg["batch"] * cfg["tgt_len"] / (ms / 1000),
+              "rss_mb": _peak_rss_mb(),
+              "backend": lib.backend() if framework == "minitorch" else "torch"}
+    if calls:  # after the timed steps, so that PyTorch's import cannot touch them
+        result.update(gemm_flops=sum(2.0 * c["m"] * c["n"] * c["k"] * c["batch"] for c in calls),
+                      gemm_alone_ms=_replay_minitorch(calls),
+                      torch_gemm_alone_ms=_replay_torch(calls, threads))
+    print(json.dumps(result))
 
 
 def _run(framework, size, threads, steps, warmup):
@@ -156,7 +243,7 @@ def _run(framework, size, threads, steps, warmup):
 
 
 COLUMNS = ["size", "threads", "framework", "ms/step", "tgt tok/s", "peak MB", "speed vs torch",
-           "GEMM floor ms", "highest possible"]
+           "GEMMs alone ms", "GEMM floor ms", "highest possible"]
 
 
 def _rows(size, threads, best, peak_gflops):
@@ -168,9 +255,10 @@ def _rows(size, threads, best, peak_gflops):
         if r is None:
             continue
         if "error" in r:
-            rows.append([size, str(threads), name, f"error: {r['error']}", "", "", "", "", ""])
+            rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 6)
             continue
         ratio = floor = reachable = ""
+        alone = mt.get("gemm_alone_ms") if name == "minitorch" else mt.get("torch_gemm_alone_ms")
         if name == "minitorch":
             if torch_ok:
                 ratio = f"{th['ms'] / r['ms']:.2f}x"
@@ -180,8 +268,20 @@ def _rows(size, threads, best, peak_gflops):
                 if torch_ok:
                     reachable = f"{th['ms'] / floor_ms:.2f}x"
         rows.append([size, str(threads), name, f"{r['ms']:.1f}", f"{r['tok_s']:.0f}",
-                     f"{r['rss_mb']:.0f}", ratio, floor, reachable])
+                     f"{r['rss_mb']:.0f}", ratio, f"{alone:.1f}" if alone else "", floor,
+                     reachable])
     return rows
+
+
+def _keep_best(best, name, result):
+    """Fold one round's ``result`` into ``best[name]``: the fastest step, and the fastest
+    replay of its GEMMs (each is the best of its own rounds)."""
+    old = best.get(name)
+    if old is None or "error" in old or result.get("ms", 1e300) < old["ms"]:
+        best[name] = dict(result)
+    for key in ("gemm_alone_ms", "torch_gemm_alone_ms"):
+        if old is not None and old.get(key) and result.get(key):
+            best[name][key] = min(old[key], result[key])
 
 
 def main():
@@ -212,11 +312,14 @@ def main():
     legend = ("speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster); "
               "GEMM floor = the step's GEMM FLOPs ÷ the FMA peak measured in the same run; "
               "highest possible = PyTorch ms/step ÷ that floor, the ratio a step of pure "
-              "peak-speed GEMMs would reach")
+              "peak-speed GEMMs would reach; GEMMs alone = the matrix products of minitorch's "
+              "step (same shapes, layouts, batch counts) replayed back to back on operands "
+              "allocated once, by that row's framework (PyTorch: mm/bmm into preallocated "
+              "outputs): the step less everything that is not a GEMM")
     notes = [", ".join(f"{size}: " + " ".join(f"{k}={v}" for k, v in SIZES[size].items())
                        for size in sizes) + "; dropout=0, Adam", legend]
     print(notes[0])
-    widths = (5, 7, 10, 9, 10, 8, 15, 14, 17)
+    widths = (5, 7, 10, 9, 10, 8, 15, 15, 14, 17)
     print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
     rows = []
     for size in sizes:
@@ -229,10 +332,7 @@ def main():
                 if peak is not None:
                     peaks.append(peak)
                 for name in ("minitorch", "torch") if have_torch else ("minitorch",):
-                    r = _run(name, size, threads, steps, warmup)
-                    if name not in best or "error" in best[name] or \
-                            r.get("ms", 1e300) < best[name]["ms"]:
-                        best[name] = r
+                    _keep_best(best, name, _run(name, size, threads, steps, warmup))
             for row in _rows(size, threads, best, max(peaks) if peaks else None):
                 print(" ".join(f"{c:>{w}}" for c, w in zip(row, widths)), flush=True)
                 rows.append(row)

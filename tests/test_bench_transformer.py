@@ -30,13 +30,34 @@ def test_the_counted_flops_are_those_of_the_products_made():
 
 
 def test_the_floor_is_the_flops_at_the_peak():
-    best = {"minitorch": {"ms": 50.0, "tok_s": 1.0, "rss_mb": 10, "gemm_flops": 4e9},
+    best = {"minitorch": {"ms": 50.0, "tok_s": 1.0, "rss_mb": 10, "gemm_flops": 4e9,
+                          "gemm_alone_ms": 30.0, "torch_gemm_alone_ms": 35.0},
             "torch": {"ms": 80.0, "tok_s": 1.0, "rss_mb": 20}}
     mt_row, torch_row = bench_transformer._rows("small", 1, best, peak_gflops=100.0)
     assert mt_row[6] == "1.60x"             # 80 / 50
-    assert mt_row[7] == "40.0"              # 4 GFLOP at 100 GFLOP/s
-    assert mt_row[8] == "2.00x"             # 80 / 40
-    assert torch_row[6:] == ["", "", ""]
+    assert mt_row[7] == "30.0"              # minitorch's GEMMs replayed alone
+    assert mt_row[8] == "40.0"              # 4 GFLOP at 100 GFLOP/s
+    assert mt_row[9] == "2.00x"             # 80 / 40
+    assert torch_row[6:] == ["", "35.0", "", ""]   # PyTorch's GEMMs on the same calls
+
+
+def test_the_recorded_calls_replay_the_step_products():
+    a, b = minitorch.randn(3, 4), minitorch.randn(5, 4)
+    batch_a, batch_b = minitorch.randn(6, 2, 7), minitorch.randn(6, 7, 3)
+    calls = bench_transformer._record_gemm_calls(lambda: (a @ b.T, batch_a @ batch_b))
+    assert [(c["m"], c["n"], c["k"], c["tb"], c["batch"]) for c in calls] == \
+        [(3, 5, 4, 1, 1), (2, 3, 7, 0, 6)]
+    assert bench_transformer._replay_minitorch(calls, repeats=1) > 0
+    torch = pytest.importorskip("torch", reason="PyTorch's replay needs PyTorch")
+    assert bench_transformer._replay_torch(calls, threads=1, repeats=1) > 0
+    assert torch.get_num_threads() == 1
+
+
+def test_rounds_keep_the_fastest_step_and_the_fastest_replays():
+    best = {}
+    bench_transformer._keep_best(best, "minitorch", {"ms": 50.0, "gemm_alone_ms": 30.0})
+    bench_transformer._keep_best(best, "minitorch", {"ms": 60.0, "gemm_alone_ms": 28.0})
+    assert best["minitorch"] == {"ms": 50.0, "gemm_alone_ms": 28.0}
 
 
 @pytest.mark.parametrize("dso, group", [
