@@ -177,6 +177,28 @@ def test_scatter_gradients_and_the_multiply_reduction_has_none():
         mt.scatter(x, 0, index, src, reduce="multiply").sum().backward()
 
 
+def test_int32_indices_work_where_pytorch_takes_them():
+    """gather, scatter, scatter_add and index_add take int32 indices as PyTorch does (same
+    values and gradients as int64); index_fill keeps PyTorch's int64 rule."""
+    x = mt.randn(3, 4, dtype=mt.float64, requires_grad=True)
+    src = mt.randn(3, 2, dtype=mt.float64)
+    rows = [[0, 3], [2, 2], [1, 0]]
+    for dtype in (mt.int64, mt.int32):
+        index = mt.tensor(rows, dtype=dtype)
+        outs = [x.gather(1, index), x.scatter(1, index, src), x.scatter_add(1, index, src),
+                x.index_add(1, mt.tensor([3, 0], dtype=dtype), src)]
+        if dtype is mt.int64:
+            expected = [o.detach().numpy() for o in outs]
+            grads = [mt.autograd.grad(o.sum() * 1.5, x)[0].numpy() for o in outs]
+        else:
+            for o, e, g in zip(outs, expected, grads):
+                np.testing.assert_array_equal(o.detach().numpy(), e)
+                np.testing.assert_array_equal(mt.autograd.grad(o.sum() * 1.5, x)[0].numpy(), g)
+    assert gradcheck(lambda a: a.gather(0, mt.tensor([[2, 0, 1, 1]], dtype=mt.int32)), [x])
+    with pytest.raises(IndexError, match="int64"):
+        x.index_fill(1, mt.tensor([0], dtype=mt.int32), 0.0)
+
+
 def test_index_fill_with_a_tensor_value_gets_its_gradient():
     x = mt.randn(2, 3, dtype=mt.float64, requires_grad=True)
     value = f64(2.0, requires_grad=True)

@@ -78,8 +78,11 @@ def _check_scatter(name, input, dim, index, src):
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}: index must be a Tensor, got {type(index).__name__}")
     d = normalize_dim(dim, input.ndim)
-    if index.dtype.name != "int64":
-        raise RuntimeError(f"{name}: expected dtype int64 for index, got {index.dtype}")
+    if index.dtype.name not in ("int64", "int32"):
+        raise RuntimeError(f"{name}: expected dtype int64 (or int32) for index, got "
+                           f"{index.dtype}")
+    if index.dtype.name == "int32":  # the kernels take int64, as PyTorch converts too
+        index = index.long()
     rank = max(input.ndim, 1)
     if max(index.ndim, 1) != rank:
         raise RuntimeError(f"{name}: index must have the same number of dims as input: index "
@@ -157,15 +160,16 @@ def scatter_add(input, dim, index, src):
     return _scatter("scatter_add", input, dim, index, src, "add")
 
 
-def _check_vector_index(name, index, size, dim, allow_negative, errors):
-    """``index``: a 0-d or 1-d int64 tensor of positions in a dim of ``size``; its 1-d array.
-    ``errors``: the exception types PyTorch raises for a wrong dtype, a wrong ndim and an index
-    out of range (they differ from op to op)."""
+def _check_vector_index(name, index, size, dim, allow_negative, errors, int32_ok=False):
+    """``index``: a 0-d or 1-d int64 (or, with ``int32_ok``, int32) tensor of positions in a dim
+    of ``size``; its 1-d array. ``errors``: the exception types PyTorch raises for a wrong
+    dtype, a wrong ndim and an index out of range (they differ from op to op)."""
     dtype_error, ndim_error, range_error = errors
     if not isinstance(index, Tensor):
         raise TypeError(f"{name}: index must be a Tensor, got {type(index).__name__}")
-    if index.dtype.name != "int64":
-        raise dtype_error(f"{name}: expected dtype int64 for index, got {index.dtype}")
+    if index.dtype.name != "int64" and not (int32_ok and index.dtype.name == "int32"):
+        raise dtype_error(f"{name}: expected dtype int64{' (or int32)' if int32_ok else ''} "
+                          f"for index, got {index.dtype}")
     if index.ndim > 1:
         raise ndim_error(f"{name}: index must be a vector (0-d or 1-d), got shape "
                          f"{tuple(index.shape)}")
@@ -212,7 +216,8 @@ def index_add(input, dim, index, source, *, alpha=1):
     d = normalize_dim(dim, input.ndim)
     size = input.shape[d] if input.ndim else 1
     positions = _check_vector_index("index_add", index, size, d, allow_negative=False,
-                                    errors=(RuntimeError, IndexError, RuntimeError))
+                                    errors=(RuntimeError, IndexError, RuntimeError),
+                                    int32_ok=True)
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_add: input ({input.dtype}) and source ({source.dtype}) must "
                            "have the same dtype")

@@ -634,13 +634,16 @@ def getitem(input, index):
 @op()
 def gather(input, dim, index):
     """``out[i][j][k] = input[i][index[i][j][k]][k]`` for ``dim=1`` (along ``dim`` in general);
-    ``index`` may be smaller than ``input`` in the other dims. Out-of-range indices raise
-    IndexError; unlike PyTorch, which rejects them, an index below 0 counts from the end."""
+    ``index`` (int64 or int32) may be smaller than ``input`` in the other dims. Out-of-range
+    indices raise IndexError; unlike PyTorch, which rejects them, an index below 0 counts from
+    the end."""
     if input.ndim == 0 and isinstance(index, Tensor) and index.ndim == 0:  # one element
         return gather(input.reshape(1), dim, index.reshape(1)).reshape(())
     d = normalize_dim(dim, input.ndim)
-    if not isinstance(index, Tensor) or index.dtype.name != "int64":
-        raise TypeError("gather: index must be an int64 tensor")
+    if not isinstance(index, Tensor) or index.dtype.name not in ("int64", "int32"):
+        raise TypeError("gather: index must be an int64 (or int32) tensor")
+    if index.dtype.name == "int32":  # the kernels take int64, as PyTorch converts too
+        index = index.long()
     if index.ndim != input.ndim:
         raise ValueError(f"gather: index has {index.ndim} dims but input has {input.ndim} "
                          f"(shapes {tuple(index.shape)} and {tuple(input.shape)})")
