@@ -10,6 +10,10 @@
 
 #include <stdint.h>
 
+/* The largest register tile of any plan (AVX-512 float: 8 x 32), for edge-tile scratch. */
+#define MT_GEMM_MAX_MR 8
+#define MT_GEMM_MAX_NR 32
+
 typedef void (*mt_microkernel_f32)(int64_t kc, const float *ap, const float *bp, float *c,
                                    int64_t ldc, float alpha, float beta);
 typedef void (*mt_microkernel_f64)(int64_t kc, const double *ap, const double *bp, double *c,

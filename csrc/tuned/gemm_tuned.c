@@ -67,6 +67,9 @@ static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
             if (mr == 6) {
                 for (int64_t q = 0; q < q1 - q0; ++q)
                     for (int r = 0; r < 6; ++r) dst[q * 6 + r] = src[q * pr->lda + s * 6 + r];
+            } else if (mr == 8) { /* one vector move per stored row */
+                for (int64_t q = 0; q < q1 - q0; ++q)
+                    for (int r = 0; r < 8; ++r) dst[q * 8 + r] = src[q * pr->lda + s * 8 + r];
             } else {
                 for (int64_t q = 0; q < q1 - q0; ++q)
                     for (int r = 0; r < mr; ++r) dst[q * mr + r] = src[q * pr->lda + s * mr + r];
@@ -97,6 +100,8 @@ static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
             pr->plan.pack_a_rows(kc, a + (i0 + s) * pr->lda + p0, pr->lda, ap);
         } else if (rows == 6 && mr == 6) {
             MT_PACK_A_FULL_SLIVER(6);
+        } else if (rows == 8 && mr == 8) {
+            MT_PACK_A_FULL_SLIVER(8);
         } else if (rows == 4 && mr == 4) {
             MT_PACK_A_FULL_SLIVER(4);
         } else {
@@ -154,8 +159,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
                             int64_t kc, int64_t s0, int64_t s1, T beta) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t ldc = pr->ldc;
-    /* Edge tile scratch: largest tile is 6 x 32. */
-    T edge[6 * 32] __attribute__((aligned(64)));
+    T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     for (int64_t s = s0; s < s1; ++s) {
         int64_t j = s * nr;
         int64_t cols = nc - j < nr ? nc - j : nr;
@@ -179,9 +183,14 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
 }
 
 /* One matrix product, run by thread `tid` of `nthr` (all threads of a team call this with the
- * same arguments and shared `bpack`; nthr == 1 runs it alone, no barriers). */
+ * same arguments and shared `bpacks`; nthr == 1 runs it alone, no barriers).
+ * A team packs the B panels into bpacks[0] and bpacks[1] in turn (`*panels` counts them over
+ * the calls of one team), so that one barrier per panel suffices: a thread that packs panel
+ * t+1 has passed panel t's barrier, which every thread reached after it was done with panel
+ * t-1, the one whose buffer it overwrites. Each thread's C blocks are the same in every panel
+ * of a column block, so a thread ahead by a panel writes no C that another still reads. */
 static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
-                          T *apack, T *bpack, int tid, int nthr) {
+                          T *apack, T *const bpacks[2], int64_t *panels, int tid, int nthr) {
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
     const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
@@ -195,6 +204,7 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
         for (int64_t pc = 0; pc < k; pc += pr->kc) {
             int64_t kc = k - pc < pr->kc ? k - pc : pr->kc;
             T beta = pc == 0 ? pr->beta : (T)1;
+            T *bpack = bpacks[(*panels)++ & 1];
             for (int64_t s = tid; s < slivers; s += nthr)
                 F(pack_b_sliver)(pr, b, pc, kc, jc, nc, s, bpack);
             if (nthr > 1) {
@@ -210,9 +220,6 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
                 F(pack_a)(pr, a, ic, mc, pc, kc, apack);
                 F(macro_kernel)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta);
-            }
-            if (nthr > 1) {
-#pragma omp barrier
             }
         }
     }
@@ -239,7 +246,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
      * the full tile of the last MR rows: the rows it repeats get the same values again (each
      * row's sums run alone, in the same order), and the tail needs no packing and no copy. */
     const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
-    T edge[6 * 32] __attribute__((aligned(64)));
+    T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
         F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack);
     for (int64_t j = 0; j < n; j += nr) {
@@ -274,10 +281,13 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
 /* One matrix of a batch on one thread: the small path or the blocked algorithm. */
 static void F(gemm_one)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
                         T *bpack) {
-    if (F(is_small)(pr))
+    if (F(is_small)(pr)) {
         F(gemm_small)(pr, a, b, c, apack, bpack);
-    else
-        F(gemm_tiles)(pr, a, b, c, apack, bpack, 0, 1);
+    } else {
+        T *const bpacks[2] = {bpack, bpack}; /* one thread: no one else reads its panel */
+        int64_t panels = 0;
+        F(gemm_tiles)(pr, a, b, c, apack, bpacks, &panels, 0, 1);
+    }
 }
 
 static int64_t F(round_up)(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -362,10 +372,12 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
                 T *bpack = (T *)mt_scratch_alloc(slice_b * (int64_t)sizeof(T));
                 if (apack && bpack) {
                     const T *b_slice = b + (trans_b ? j0 * ldb : j0);
+                    T *const bpacks[2] = {bpack, bpack};
+                    int64_t panels = 0;
                     for (int64_t bi = 0; bi < batch; ++bi)
                         F(gemm_tiles)(&slice, a + bi * stride_a,
                                       b_slice + bi * stride_b, c + bi * stride_c + j0,
-                                      apack, bpack, 0, 1);
+                                      apack, bpacks, &panels, 0, 1);
                 } else {
 #pragma omp atomic write
                     failed = 1;
@@ -389,9 +401,13 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         free(bpack);
         return 0;
     }
+    T *bpack2 = (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T));
+    if (!bpack2) { free(bpack); return MT_ERR_NOMEM; }
+    T *const bpacks[2] = {bpack, bpack2};
 #pragma omp parallel num_threads(team)
     {
         const int tid = mt_thread_num(), nthr = mt_team_size();
+        int64_t panels = 0;
         T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
         int my_failed = apack == NULL;
         /* Every thread must agree before anyone waits at a barrier inside gemm_tiles. */
@@ -401,11 +417,12 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         if (!failed) {
             for (int64_t bi = 0; bi < batch; ++bi)
                 F(gemm_tiles)(&pr, a + bi * stride_a, b + bi * stride_b,
-                              c + bi * stride_c, apack, bpack, tid, nthr);
+                              c + bi * stride_c, apack, bpacks, &panels, tid, nthr);
         }
         free(apack);
     }
     free(bpack);
+    free(bpack2);
     return failed ? MT_ERR_NOMEM : 0;
 }
 
