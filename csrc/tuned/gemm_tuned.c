@@ -9,7 +9,8 @@
  *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2)
  *         jr over NR slivers      (B sliver stays in L1)
  *           ir over MR slivers    -> micro-kernel on a MR x NR tile of C
- * Threads split the (ic block x group of jr slivers) work items; they share the packed B.
+ * Threads take the (ic block x group of jr slivers) work items first come, first served; they
+ * share the packed B, packed into two buffers in turn (one barrier per panel).
  * Tiles at the M/N edges are computed into a small temporary tile and copied out, so the
  * micro-kernel never touches memory outside C.
  * Products small enough for L1 (e.g. 32x32x32 attention heads) skip the blocking and most of
@@ -182,15 +183,46 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
     }
 }
 
-/* One matrix product, run by thread `tid` of `nthr` (all threads of a team call this with the
- * same arguments and shared `bpacks`; nthr == 1 runs it alone, no barriers).
- * A team packs the B panels into bpacks[0] and bpacks[1] in turn (`*panels` counts them over
- * the calls of one team), so that one barrier per panel suffices: a thread that packs panel
- * t+1 has passed panel t's barrier, which every thread reached after it was done with panel
- * t-1, the one whose buffer it overwrites. Each thread's C blocks are the same in every panel
- * of a column block, so a thread ahead by a panel writes no C that another still reads. */
-static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
-                          T *apack, T *const bpacks[2], int64_t *panels, int tid, int nthr) {
+/* What one thread of a team (or a thread alone, nthr 1) keeps to share out the work of its
+ * GEMM calls. The team packs B panels into bpack[0] and bpack[1] in turn, so that one barrier
+ * per panel suffices: a thread packing panel t+1 has passed panel t's barrier, which every
+ * thread reached after it was done with panel t-1, the one whose buffer it overwrites. */
+typedef struct {
+    T *bpack[2];           /* shared packed B panels (alone: the same buffer twice) */
+    int64_t *next_item;    /* two shared work counters: [MT_PACKING] and [MT_MULTIPLYING] */
+    int64_t panels;        /* B panels packed so far, over the calls */
+    int64_t items_before[2]; /* claims on each counter made before the current phase */
+    int nthr;
+} F(gemm_team);
+#define TEAM F(gemm_team)
+
+/* Item i of a phase of `count` work items for this thread, or -1 once all are taken. Items go
+ * first come, first served, so that a thread the OS sets aside for a while (two threads on a
+ * busy 2-core machine) holds up the other by at most one item at the next barrier, not by half
+ * the phase. Every thread stops after its first claim past the end, so a phase takes exactly
+ * count + nthr claims and all threads agree where the next phase's items start. Packing panel
+ * t+1 may overlap multiplying panel t (no barrier between them), so each kind of phase has its
+ * own counter. */
+#define MT_PACKING 0
+#define MT_MULTIPLYING 1
+static int64_t F(take_item)(TEAM *team, int phase, int64_t count) {
+    int64_t claim, *next = team->next_item + phase;
+    if (team->nthr == 1) {
+        claim = (*next)++;
+    } else {
+#pragma omp atomic capture
+        claim = (*next)++;
+    }
+    int64_t i = claim - team->items_before[phase];
+    if (i < count) return i;
+    team->items_before[phase] += count + team->nthr;
+    return -1;
+}
+
+/* One matrix product, run by every thread of a team with the same arguments (a thread alone,
+ * nthr 1, waits at no barrier). */
+static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
+                          TEAM *team) {
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
     const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
@@ -199,18 +231,18 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
         int64_t slivers = (nc + nr - 1) / nr;
         /* With fewer A blocks than threads (or an uneven count), threads also split the
          * B slivers; re-packing A per split is cheap next to the FMAs it feeds. */
-        int64_t n_js = (n_ic % nthr == 0) ? 1 : nthr;
+        int64_t n_js = (n_ic % team->nthr == 0) ? 1 : team->nthr;
         if (n_js > slivers) n_js = slivers;
         for (int64_t pc = 0; pc < k; pc += pr->kc) {
             int64_t kc = k - pc < pr->kc ? k - pc : pr->kc;
             T beta = pc == 0 ? pr->beta : (T)1;
-            T *bpack = bpacks[(*panels)++ & 1];
-            for (int64_t s = tid; s < slivers; s += nthr)
+            T *bpack = team->bpack[team->panels++ & 1];
+            for (int64_t s; (s = F(take_item)(team, MT_PACKING, slivers)) >= 0;)
                 F(pack_b_sliver)(pr, b, pc, kc, jc, nc, s, bpack);
-            if (nthr > 1) {
+            if (team->nthr > 1) {
 #pragma omp barrier
             }
-            for (int64_t w = tid; w < n_ic * n_js; w += nthr) {
+            for (int64_t w; (w = F(take_item)(team, MT_MULTIPLYING, n_ic * n_js)) >= 0;) {
                 int64_t ib = w / n_js, js = w % n_js;
                 /* Equal sliver counts per block, so that threads finish together at the
                  * barrier (blocks of mc rows and a short last one left one thread idle). */
@@ -284,9 +316,9 @@ static void F(gemm_one)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apac
     if (F(is_small)(pr)) {
         F(gemm_small)(pr, a, b, c, apack, bpack);
     } else {
-        T *const bpacks[2] = {bpack, bpack}; /* one thread: no one else reads its panel */
-        int64_t panels = 0;
-        F(gemm_tiles)(pr, a, b, c, apack, bpacks, &panels, 0, 1);
+        int64_t next_item[2] = {0, 0};
+        TEAM alone = {{bpack, bpack}, next_item, 0, {0, 0}, 1};
+        F(gemm_tiles)(pr, a, b, c, apack, &alone);
     }
 }
 
@@ -372,12 +404,12 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
                 T *bpack = (T *)mt_scratch_alloc(slice_b * (int64_t)sizeof(T));
                 if (apack && bpack) {
                     const T *b_slice = b + (trans_b ? j0 * ldb : j0);
-                    T *const bpacks[2] = {bpack, bpack};
-                    int64_t panels = 0;
+                    int64_t next_item[2] = {0, 0};
+                    TEAM alone = {{bpack, bpack}, next_item, 0, {0, 0}, 1};
                     for (int64_t bi = 0; bi < batch; ++bi)
                         F(gemm_tiles)(&slice, a + bi * stride_a,
                                       b_slice + bi * stride_b, c + bi * stride_c + j0,
-                                      apack, bpacks, &panels, 0, 1);
+                                      apack, &alone);
                 } else {
 #pragma omp atomic write
                     failed = 1;
@@ -403,11 +435,10 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
     }
     T *bpack2 = (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T));
     if (!bpack2) { free(bpack); return MT_ERR_NOMEM; }
-    T *const bpacks[2] = {bpack, bpack2};
+    int64_t next_item[2] = {0, 0};
 #pragma omp parallel num_threads(team)
     {
-        const int tid = mt_thread_num(), nthr = mt_team_size();
-        int64_t panels = 0;
+        TEAM mine = {{bpack, bpack2}, next_item, 0, {0, 0}, mt_team_size()};
         T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
         int my_failed = apack == NULL;
         /* Every thread must agree before anyone waits at a barrier inside gemm_tiles. */
@@ -417,7 +448,7 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         if (!failed) {
             for (int64_t bi = 0; bi < batch; ++bi)
                 F(gemm_tiles)(&pr, a + bi * stride_a, b + bi * stride_b,
-                              c + bi * stride_c, apack, bpacks, &panels, tid, nthr);
+                              c + bi * stride_c, apack, &mine);
         }
         free(apack);
     }
@@ -428,4 +459,7 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
 
 #undef PLAN
 #undef PROBLEM
+#undef TEAM
+#undef MT_PACKING
+#undef MT_MULTIPLYING
 #endif
