@@ -104,7 +104,8 @@ def test_team_paths_equal_one_thread_bit_for_bit(dtype, isa):
     # Shared B panels: 300 rows make 3+ A blocks for the team; n = 4100 is two column panels
     # (nc ~4064) and k = 1040 two or five K blocks, so the team packs into both panel buffers,
     # several times. Column slices: 40 rows (one A block) and n = 700.
-    for m, n, k, trans_a, trans_b in [(300, 4100, 1040, False, False), (300, 4100, 1040, True, True),
+    for m, n, k, trans_a, trans_b in [(300, 4100, 1040, False, False),
+                                      (300, 4100, 1040, True, True),
                                       (40, 700, 600, False, True), (40, 700, 600, True, False)]:
         a, b = operands(rng, m, n, k, trans_a, trans_b, dtype)
         c0 = rng.standard_normal((m, n)).astype(dtype)

@@ -31,7 +31,8 @@ typedef void (*mt_strided_microkernel_f64)(int64_t kc, const double *a, int64_t 
 /* Tile shape and cache blocking for one instruction set and dtype. */
 typedef struct {
     int mr, nr;          /* register tile */
-    int64_t mc, kc, nc;  /* cache blocks: A block mc x kc in L2, B sliver kc x nr in L1 */
+    int64_t mc, kc, nc;  /* cache blocks: A block mc x kc in L2, B sliver kc x nr in L1
+                          * (AVX2) or L2 (AVX-512, where kc is 512), B panel kc x nc in L3 */
     mt_microkernel_f32 kernel;
     mt_strided_microkernel_f32 strided_kernel; /* for small products: no packing */
     /* Pack a full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */
