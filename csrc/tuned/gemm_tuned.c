@@ -433,12 +433,15 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         free(bpack);
         return 0;
     }
-    T *bpack2 = (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T));
-    if (!bpack2) { free(bpack); return MT_ERR_NOMEM; }
+    /* A second panel buffer only where there is a second panel: a fresh multi-MiB buffer
+     * costs a page fault per 4 KiB touched. */
+    int64_t panels = batch * ((n + pr.plan.nc - 1) / pr.plan.nc) * ((k + pr.kc - 1) / pr.kc);
+    T *bpack2 = panels > 1 ? (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T)) : NULL;
+    if (panels > 1 && !bpack2) { free(bpack); return MT_ERR_NOMEM; }
     int64_t next_item[2] = {0, 0};
 #pragma omp parallel num_threads(team)
     {
-        TEAM mine = {{bpack, bpack2}, next_item, 0, {0, 0}, mt_team_size()};
+        TEAM mine = {{bpack, bpack2 ? bpack2 : bpack}, next_item, 0, {0, 0}, mt_team_size()};
         T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
         int my_failed = apack == NULL;
         /* Every thread must agree before anyone waits at a barrier inside gemm_tiles. */
