@@ -4,11 +4,14 @@
  * the operands in cache: a kernel holds a whole tile of C in registers and streams packed A and
  * B through it, which compilers do not derive from a plain loop nest.
  *
- * The SIMD kernels are one macro body instantiated per instruction set: MR = 6 rows, NR = two
- * vectors, so 12 accumulators live in registers (of 16 ymm / 32 zmm) and every k step does
- * 2 vector loads of B, 6 broadcasts of A and 12 FMAs — enough independent FMAs to cover the
- * FMA latency (4 cycles x 2 pipes on Zen3 = 8 in flight). Each kernel is compiled with a
- * target attribute so the file builds with baseline flags; the driver picks one at run time.
+ * The SIMD kernels are one macro body instantiated per instruction set: MR rows, NR = two
+ * vectors, so 2*MR accumulators live in registers and every k step does 2 vector loads of B,
+ * MR broadcasts of A and 2*MR FMAs — enough independent FMAs to cover the FMA latency (4
+ * cycles x 2 pipes on Zen3 = 8 in flight). MR is 6 where registers are short (16 ymm: 12
+ * accumulators) and 8 for float on AVX-512 (32 zmm: 16 accumulators), where the longer tile
+ * reads each B sliver for 8 rows instead of 6 and the step's row counts (64, 512, 1000, 2048)
+ * fill whole tiles. Each kernel is compiled with a target attribute so the file builds with
+ * baseline flags; the driver picks one at run time.
  */
 #include "mt_internal.h"
 #include "gemm_microkernels.h"
@@ -60,9 +63,18 @@ DEFINE_PORTABLE_KERNEL(microkernel_portable_f32, float)
 DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
 
 #ifdef MT_X86
-/* One row of the 6 x (2 vectors) tile: broadcast A[r], two FMAs. */
-#define MT_UK_ROW(r, A_AT)                             \
-    a = BCAST(A_AT(r));                                \
+/* The tile's rows as X-macro lists: MT_ROWS_6(X) is X(0) X(1) .. X(5). */
+#define MT_ROWS_6(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define MT_ROWS_8(X) MT_ROWS_6(X) X(6) X(7)
+
+/* Row r's two accumulators, the prefetch of its C row, and one k step of it: broadcast
+ * A(r, p) (at ap + r*rs_a: rs_a is 1 for a packed sliver), two FMAs. */
+#define MT_UK_DECLARE_ROW(r) VEC acc##r##a = SETZERO(), acc##r##b = SETZERO();
+#define MT_UK_PREFETCH_C_ROW(r)                                               \
+    _mm_prefetch((const char *)(c + (r) * ldc), _MM_HINT_T0);                 \
+    _mm_prefetch((const char *)(c + (r) * ldc + 2 * VL - 1), _MM_HINT_T0);
+#define MT_UK_ROW(r)                                   \
+    a = BCAST(ap + (r) * rs_a);                        \
     acc##r##a = FMADD(a, b0, acc##r##a);               \
     acc##r##b = FMADD(a, b1, acc##r##b);
 
@@ -76,47 +88,39 @@ DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
         STOREU(c + (r) * ldc + VL, FMADD(vb, LOADU(c + (r) * ldc + VL), MUL(va, acc##r##b))); \
     }
 
-/* The loop and the store of one 6 x (2 vectors) tile. A's row r at step p is A_AT(r); after
- * each step A advances by A_STEP elements and B by B_STEP (a packed sliver: 6 and 2*VL). */
-#define MT_UK_BODY(T, V, A_AT, A_STEP, B_STEP)                                          \
-    V acc0a = SETZERO(), acc0b = SETZERO(), acc1a = SETZERO(), acc1b = SETZERO();       \
-    V acc2a = SETZERO(), acc2b = SETZERO(), acc3a = SETZERO(), acc3b = SETZERO();       \
-    V acc4a = SETZERO(), acc4b = SETZERO(), acc5a = SETZERO(), acc5b = SETZERO();       \
-    for (int r = 0; r < 6; ++r) {                                                       \
-        _mm_prefetch((const char *)(c + r * ldc), _MM_HINT_T0);                         \
-        _mm_prefetch((const char *)(c + r * ldc + 2 * VL - 1), _MM_HINT_T0);            \
-    }                                                                                   \
+/* The loop and the store of one MR x (2 vectors) tile, its rows listed by ROWS. After each
+ * step A advances by A_STEP elements and B by B_STEP (a packed sliver: MR and 2*VL). */
+#define MT_UK_BODY(ROWS, A_STEP, B_STEP)                                                \
+    ROWS(MT_UK_DECLARE_ROW)                                                             \
+    ROWS(MT_UK_PREFETCH_C_ROW)                                                          \
     _Pragma("GCC unroll 4")                                                             \
     for (int64_t p = 0; p < kc; ++p) {                                                  \
-        V b0 = LOADU(bp), b1 = LOADU(bp + VL), a;                                       \
-        MT_UK_ROW(0, A_AT) MT_UK_ROW(1, A_AT) MT_UK_ROW(2, A_AT)                         \
-        MT_UK_ROW(3, A_AT) MT_UK_ROW(4, A_AT) MT_UK_ROW(5, A_AT)                         \
+        VEC b0 = LOADU(bp), b1 = LOADU(bp + VL), a;                                     \
+        ROWS(MT_UK_ROW)                                                                 \
         ap += (A_STEP);                                                                 \
         bp += (B_STEP);                                                                 \
     }                                                                                   \
-    V va = SET1(alpha), vb = SET1(beta);                                                \
-    MT_UK_STORE_ROW(0) MT_UK_STORE_ROW(1) MT_UK_STORE_ROW(2)                            \
-    MT_UK_STORE_ROW(3) MT_UK_STORE_ROW(4) MT_UK_STORE_ROW(5)
-
-#define MT_PACKED_A(r) (ap + (r))
-#define MT_STRIDED_A(r) (ap + (r) * rs_a)
+    VEC va = SET1(alpha), vb = SET1(beta);                                              \
+    ROWS(MT_UK_STORE_ROW)
 
 /* NAME works on packed slivers; NAME##_strided reads A(r, p) = a[r*rs_a + p*cs_a] and B rows
  * ldb apart, so small products can skip packing (a transposed A is rs_a = 1, cs_a = lda). */
-#define DEFINE_SIMD_KERNEL(NAME, TARGET, T, V)                                          \
+#define DEFINE_SIMD_KERNEL(NAME, TARGET, T, MR)                                         \
     __attribute__((target(TARGET))) static void NAME(int64_t kc, const T *ap,          \
                                                      const T *bp, T *c, int64_t ldc,    \
                                                      T alpha, T beta) {                 \
-        MT_UK_BODY(T, V, MT_PACKED_A, 6, 2 * VL)                                        \
+        const int64_t rs_a = 1;                                                         \
+        MT_UK_BODY(MT_ROWS_##MR, MR, 2 * VL)                                            \
     }                                                                                   \
     __attribute__((target(TARGET))) static void NAME##_strided(                         \
         int64_t kc, const T *ap, int64_t rs_a, int64_t cs_a, const T *bp, int64_t ldb,  \
         T *c, int64_t ldc, T alpha, T beta) {                                           \
-        MT_UK_BODY(T, V, MT_STRIDED_A, cs_a, ldb)                                       \
+        MT_UK_BODY(MT_ROWS_##MR, cs_a, ldb)                                             \
     }
 
 /* AVX2 + FMA, float: 6 x 16 */
 #define VL 8
+#define VEC __m256
 #define SETZERO _mm256_setzero_ps
 #define LOADU _mm256_loadu_ps
 #define STOREU _mm256_storeu_ps
@@ -124,8 +128,9 @@ DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
 #define FMADD _mm256_fmadd_ps
 #define MUL _mm256_mul_ps
 #define SET1 _mm256_set1_ps
-DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, __m256)
+DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, 6)
 #undef VL
+#undef VEC
 #undef SETZERO
 #undef LOADU
 #undef STOREU
@@ -136,6 +141,7 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, __m256)
 
 /* AVX2 + FMA, double: 6 x 8 */
 #define VL 4
+#define VEC __m256d
 #define SETZERO _mm256_setzero_pd
 #define LOADU _mm256_loadu_pd
 #define STOREU _mm256_storeu_pd
@@ -143,8 +149,9 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, __m256)
 #define FMADD _mm256_fmadd_pd
 #define MUL _mm256_mul_pd
 #define SET1 _mm256_set1_pd
-DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, __m256d)
+DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, 6)
 #undef VL
+#undef VEC
 #undef SETZERO
 #undef LOADU
 #undef STOREU
@@ -153,8 +160,9 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, __m256d)
 #undef MUL
 #undef SET1
 
-/* AVX-512F, float: 6 x 32 */
+/* AVX-512F, float: 8 x 32 */
 #define VL 16
+#define VEC __m512
 #define SETZERO _mm512_setzero_ps
 #define LOADU _mm512_loadu_ps
 #define STOREU _mm512_storeu_ps
@@ -162,8 +170,9 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, __m256d)
 #define FMADD _mm512_fmadd_ps
 #define MUL _mm512_mul_ps
 #define SET1 _mm512_set1_ps
-DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, __m512)
+DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, 8)
 #undef VL
+#undef VEC
 #undef SETZERO
 #undef LOADU
 #undef STOREU
@@ -174,6 +183,7 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, __m512)
 
 /* AVX-512F, double: 6 x 16 */
 #define VL 8
+#define VEC __m512d
 #define SETZERO _mm512_setzero_pd
 #define LOADU _mm512_loadu_pd
 #define STOREU _mm512_storeu_pd
@@ -181,8 +191,9 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, __m512)
 #define FMADD _mm512_fmadd_pd
 #define MUL _mm512_mul_pd
 #define SET1 _mm512_set1_pd
-DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, __m512d)
+DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, 6)
 #undef VL
+#undef VEC
 #undef SETZERO
 #undef LOADU
 #undef STOREU
@@ -283,6 +294,26 @@ DEFINE_PACK_B_ROWS(pack_b_rows_avx512_f64, "avx512f", double, __m512d, _mm512_lo
                    _mm512_storeu_pd, 8, 16)
 #undef DEFINE_PACK_B_ROWS
 
+/* Turn eight 8-float rows r[0..7] on their side in place: afterwards r[j] holds column j. */
+__attribute__((target("avx2,fma"))) static inline void transpose_8x8_avx2_f32(__m256 r[8]) {
+    __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+    __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+    __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+    __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+    r[0] = _mm256_permute2f128_ps(s0, s4, 0x20);
+    r[1] = _mm256_permute2f128_ps(s1, s5, 0x20);
+    r[2] = _mm256_permute2f128_ps(s2, s6, 0x20);
+    r[3] = _mm256_permute2f128_ps(s3, s7, 0x20);
+    r[4] = _mm256_permute2f128_ps(s0, s4, 0x31);
+    r[5] = _mm256_permute2f128_ps(s1, s5, 0x31);
+    r[6] = _mm256_permute2f128_ps(s2, s6, 0x31);
+    r[7] = _mm256_permute2f128_ps(s3, s7, 0x31);
+}
+
 /* A full 6-row sliver of a row-major float A: eight columns at a time, the 6 rows (and two
  * zero rows) go through an 8x8 transpose, and column p's 6 values land at ap[6p .. 6p+5]. Each
  * 8-wide store also writes two spare lanes, which the next column's store overwrites; the last
@@ -292,42 +323,47 @@ __attribute__((target("avx2,fma"))) static void pack_a_rows_avx2_f32(int64_t kc,
                                                                       int64_t lda, float *ap) {
     int64_t p = 0;
     for (; p + 8 <= kc; p += 8) {
-        __m256 r0 = _mm256_loadu_ps(a + 0 * lda + p), r1 = _mm256_loadu_ps(a + 1 * lda + p);
-        __m256 r2 = _mm256_loadu_ps(a + 2 * lda + p), r3 = _mm256_loadu_ps(a + 3 * lda + p);
-        __m256 r4 = _mm256_loadu_ps(a + 4 * lda + p), r5 = _mm256_loadu_ps(a + 5 * lda + p);
-        __m256 r6 = _mm256_setzero_ps(), r7 = _mm256_setzero_ps();
-        __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
-        __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
-        __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
-        __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
-        __m256 s0 = _mm256_shuffle_ps(t0, t2, 0x44), s1 = _mm256_shuffle_ps(t0, t2, 0xEE);
-        __m256 s2 = _mm256_shuffle_ps(t1, t3, 0x44), s3 = _mm256_shuffle_ps(t1, t3, 0xEE);
-        __m256 s4 = _mm256_shuffle_ps(t4, t6, 0x44), s5 = _mm256_shuffle_ps(t4, t6, 0xEE);
-        __m256 s6 = _mm256_shuffle_ps(t5, t7, 0x44), s7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+        __m256 r[8];
+        for (int i = 0; i < 6; ++i) r[i] = _mm256_loadu_ps(a + i * lda + p);
+        r[6] = r[7] = _mm256_setzero_ps();
+        transpose_8x8_avx2_f32(r);
         float *dst = ap + p * 6;
-        _mm256_storeu_ps(dst + 0 * 6, _mm256_permute2f128_ps(s0, s4, 0x20));
-        _mm256_storeu_ps(dst + 1 * 6, _mm256_permute2f128_ps(s1, s5, 0x20));
-        _mm256_storeu_ps(dst + 2 * 6, _mm256_permute2f128_ps(s2, s6, 0x20));
-        _mm256_storeu_ps(dst + 3 * 6, _mm256_permute2f128_ps(s3, s7, 0x20));
-        _mm256_storeu_ps(dst + 4 * 6, _mm256_permute2f128_ps(s0, s4, 0x31));
-        _mm256_storeu_ps(dst + 5 * 6, _mm256_permute2f128_ps(s1, s5, 0x31));
-        _mm256_storeu_ps(dst + 6 * 6, _mm256_permute2f128_ps(s2, s6, 0x31));
-        __m256 last = _mm256_permute2f128_ps(s3, s7, 0x31);
-        _mm_storeu_ps(dst + 7 * 6, _mm256_castps256_ps128(last));
-        _mm_storel_pi((__m64 *)(dst + 7 * 6 + 4), _mm256_extractf128_ps(last, 1));
+        for (int j = 0; j < 7; ++j) _mm256_storeu_ps(dst + j * 6, r[j]);
+        _mm_storeu_ps(dst + 7 * 6, _mm256_castps256_ps128(r[7]));
+        _mm_storel_pi((__m64 *)(dst + 7 * 6 + 4), _mm256_extractf128_ps(r[7], 1));
     }
     for (; p < kc; ++p)
         for (int r = 0; r < 6; ++r) ap[p * 6 + r] = a[r * lda + p];
 }
 
-/* Block sizes: B sliver kc*NR*sizeof(T) = 16 KiB (half of the 32 KiB L1d), A block
- * mc*kc*sizeof(T) ~ 144-288 KiB (within the 512 KiB L2), B panel kc*nc in L3. */
+/* A full 8-row sliver (the AVX-512 float tile): each 8x8 block of A is one transpose, and
+ * column p's 8 values land at ap[8p .. 8p+7]. */
+__attribute__((target("avx2,fma"))) static void pack_a_8rows_avx2_f32(int64_t kc,
+                                                                       const float *a,
+                                                                       int64_t lda, float *ap) {
+    int64_t p = 0;
+    for (; p + 8 <= kc; p += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = _mm256_loadu_ps(a + i * lda + p);
+        transpose_8x8_avx2_f32(r);
+        for (int j = 0; j < 8; ++j) _mm256_storeu_ps(ap + (p + j) * 8, r[j]);
+    }
+    for (; p < kc; ++p)
+        for (int r = 0; r < 8; ++r) ap[p * 8 + r] = a[r * lda + p];
+}
+
+/* Block sizes. AVX2: B sliver kc*NR*sizeof(T) = 16 KiB (half of the 32 KiB L1d), A block
+ * mc*kc*sizeof(T) ~ 144 KiB (within a 512 KiB L2), B panel kc*nc in L3. AVX-512: kc = 512, so
+ * that C is read and written back once per 512 steps of k rather than 256 (a k of 512, the
+ * model width, is then one K block); the 64 KiB B sliver is read from L2 (at 128 bytes per 16
+ * FMAs, far below L2's bandwidth) while the A sliver (16 KiB for float) stays in L1, and the A
+ * block mc*kc (256 KiB for float, 288 KiB for double) leaves room in a 1 MiB L2. */
 void mt_gemm_plan_for_f32(int isa, mt_gemm_plan_f32 *plan) {
 #ifdef MT_X86
     if (isa == MT_ISA_AVX512) {
-        *plan = (mt_gemm_plan_f32){6, 32, 144, 256, 4064, microkernel_avx512_f32,
+        *plan = (mt_gemm_plan_f32){8, 32, 128, 512, 4064, microkernel_avx512_f32,
                                      microkernel_avx512_f32_strided, pack_bt_avx512_f32_nr32,
-                                     pack_b_rows_avx512_f32, pack_a_rows_avx2_f32};
+                                     pack_b_rows_avx512_f32, pack_a_8rows_avx2_f32};
         return;
     }
     if (isa == MT_ISA_AVX2) {
@@ -346,7 +382,7 @@ void mt_gemm_plan_for_f32(int isa, mt_gemm_plan_f32 *plan) {
 void mt_gemm_plan_for_f64(int isa, mt_gemm_plan_f64 *plan) {
 #ifdef MT_X86
     if (isa == MT_ISA_AVX512) {
-        *plan = (mt_gemm_plan_f64){6, 16, 72, 256, 4080, microkernel_avx512_f64,
+        *plan = (mt_gemm_plan_f64){6, 16, 72, 512, 4080, microkernel_avx512_f64,
                                      microkernel_avx512_f64_strided, pack_bt_avx512_f64_nr16,
                                      pack_b_rows_avx512_f64, NULL};
         return;

@@ -10,6 +10,10 @@
 
 #include <stdint.h>
 
+/* The largest register tile of any plan (AVX-512 float: 8 x 32), for edge-tile scratch. */
+#define MT_GEMM_MAX_MR 8
+#define MT_GEMM_MAX_NR 32
+
 typedef void (*mt_microkernel_f32)(int64_t kc, const float *ap, const float *bp, float *c,
                                    int64_t ldc, float alpha, float beta);
 typedef void (*mt_microkernel_f64)(int64_t kc, const double *ap, const double *bp, double *c,
@@ -27,7 +31,8 @@ typedef void (*mt_strided_microkernel_f64)(int64_t kc, const double *a, int64_t 
 /* Tile shape and cache blocking for one instruction set and dtype. */
 typedef struct {
     int mr, nr;          /* register tile */
-    int64_t mc, kc, nc;  /* cache blocks: A block mc x kc in L2, B sliver kc x nr in L1 */
+    int64_t mc, kc, nc;  /* cache blocks: A block mc x kc in L2, B sliver kc x nr in L1
+                          * (AVX2) or L2 (AVX-512, where kc is 512), B panel kc x nc in L3 */
     mt_microkernel_f32 kernel;
     mt_strided_microkernel_f32 strided_kernel; /* for small products: no packing */
     /* Pack a full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */

@@ -9,7 +9,8 @@
  *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2)
  *         jr over NR slivers      (B sliver stays in L1)
  *           ir over MR slivers    -> micro-kernel on a MR x NR tile of C
- * Threads split the (ic block x group of jr slivers) work items; they share the packed B.
+ * Threads take the (ic block x group of jr slivers) work items first come, first served; they
+ * share the packed B, packed into two buffers in turn (one barrier per panel).
  * Tiles at the M/N edges are computed into a small temporary tile and copied out, so the
  * micro-kernel never touches memory outside C.
  * Products small enough for L1 (e.g. 32x32x32 attention heads) skip the blocking and most of
@@ -67,6 +68,9 @@ static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
             if (mr == 6) {
                 for (int64_t q = 0; q < q1 - q0; ++q)
                     for (int r = 0; r < 6; ++r) dst[q * 6 + r] = src[q * pr->lda + s * 6 + r];
+            } else if (mr == 8) { /* one vector move per stored row */
+                for (int64_t q = 0; q < q1 - q0; ++q)
+                    for (int r = 0; r < 8; ++r) dst[q * 8 + r] = src[q * pr->lda + s * 8 + r];
             } else {
                 for (int64_t q = 0; q < q1 - q0; ++q)
                     for (int r = 0; r < mr; ++r) dst[q * mr + r] = src[q * pr->lda + s * mr + r];
@@ -97,6 +101,8 @@ static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
             pr->plan.pack_a_rows(kc, a + (i0 + s) * pr->lda + p0, pr->lda, ap);
         } else if (rows == 6 && mr == 6) {
             MT_PACK_A_FULL_SLIVER(6);
+        } else if (rows == 8 && mr == 8) {
+            MT_PACK_A_FULL_SLIVER(8);
         } else if (rows == 4 && mr == 4) {
             MT_PACK_A_FULL_SLIVER(4);
         } else {
@@ -154,8 +160,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
                             int64_t kc, int64_t s0, int64_t s1, T beta) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t ldc = pr->ldc;
-    /* Edge tile scratch: largest tile is 6 x 32. */
-    T edge[6 * 32] __attribute__((aligned(64)));
+    T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     for (int64_t s = s0; s < s1; ++s) {
         int64_t j = s * nr;
         int64_t cols = nc - j < nr ? nc - j : nr;
@@ -178,10 +183,46 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
     }
 }
 
-/* One matrix product, run by thread `tid` of `nthr` (all threads of a team call this with the
- * same arguments and shared `bpack`; nthr == 1 runs it alone, no barriers). */
-static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
-                          T *apack, T *bpack, int tid, int nthr) {
+/* What one thread of a team (or a thread alone, nthr 1) keeps to share out the work of its
+ * GEMM calls. The team packs B panels into bpack[0] and bpack[1] in turn, so that one barrier
+ * per panel suffices: a thread packing panel t+1 has passed panel t's barrier, which every
+ * thread reached after it was done with panel t-1, the one whose buffer it overwrites. */
+typedef struct {
+    T *bpack[2];           /* shared packed B panels (alone: the same buffer twice) */
+    int64_t *next_item;    /* two shared work counters: [MT_PACKING] and [MT_MULTIPLYING] */
+    int64_t panels;        /* B panels packed so far, over the calls */
+    int64_t items_before[2]; /* claims on each counter made before the current phase */
+    int nthr;
+} F(gemm_team);
+#define TEAM F(gemm_team)
+
+/* Item i of a phase of `count` work items for this thread, or -1 once all are taken. Items go
+ * first come, first served, so that a thread the OS sets aside for a while (two threads on a
+ * busy 2-core machine) holds up the other by at most one item at the next barrier, not by half
+ * the phase. Every thread stops after its first claim past the end, so a phase takes exactly
+ * count + nthr claims and all threads agree where the next phase's items start. Packing panel
+ * t+1 may overlap multiplying panel t (no barrier between them), so each kind of phase has its
+ * own counter. */
+#define MT_PACKING 0
+#define MT_MULTIPLYING 1
+static int64_t F(take_item)(TEAM *team, int phase, int64_t count) {
+    int64_t claim, *next = team->next_item + phase;
+    if (team->nthr == 1) {
+        claim = (*next)++;
+    } else {
+#pragma omp atomic capture
+        claim = (*next)++;
+    }
+    int64_t i = claim - team->items_before[phase];
+    if (i < count) return i;
+    team->items_before[phase] += count + team->nthr;
+    return -1;
+}
+
+/* One matrix product, run by every thread of a team with the same arguments (a thread alone,
+ * nthr 1, waits at no barrier). */
+static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
+                          TEAM *team) {
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
     const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
@@ -190,17 +231,18 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
         int64_t slivers = (nc + nr - 1) / nr;
         /* With fewer A blocks than threads (or an uneven count), threads also split the
          * B slivers; re-packing A per split is cheap next to the FMAs it feeds. */
-        int64_t n_js = (n_ic % nthr == 0) ? 1 : nthr;
+        int64_t n_js = (n_ic % team->nthr == 0) ? 1 : team->nthr;
         if (n_js > slivers) n_js = slivers;
         for (int64_t pc = 0; pc < k; pc += pr->kc) {
             int64_t kc = k - pc < pr->kc ? k - pc : pr->kc;
             T beta = pc == 0 ? pr->beta : (T)1;
-            for (int64_t s = tid; s < slivers; s += nthr)
+            T *bpack = team->bpack[team->panels++ & 1];
+            for (int64_t s; (s = F(take_item)(team, MT_PACKING, slivers)) >= 0;)
                 F(pack_b_sliver)(pr, b, pc, kc, jc, nc, s, bpack);
-            if (nthr > 1) {
+            if (team->nthr > 1) {
 #pragma omp barrier
             }
-            for (int64_t w = tid; w < n_ic * n_js; w += nthr) {
+            for (int64_t w; (w = F(take_item)(team, MT_MULTIPLYING, n_ic * n_js)) >= 0;) {
                 int64_t ib = w / n_js, js = w % n_js;
                 /* Equal sliver counts per block, so that threads finish together at the
                  * barrier (blocks of mc rows and a short last one left one thread idle). */
@@ -210,9 +252,6 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c,
                 F(pack_a)(pr, a, ic, mc, pc, kc, apack);
                 F(macro_kernel)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta);
-            }
-            if (nthr > 1) {
-#pragma omp barrier
             }
         }
     }
@@ -239,7 +278,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
      * the full tile of the last MR rows: the rows it repeats get the same values again (each
      * row's sums run alone, in the same order), and the tail needs no packing and no copy. */
     const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
-    T edge[6 * 32] __attribute__((aligned(64)));
+    T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
         F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack);
     for (int64_t j = 0; j < n; j += nr) {
@@ -274,10 +313,13 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
 /* One matrix of a batch on one thread: the small path or the blocked algorithm. */
 static void F(gemm_one)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
                         T *bpack) {
-    if (F(is_small)(pr))
+    if (F(is_small)(pr)) {
         F(gemm_small)(pr, a, b, c, apack, bpack);
-    else
-        F(gemm_tiles)(pr, a, b, c, apack, bpack, 0, 1);
+    } else {
+        int64_t next_item[2] = {0, 0};
+        TEAM alone = {{bpack, bpack}, next_item, 0, {0, 0}, 1};
+        F(gemm_tiles)(pr, a, b, c, apack, &alone);
+    }
 }
 
 static int64_t F(round_up)(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
@@ -362,10 +404,12 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
                 T *bpack = (T *)mt_scratch_alloc(slice_b * (int64_t)sizeof(T));
                 if (apack && bpack) {
                     const T *b_slice = b + (trans_b ? j0 * ldb : j0);
+                    int64_t next_item[2] = {0, 0};
+                    TEAM alone = {{bpack, bpack}, next_item, 0, {0, 0}, 1};
                     for (int64_t bi = 0; bi < batch; ++bi)
                         F(gemm_tiles)(&slice, a + bi * stride_a,
                                       b_slice + bi * stride_b, c + bi * stride_c + j0,
-                                      apack, bpack, 0, 1);
+                                      apack, &alone);
                 } else {
 #pragma omp atomic write
                     failed = 1;
@@ -389,9 +433,15 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         free(bpack);
         return 0;
     }
+    /* A second panel buffer only where there is a second panel: a fresh multi-MiB buffer
+     * costs a page fault per 4 KiB touched. */
+    int64_t panels = batch * ((n + pr.plan.nc - 1) / pr.plan.nc) * ((k + pr.kc - 1) / pr.kc);
+    T *bpack2 = panels > 1 ? (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T)) : NULL;
+    if (panels > 1 && !bpack2) { free(bpack); return MT_ERR_NOMEM; }
+    int64_t next_item[2] = {0, 0};
 #pragma omp parallel num_threads(team)
     {
-        const int tid = mt_thread_num(), nthr = mt_team_size();
+        TEAM mine = {{bpack, bpack2 ? bpack2 : bpack}, next_item, 0, {0, 0}, mt_team_size()};
         T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
         int my_failed = apack == NULL;
         /* Every thread must agree before anyone waits at a barrier inside gemm_tiles. */
@@ -401,14 +451,18 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
         if (!failed) {
             for (int64_t bi = 0; bi < batch; ++bi)
                 F(gemm_tiles)(&pr, a + bi * stride_a, b + bi * stride_b,
-                              c + bi * stride_c, apack, bpack, tid, nthr);
+                              c + bi * stride_c, apack, &mine);
         }
         free(apack);
     }
     free(bpack);
+    free(bpack2);
     return failed ? MT_ERR_NOMEM : 0;
 }
 
 #undef PLAN
 #undef PROBLEM
+#undef TEAM
+#undef MT_PACKING
+#undef MT_MULTIPLYING
 #endif
