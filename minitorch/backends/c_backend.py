@@ -37,6 +37,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_reduction, check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
+from .checks import check_matmul_into
 from . import large_buffers, numpy_backend
 from .large_buffers import empty, empty_like
 
@@ -1156,4 +1157,46 @@ def keep_triangle(x, diagonal=0, upper=False):
         status = lib.mt_keep_triangle(_bytes(_contiguous(x)), _bytes(out), x.itemsize,
                                       x.size // (rows * cols), rows, cols, diagonal, int(upper))
         _check_status(status, "keep_triangle")
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A product written into its place in a larger array
+# ---------------------------------------------------------------------------------------------
+def matmul_into(a, b, out):
+    """np.matmul(a, b, out=out) through the C strided-batched GEMM; returns out. ``out`` may be
+    a strided view with unit-stride rows (checks.check_matmul_into), such as attention heads
+    (N, H, L, D) seen in the (N, L, H·D) array they make up: the product lands in place, with
+    no copy into that layout afterwards. Batch dims of one uniform stride in all three arrays
+    are one C call; the dims before them (the batch N of heads) are looped over here."""
+    batch_shape = check_matmul_into(a, b, out)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if out.size == 0:
+        return out
+    if k == 0:
+        out[...] = 0
+        return out
+    a, ta, lda = _matrix_layout(a)
+    b, tb, ldb = _matrix_layout(b)
+    item = out.itemsize
+    ldc = out.strides[-2] // item if m > 1 else n
+    pa, pb, pc = _base_pointer(a), _base_pointer(b), ffi.cast(_C_TYPE[out.dtype], out.ctypes.data)
+    sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
+    sc = [s // item for s in out.strides[:-2]]
+    p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])
+    if p and len(batch_shape) == 2:
+        # Two batch dims of no common stride (heads in place: N, H): the longer one is the
+        # strided batch of each C call, so the calls are fewer and larger (8 of 32 heads,
+        # not 32 of 8, and large enough to share among threads).
+        swapped = _collapse_batch(batch_shape[::-1], [sa[::-1], sb[::-1], sc[::-1]])
+        if swapped[1] > inner:
+            batch_shape, sa, sb, sc = batch_shape[::-1], sa[::-1], sb[::-1], sc[::-1]
+            p, inner, (stride_a, stride_b, stride_c) = swapped
+    for outer in np.ndindex(*batch_shape[:p]):
+        _run_gemm(out.dtype,
+                  _offset(pa, sum(i * s for i, s in zip(outer, sa))), ta, lda, stride_a,
+                  _offset(pb, sum(i * s for i, s in zip(outer, sb))), tb, ldb, stride_b,
+                  _offset(pc, sum(i * s for i, s in zip(outer, sc))), ldc, stride_c,
+                  m, n, k, inner, 1.0, 0.0)
     return out

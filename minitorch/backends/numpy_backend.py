@@ -49,6 +49,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
+from .checks import check_matmul_into
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -986,3 +987,11 @@ def keep_triangle(x, diagonal=0, upper=False):
     (torch.triu). Any dtype."""
     diagonal = check_keep_triangle(x, diagonal)
     return (np.triu if upper else np.tril)(x, diagonal)
+
+
+def matmul_into(a, b, out):
+    """out[...] = a @ b (np.matmul's batch rules, out not broadcast), into ``out``, which may be
+    a strided view with unit-stride rows; returns out."""
+    check_matmul_into(a, b, out)
+    np.matmul(a, b, out=out)
+    return out
