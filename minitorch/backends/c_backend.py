@@ -37,7 +37,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_reduction, check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
-from .checks import check_matmul_into
+from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
 from . import large_buffers, numpy_backend
 from .large_buffers import empty, empty_like
 
@@ -1200,3 +1200,32 @@ def matmul_into(a, b, out):
                   _offset(pc, sum(i * s for i, s in zip(outer, sc))), ldc, stride_c,
                   m, n, k, inner, 1.0, 0.0)
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Bias + ReLU (the feed-forward block after its GEMM)
+# ---------------------------------------------------------------------------------------------
+def bias_relu_forward(x, bias, out=None):
+    """max(x + bias, 0) for a 2-d x and its row bias; into ``out`` if given (x itself: in
+    place, as on a GEMM's fresh output)."""
+    check_bias_relu(x, bias, out)
+    if out is None:
+        out = empty(x.shape, x.dtype)
+    if out.size:
+        status = _kernel("bias_relu_forward", x.dtype)(
+            _ptr(_contiguous(x)), _ptr(_contiguous(bias)), _ptr(out), x.shape[0], x.shape[1])
+        _check_status(status, "bias_relu_forward")
+    return out
+
+
+def bias_relu_backward(dy, y):
+    """(dx, dbias): dx = 0 where y <= 0 else dy, and dbias its column sums (row order)."""
+    check_bias_relu_backward(dy, y)
+    dx = empty(dy.shape, dy.dtype)
+    dbias = np.empty(dy.shape[1], dy.dtype)
+    if dbias.size:
+        status = _kernel("bias_relu_backward", dy.dtype)(
+            _ptr(_contiguous(dy)), _ptr(_contiguous(y)), _ptr(dx), _ptr(dbias), dy.shape[0],
+            dy.shape[1])
+        _check_status(status, "bias_relu_backward")
+    return dx, dbias

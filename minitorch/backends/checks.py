@@ -525,3 +525,28 @@ def check_matmul_into(a, b, out):
     if np.may_share_memory(out, a) or np.may_share_memory(out, b):
         raise ValueError("out must not share memory with a or b")
     return batch
+
+
+def check_bias_relu(x, bias, out):
+    """bias_relu_forward's arguments: x a 2-d float array, bias (cols,) of its dtype, out None
+    or a C-contiguous writable array of x's shape and dtype (x itself allowed)."""
+    check_float("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-d (rows, cols), got shape {x.shape}")
+    check_float("bias", bias, x.dtype)
+    check_same_shape("bias", bias, x.shape[1:])
+    if out is not None:
+        check_float("out", out, x.dtype)
+        check_same_shape("out", out, x.shape)
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("out must be C-contiguous and writable")
+        if out is not x and (np.may_share_memory(out, x) or np.may_share_memory(out, bias)):
+            raise ValueError("out must be x itself or share no memory with x and bias")
+
+
+def check_bias_relu_backward(dy, y):
+    check_float("dy", dy)
+    if dy.ndim != 2:
+        raise ValueError(f"dy must be 2-d (rows, cols), got shape {dy.shape}")
+    check_float("y", y, dy.dtype)
+    check_same_shape("y", y, dy.shape)

@@ -49,7 +49,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
-from .checks import check_matmul_into
+from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -995,3 +995,20 @@ def matmul_into(a, b, out):
     check_matmul_into(a, b, out)
     np.matmul(a, b, out=out)
     return out
+
+
+def bias_relu_forward(x, bias, out=None):
+    """y = max(x + bias, 0) over a 2-d x and its row bias (x + bias rounded to x's dtype first;
+    NaN stays NaN); into ``out`` if given, which may be x itself."""
+    check_bias_relu(x, bias, out)
+    z = np.add(x, bias, out=out)
+    z[z < 0] = 0
+    return z
+
+
+def bias_relu_backward(dy, y):
+    """(dx, dbias): dx = 0 where y <= 0 else dy; dbias[j] = sum_i dx[i, j], numpy's sum over
+    the first axis (row after row, in dy's dtype)."""
+    check_bias_relu_backward(dy, y)
+    dx = np.where(y <= 0, 0, dy).astype(dy.dtype)
+    return dx, dx.sum(axis=0)

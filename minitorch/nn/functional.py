@@ -27,6 +27,7 @@ from ..dtype import bool_, int64
 from ..ops import registry as _registry
 from ..ops.fused import CrossEntropy, Softmax
 from ..ops.linalg import Linear as _LinearFunction
+from ..ops.linalg import LinearReLU as _LinearReLUFunction
 from ..ops.losses import reduce_loss, reduction_argument
 from ..device_arrays import on_device_of
 from ..random import generator
@@ -405,3 +406,17 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            true_means_excluded=False)
     out, _ = _attention(query, key, value, mask, bool(is_causal), scale, dropout_p)
     return out
+
+
+def _linear_relu(input, weight, bias):
+    """relu(linear(input, weight, bias)), the feed-forward block's first half: one node
+    (ops.linalg.LinearReLU: the GEMM, then bias and ReLU in one pass, in place) for float32 or
+    float64 numpy arrays of one dtype with a (out_features,) bias; else the two calls."""
+    if (bias is not None and isinstance(input, Tensor) and input.dtype is weight.dtype
+            and bias.dtype is weight.dtype and weight.ndim == 2 and input.ndim >= 1
+            and input.shape[-1] == weight.shape[1] and bias._data.shape == weight._data.shape[:1]
+            and type(input._data) is np.ndarray and type(weight._data) is np.ndarray
+            and type(bias._data) is np.ndarray and input._data.dtype.kind == "f"
+            and input._data.itemsize >= 4):
+        return _LinearReLUFunction.apply(input, weight, bias)
+    return relu(linear(input, weight, bias))

@@ -37,6 +37,14 @@ def _get_activation_fn(activation):
     raise ValueError(f"activation should be 'relu', 'gelu' or a callable, got {activation!r}")
 
 
+def _activated_linear(linear, activation, x):
+    """activation(linear(x)); for ReLU after a plain Linear (no hooks) one node,
+    F._linear_relu (bias and ReLU in one pass after the GEMM), the same values bit for bit."""
+    if activation is F.relu and type(linear) is Linear and not linear._may_have_hooks:
+        return F._linear_relu(x, linear.weight, linear.bias)
+    return activation(linear(x))
+
+
 def _get_clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
@@ -82,7 +90,7 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(x)
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        x = self.linear2(self.dropout(_activated_linear(self.linear1, self.activation, x)))
         return self.dropout2(x)
 
 
@@ -225,7 +233,7 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(x)
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        x = self.linear2(self.dropout(_activated_linear(self.linear1, self.activation, x)))
         return self.dropout3(x)
 
 

@@ -88,6 +88,50 @@ class Linear(Function):
         return grad_x, grad_weight, grad_bias
 
 
+class LinearReLU(Function):
+    """relu(x Wᵀ + b) as one node (the feed-forward block's linear1 and its activation): the
+    GEMM, then the bias and the ReLU in one pass over the GEMM's fresh output, in place
+    (``bias_relu_forward``). Its backward takes the mask and the bias gradient in one pass too
+    (``bias_relu_backward``), then the same two GEMMs as ``Linear``: the values of
+    ``relu(Linear(x, W, b))`` bit for bit, without the pre-activation array either way.
+    For x, W, b numpy arrays of one float dtype, with b of shape (out_features,)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        if rows.shape[1] == 0:  # an empty sum: the result is relu(b) on every row
+            out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
+        else:
+            out = backends.current().matmul(rows, weight._data.T)
+        backends.current().bias_relu_forward(out, bias._data, out=out)
+        result = Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
+        ctx.x_shape = x.shape
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, out = ctx.saved_tensors
+        need_x, need_weight, need_bias = ctx.needs_input_grad
+        n_rows = int(np.prod(ctx.x_shape[:-1]))
+        if is_grad_enabled():  # create_graph: relu's mask, then Linear's backward, in Tensor ops
+            from .elementwise import ReLUBackward
+            rows = ReLUBackward.apply(grad, out.detach()).reshape(n_rows, grad.shape[-1])
+            return (((rows @ weight).reshape(ctx.x_shape) if need_x else None),
+                    rows.mT @ x.reshape(n_rows, x.shape[-1]) if need_weight else None,
+                    rows.sum(0) if need_bias else None)
+        kernels = backends.current()
+        width = grad._data.shape[-1]
+        rows, bias_grad = kernels.bias_relu_backward(grad._data.reshape(n_rows, width),
+                                                     out._data.reshape(n_rows, width))
+        return (Tensor._make(kernels.matmul(rows, weight._data).reshape(ctx.x_shape))
+                if need_x else None,
+                Tensor._make(kernels.matmul(rows.T, x._data.reshape(n_rows, x.shape[-1])))
+                if need_weight else None,
+                Tensor._make(bias_grad) if need_bias else None)
+
+
 def _same_float_dtype(*tensors):
     """True if the tensors that exist (None: not saved) are numpy arrays of one float dtype."""
     dtypes = {t._data.dtype for t in tensors if t is not None}
