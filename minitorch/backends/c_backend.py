@@ -1163,6 +1163,9 @@ def keep_triangle(x, diagonal=0, upper=False):
 # ---------------------------------------------------------------------------------------------
 # A product written into its place in a larger array
 # ---------------------------------------------------------------------------------------------
+_SHARED_GEMM_FLOPS = 4e6  # below this a GEMM call runs on one thread (tuned/gemm_tuned.c)
+
+
 def matmul_into(a, b, out):
     """np.matmul(a, b, out=out) through the C strided-batched GEMM; returns out. ``out`` may be
     a strided view with unit-stride rows (checks.check_matmul_into), such as attention heads
@@ -1185,10 +1188,11 @@ def matmul_into(a, b, out):
     sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
     sc = [s // item for s in out.strides[:-2]]
     p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])
-    if p and len(batch_shape) == 2:
-        # Two batch dims of no common stride (heads in place: N, H): the longer one is the
-        # strided batch of each C call, so the calls are fewer and larger (8 of 32 heads,
-        # not 32 of 8, and large enough to share among threads).
+    if p and len(batch_shape) == 2 and 2.0 * m * n * k * inner < _SHARED_GEMM_FLOPS \
+            and get_num_threads() > 1:
+        # Two batch dims of no common stride (heads in place: N, H). The heads of one row of
+        # N share cache lines, so they are the batch of each C call, unless that call would be
+        # too small to share among the threads: then the longer dim is (fewer, larger calls).
         swapped = _collapse_batch(batch_shape[::-1], [sa[::-1], sb[::-1], sc[::-1]])
         if swapped[1] > inner:
             batch_shape, sa, sb, sc = batch_shape[::-1], sa[::-1], sb[::-1], sc[::-1]
