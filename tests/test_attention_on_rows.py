@@ -1,18 +1,23 @@
 """ops/fused.py's attention_on_rows (multi-head attention reading q, k, v in the projections'
-layout, writing its output and the gradients in place) and the backends' matmul_into under it.
+layout, writing its output and the gradients in place), the backends' matmul_into under it,
+and ops/linalg.py's LinearPair (the cross-attention's two projections from one packed weight,
+as one node).
 
 The fused node equals the chain it replaces (split_heads, the products, the fused softmax,
 merge_heads) bit for bit, forward and backward, float32 and float64, one and two threads; it
 gradchecks and differentiates twice. nn.MultiheadAttention takes it when the weights are not
 wanted: its output and every gradient equal the general path's (need_weights=True) bit for bit,
-and PyTorch's within float tolerance. matmul_into equals np.matmul on strided outputs."""
+and PyTorch's within float tolerance. matmul_into equals np.matmul on strided outputs; LinearPair
+equals two F.linear calls on the weight's slices bit for bit and gradchecks."""
 import numpy as np
 import pytest
 
 import minitorch
+import minitorch.nn.functional as F
 from minitorch import backends, nn
 from minitorch.autograd import gradcheck, gradgradcheck
 from minitorch.ops.fused import _attention_on_rows_composite, attention_on_rows
+from minitorch.ops.linalg import LinearPair
 
 
 @pytest.fixture
@@ -243,3 +248,55 @@ def test_multihead_attention_without_weights_matches_pytorch():
     np.testing.assert_allclose(m.grad.numpy(), mt.grad.numpy(), atol=1e-12)
     np.testing.assert_allclose(ours.in_proj_weight.grad.numpy(),
                                theirs.in_proj_weight.grad.numpy(), atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- LinearPair
+
+def pair_values(fused, x_array, y_array, w_array, b_array, split, upstream):
+    x, y, w = (minitorch.tensor(a, requires_grad=True) for a in (x_array, y_array, w_array))
+    b = None if b_array is None else minitorch.tensor(b_array, requires_grad=True)
+    if fused:
+        out_x, out_y = LinearPair.apply(x, y, w, b, split)
+    else:
+        out_x = F.linear(x, w[:split], None if b is None else b[:split])
+        out_y = F.linear(y, w[split:], None if b is None else b[split:])
+    ((out_x * minitorch.tensor(upstream[0])).sum()
+     + (out_y * minitorch.tensor(upstream[1])).sum()).backward()
+    return [out_x.detach().numpy(), out_y.detach().numpy(), x.grad.numpy(), y.grad.numpy(),
+            w.grad.numpy()] + ([] if b is None else [b.grad.numpy()])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("count", [1, 2])
+@pytest.mark.parametrize("with_bias", [True, False])
+@pytest.mark.parametrize("n,length,src_len,width", [(2, 3, 4, 6), (8, 32, 16, 96)])
+def test_linear_pair_equals_two_linears_on_slices(backend, dtype, count, with_bias, n, length,
+                                                  src_len, width, threads):
+    threads(count)
+    rng = np.random.default_rng(width)
+    split = width // 3
+    x = rng.standard_normal((n, length, width // 3)).astype(dtype)
+    y = rng.standard_normal((n, src_len, width // 3)).astype(dtype)
+    w = rng.standard_normal((width, width // 3)).astype(dtype)
+    b = rng.standard_normal(width).astype(dtype) if with_bias else None
+    upstream = (rng.standard_normal((n, length, split)).astype(dtype),
+                rng.standard_normal((n, src_len, width - split)).astype(dtype))
+    with backends.using(backend):
+        fused = pair_values(True, x, y, w, b, split, upstream)
+        plain = pair_values(False, x, y, w, b, split, upstream)
+    for f, p in zip(fused, plain):
+        assert f.dtype == dtype
+        np.testing.assert_array_equal(f, p)
+
+
+def test_linear_pair_gradchecks_and_differentiates_twice():
+    rng = np.random.default_rng(4)
+    inputs = tuple(minitorch.tensor(rng.standard_normal(shape), requires_grad=True)
+                   for shape in ((2, 3, 4), (2, 5, 4), (6, 4), (6,)))
+
+    def fn(x, y, w, b):
+        out_x, out_y = LinearPair.apply(x, y, w, b, 2)
+        return out_x.sum(-1, keepdim=True) * out_y.mean(1, keepdim=True)
+    assert gradcheck(fn, inputs)
+    assert gradgradcheck(fn, inputs)

@@ -25,6 +25,7 @@ from ..creation import empty
 from ..device_arrays import array_module, on_device_of, to_host
 from ..dtype import bool_
 from ..ops.fused import attention_on_rows, merge_heads, split_heads
+from ..ops.linalg import LinearPair
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -427,8 +428,7 @@ class MultiheadAttention(Module):
             rows = attention_on_rows(F.linear(query, w, b), None, self.num_heads, mask, causal,
                                      scale)
         else:
-            q_rows = F.linear(query, w[:E], None if b is None else b[:E])
-            kv_rows = F.linear(key, w[E:], None if b is None else b[E:])
+            q_rows, kv_rows = LinearPair.apply(query, key, w, b, E)  # no slices of w and b
             rows = attention_on_rows(q_rows, kv_rows, self.num_heads, mask, causal, scale)
         return self.out_proj(rows)
 

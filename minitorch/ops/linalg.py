@@ -132,6 +132,75 @@ class LinearReLU(Function):
                 Tensor._make(bias_grad) if need_bias else None)
 
 
+def _linear_rows(x, weight, bias):
+    """x Wᵀ + b on arrays, over all leading dims of x, as ``Linear.forward`` computes it."""
+    rows = x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])
+    if rows.shape[1] == 0:
+        out = np.zeros((rows.shape[0], weight.shape[0]), dtype=rows.dtype)
+    else:
+        out = backends.current().matmul(rows, weight.T)
+    if bias is not None:
+        _add_bias_(out, bias)
+    return out.reshape(x.shape[:-1] + (weight.shape[0],))
+
+
+class LinearPair(Function):
+    """(x W[:split]ᵀ + b[:split], y W[split:]ᵀ + b[split:]) as one node: two ``Linear`` s whose
+    weights are the row blocks of one packed weight (cross-attention's query and key/value
+    projections of ``in_proj_weight``). The slices are no nodes of the graph, so the backward
+    writes each block's gradient into its rows of W's gradient, where the slices' backward
+    would scatter each into zeros of W's shape and add the two: the same values, bit for bit.
+    For numpy arrays of one float dtype (bias None or of shape (out_features,))."""
+
+    @staticmethod
+    def forward(ctx, x, y, weight, bias, split):
+        w, b = weight._data, _data_or_none(bias)
+        ctx.split, ctx.shapes = split, (x.shape, y.shape)
+        ctx.save_for_backward(x if ctx.needs_input_grad[2] else None,
+                              y if ctx.needs_input_grad[2] else None,
+                              weight if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+                              else None)
+        return (Tensor._make(_linear_rows(x._data, w[:split], None if b is None else b[:split])),
+                Tensor._make(_linear_rows(y._data, w[split:], None if b is None else b[split:])))
+
+    @staticmethod
+    def backward(ctx, grad_x_out, grad_y_out):
+        x, y, weight = ctx.saved_tensors
+        need_x, need_y, need_weight, need_bias = ctx.needs_input_grad[:4]
+        split, (x_shape, y_shape) = ctx.split, ctx.shapes
+        n_x, n_y = int(np.prod(x_shape[:-1])), int(np.prod(y_shape[:-1]))
+        if is_grad_enabled():  # create_graph: the slices and products in Tensor ops
+            from .shape import cat
+            rows_x = grad_x_out.reshape(n_x, grad_x_out.shape[-1])
+            rows_y = grad_y_out.reshape(n_y, grad_y_out.shape[-1])
+            return ((rows_x @ weight[:split]).reshape(x_shape) if need_x else None,
+                    (rows_y @ weight[split:]).reshape(y_shape) if need_y else None,
+                    cat([rows_x.mT @ x.reshape(n_x, x_shape[-1]),
+                         rows_y.mT @ y.reshape(n_y, y_shape[-1])]) if need_weight else None,
+                    cat([rows_x.sum(0), rows_y.sum(0)]) if need_bias else None, None)
+        kernels = backends.current()
+        rows_x = grad_x_out._data.reshape(n_x, grad_x_out._data.shape[-1])
+        rows_y = grad_y_out._data.reshape(n_y, grad_y_out._data.shape[-1])
+        grad_x = grad_y = grad_weight = grad_bias = None
+        if need_x:
+            grad_x = Tensor._make(kernels.matmul(rows_x, weight._data[:split]).reshape(x_shape))
+        if need_y:
+            grad_y = Tensor._make(kernels.matmul(rows_y, weight._data[split:]).reshape(y_shape))
+        if need_weight:
+            grad_w = np.empty(weight._data.shape, weight._data.dtype)
+            kernels.matmul_into(rows_x.T, x._data.reshape(n_x, x_shape[-1]), grad_w[:split])
+            kernels.matmul_into(rows_y.T, y._data.reshape(n_y, y_shape[-1]), grad_w[split:])
+            grad_weight = Tensor._make(grad_w)
+        if need_bias:
+            grad_bias = Tensor._make(np.concatenate([_bias_grad(Tensor._make(rows_x))._data,
+                                                     _bias_grad(Tensor._make(rows_y))._data]))
+        return grad_x, grad_y, grad_weight, grad_bias, None
+
+
+def _data_or_none(t):
+    return None if t is None else t._data
+
+
 def _same_float_dtype(*tensors):
     """True if the tensors that exist (None: not saved) are numpy arrays of one float dtype."""
     dtypes = {t._data.dtype for t in tensors if t is not None}
