@@ -462,6 +462,10 @@ CASES = [
     ("bias_relu_backward list", lambda: C.bias_relu_backward([[1.0]], [[1.0]]), TypeError,
      "dy must be a numpy.ndarray"),
     ("bias_relu_backward misaligned", lambda: C.bias_relu_backward(misaligned(f64), misaligned(f64)), None, ""),
+    ("bias_relu_backward out is y", lambda: (lambda a: C.bias_relu_backward(np.ones((3, 4)), a, out=a))(
+        np.ones((3, 4))), ValueError, "out must be dy itself"),
+    ("bias_relu_backward out shape", lambda: C.bias_relu_backward(f64, f64, out=np.ones((4, 3))), ValueError,
+     "out must have shape"),
     ("bias_relu C negative rows", lambda: c_status(C.lib.mt_bias_relu_forward_f64, NULL, NULL, NULL, -1, 4),
      ValueError, "rejected"),
     ("bias_relu_backward C negative cols", lambda: c_status(C.lib.mt_bias_relu_backward_f32, NULL, NULL, NULL,

@@ -2,7 +2,7 @@
 GEMM) against the numpy backend and against the unfused kernels it replaces (arith add,
 relu_forward; relu_backward, sum_cols): random shapes (empty, one row, one column, odd widths,
 wider than a chunk), float32 and float64, every ISA level (the reference bodies and the tuned
-ones), 1 and 2 threads, in place, strided input (copied first), NaN and signed zeros.
+ones), 1 and 2 threads, in place (both ways), strided input (copied first), NaN and signed zeros.
 
 The same roundings in the same order on every path, and the bias gradient summed row after row
 as sum_cols and numpy sum it: all agree bit for bit.
@@ -43,6 +43,9 @@ def test_numpy_backend_equals_the_unfused_maps():
             in_place = x.copy()
             assert N.bias_relu_forward(in_place, bias, out=in_place) is in_place
             np.testing.assert_array_equal(in_place, y)
+            d_in_place = dy.copy()
+            assert N.bias_relu_backward(d_in_place, y, out=d_in_place)[0] is d_in_place
+            np.testing.assert_array_equal(d_in_place, dx)
 
 
 @needs_c
@@ -67,6 +70,11 @@ def test_c_kernels_equal_numpy_and_the_unfused_kernels(dtype, threads, isa):
             in_place = x.copy()
             assert C.bias_relu_forward(in_place, bias, out=in_place) is in_place
             np.testing.assert_array_equal(in_place, want_y)
+            d_in_place = dy.copy()
+            got_dx, got_dbias = C.bias_relu_backward(d_in_place, y, out=d_in_place)
+            assert got_dx is d_in_place
+            np.testing.assert_array_equal(got_dx, want_dx)
+            np.testing.assert_array_equal(got_dbias, want_dbias)
             if x.size:  # strided views are copied first
                 np.testing.assert_array_equal(C.bias_relu_forward(x[::-1], bias[::-1].copy()),
                                               N.bias_relu_forward(x[::-1], bias[::-1].copy()))

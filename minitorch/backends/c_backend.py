@@ -1222,10 +1222,11 @@ def bias_relu_forward(x, bias, out=None):
     return out
 
 
-def bias_relu_backward(dy, y):
-    """(dx, dbias): dx = 0 where y <= 0 else dy, and dbias its column sums (row order)."""
-    check_bias_relu_backward(dy, y)
-    dx = empty(dy.shape, dy.dtype)
+def bias_relu_backward(dy, y, out=None):
+    """(dx, dbias): dx = 0 where y <= 0 else dy, and dbias its column sums (row order); dx
+    into ``out`` if given (dy itself: in place, on a gradient the caller owns)."""
+    check_bias_relu_backward(dy, y, out)
+    dx = empty(dy.shape, dy.dtype) if out is None else out
     dbias = np.empty(dy.shape[1], dy.dtype)
     if dbias.size:
         status = _kernel("bias_relu_backward", dy.dtype)(

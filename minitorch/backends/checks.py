@@ -544,9 +544,18 @@ def check_bias_relu(x, bias, out):
             raise ValueError("out must be x itself or share no memory with x and bias")
 
 
-def check_bias_relu_backward(dy, y):
+def check_bias_relu_backward(dy, y, out=None):
+    """bias_relu_backward's arguments: dy and y 2-d float arrays of one shape and dtype, out
+    None or a C-contiguous writable array of that shape and dtype (dy itself allowed)."""
     check_float("dy", dy)
     if dy.ndim != 2:
         raise ValueError(f"dy must be 2-d (rows, cols), got shape {dy.shape}")
     check_float("y", y, dy.dtype)
     check_same_shape("y", y, dy.shape)
+    if out is not None:
+        check_float("out", out, dy.dtype)
+        check_same_shape("out", out, dy.shape)
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("out must be C-contiguous and writable")
+        if np.may_share_memory(out, y) or (out is not dy and np.may_share_memory(out, dy)):
+            raise ValueError("out must be dy itself or share no memory with dy and y")

@@ -1006,9 +1006,13 @@ def bias_relu_forward(x, bias, out=None):
     return z
 
 
-def bias_relu_backward(dy, y):
+def bias_relu_backward(dy, y, out=None):
     """(dx, dbias): dx = 0 where y <= 0 else dy; dbias[j] = sum_i dx[i, j], numpy's sum over
-    the first axis (row after row, in dy's dtype)."""
-    check_bias_relu_backward(dy, y)
+    the first axis (row after row, in dy's dtype); dx into ``out`` if given (dy itself
+    allowed)."""
+    check_bias_relu_backward(dy, y, out)
     dx = np.where(y <= 0, 0, dy).astype(dy.dtype)
+    if out is not None:
+        out[...] = dx
+        dx = out
     return dx, dx.sum(axis=0)

@@ -132,6 +132,57 @@ class LinearReLU(Function):
                 Tensor._make(bias_grad) if need_bias else None)
 
 
+class FeedForwardReLU(Function):
+    """linear2(relu(linear1(x))), the Transformer's feed-forward block without dropout, as one
+    node: ``LinearReLU``'s forward, then linear2's GEMM and bias. The backward makes the hidden
+    gradient itself (linear2's first GEMM), so it applies the ReLU mask to it in place, taking
+    the first bias's gradient in the same pass: no fresh array the size of the hidden layer.
+    The same kernel calls on the same values as ``LinearReLU`` then ``Linear``: bit for bit.
+    For numpy arrays of one float dtype, both biases of shape (out_features,)."""
+
+    @staticmethod
+    def forward(ctx, x, weight1, bias1, weight2, bias2):
+        kernels = backends.current()
+        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        if rows.shape[1] == 0:
+            hidden = np.zeros((rows.shape[0], weight1._data.shape[0]), dtype=rows.dtype)
+        else:
+            hidden = kernels.matmul(rows, weight1._data.T)
+        kernels.bias_relu_forward(hidden, bias1._data, out=hidden)
+        out = _linear_rows(hidden, weight2._data, bias2._data)
+        ctx.x_shape, ctx.hidden = x.shape, hidden
+        ctx.save_for_backward(x, weight1, bias1, weight2)
+        return Tensor._make(out.reshape(x._data.shape[:-1] + (weight2._data.shape[0],)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight1, bias1, weight2 = ctx.saved_tensors
+        need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad
+        n_rows, width = int(np.prod(ctx.x_shape[:-1])), grad.shape[-1]
+        x_rows = x.reshape(n_rows, x.shape[-1])
+        if is_grad_enabled():  # create_graph: the same steps in Tensor ops
+            from .elementwise import ReLUBackward
+            # the hidden layer again, as a function of x, W1 and b1 (W2's gradient uses it)
+            hidden = LinearReLU.apply(x_rows, weight1, bias1)
+            rows = grad.reshape(n_rows, width)
+            d_hidden = ReLUBackward.apply(rows @ weight2, hidden)
+            return ((d_hidden @ weight1).reshape(ctx.x_shape) if need_x else None,
+                    d_hidden.mT @ x_rows if need_w1 else None,
+                    d_hidden.sum(0) if need_b1 else None,
+                    rows.mT @ hidden if need_w2 else None,
+                    rows.sum(0) if need_b2 else None)
+        kernels, hidden = backends.current(), ctx.hidden
+        rows = grad._data.reshape(n_rows, width)
+        grad_w2 = Tensor._make(kernels.matmul(rows.T, hidden)) if need_w2 else None
+        grad_b2 = _bias_grad(Tensor._make(rows)) if need_b2 else None
+        d_hidden = kernels.matmul(rows, weight2._data)
+        d_hidden, grad_b1 = kernels.bias_relu_backward(d_hidden, hidden, out=d_hidden)
+        return (Tensor._make(kernels.matmul(d_hidden, weight1._data).reshape(ctx.x_shape))
+                if need_x else None,
+                Tensor._make(kernels.matmul(d_hidden.T, x_rows._data)) if need_w1 else None,
+                Tensor._make(grad_b1) if need_b1 else None, grad_w2, grad_b2)
+
+
 def _linear_rows(x, weight, bias):
     """x Wᵀ + b on arrays, over all leading dims of x, as ``Linear.forward`` computes it."""
     rows = x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])
