@@ -1188,11 +1188,11 @@ def matmul_into(a, b, out):
     sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
     sc = [s // item for s in out.strides[:-2]]
     p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])
-    if p and len(batch_shape) == 2 and 2.0 * m * n * k * inner < _SHARED_GEMM_FLOPS \
-            and get_num_threads() > 1:
+    if p and len(batch_shape) == 2 and 2.0 * m * n * k * inner < _SHARED_GEMM_FLOPS:
         # Two batch dims of no common stride (heads in place: N, H). The heads of one row of
         # N share cache lines, so they are the batch of each C call, unless that call would be
-        # too small to share among the threads: then the longer dim is (fewer, larger calls).
+        # small (too small to share among threads; its fixed cost a large part of it): then
+        # the longer dim is (fewer, larger calls).
         swapped = _collapse_batch(batch_shape[::-1], [sa[::-1], sb[::-1], sc[::-1]])
         if swapped[1] > inner:
             batch_shape, sa, sb, sc = batch_shape[::-1], sa[::-1], sb[::-1], sc[::-1]
