@@ -300,3 +300,12 @@ def test_linear_pair_gradchecks_and_differentiates_twice():
         return out_x.sum(-1, keepdim=True) * out_y.mean(1, keepdim=True)
     assert gradcheck(fn, inputs)
     assert gradgradcheck(fn, inputs)
+
+
+def test_half_precision_attention_takes_the_general_path():
+    module = nn.MultiheadAttention(8, 2, batch_first=True).to(minitorch.float16)
+    x = minitorch.randn(2, 3, 8).to(minitorch.float16)
+    fast, _ = module(x, x, x, need_weights=False)
+    general, _ = module(x, x, x)
+    assert fast.dtype == minitorch.float16
+    np.testing.assert_array_equal(fast.detach().numpy(), general.detach().numpy())

@@ -23,7 +23,7 @@ from .. import backends, ops
 from ..autograd import is_grad_enabled
 from ..creation import empty
 from ..device_arrays import array_module, on_device_of, to_host
-from ..dtype import bool_
+from ..dtype import bool_, float32, float64
 from ..ops.fused import attention_on_rows, merge_heads, split_heads
 from ..ops.linalg import LinearPair
 from ..tensor import Tensor
@@ -394,12 +394,14 @@ class MultiheadAttention(Module):
     def _attends_on_rows(self, query, key, value):
         """Whether a call whose weights are not wanted (and with no cache) can take
         ``_attention_on_rows``: packed projection weights, key the same tensor as value, no
-        dropout, numpy arrays of one float dtype in the inputs and the projection."""
+        dropout, numpy arrays of one dtype, float32 or float64 (the kernels write into views
+        of their outputs, which the half dtypes' float32 detour would not), in the inputs and
+        the projection."""
         if not self._qkv_same_embed_dim or key is not value or (self.training and self.dropout > 0):
             return False
         weight, bias = self.in_proj_weight, self.in_proj_bias
         dtype = weight.dtype
-        return (dtype.is_floating_point and query.dtype is dtype and key.dtype is dtype
+        return (dtype in (float32, float64) and query.dtype is dtype and key.dtype is dtype
                 and (bias is None or bias.dtype is dtype)
                 and type(query._data) is np.ndarray and type(key._data) is np.ndarray
                 and type(weight._data) is np.ndarray)
