@@ -438,7 +438,7 @@ class AttentionOnRows(Function):
         weights = kernels.softmax_forward(_product(kernels, q, k.swapaxes(-1, -2)), scale,
                                           _array(mask), causal)
         out = np.empty(qd.shape[:2] + (width,), qd.dtype)
-        kernels.matmul_into(weights, v, _heads(out, 0, width, num_heads))
+        kernels.matmul_into(weights, v, out=_heads(out, 0, width, num_heads))
         ctx.options = (num_heads, causal, scale, width, k_at)
         ctx.weights = weights
         ctx.save_for_backward(q_rows, kv_rows, mask)
@@ -466,10 +466,11 @@ class AttentionOnRows(Function):
                                             scale)
         d_q_rows = np.empty(qd.shape, qd.dtype)
         d_kv_rows = d_q_rows if packed else np.empty(kvd.shape, kvd.dtype)
-        kernels.matmul_into(d_scores, k, _heads(d_q_rows, 0, width, num_heads))
-        kernels.matmul_into(d_scores.swapaxes(-1, -2), q, _heads(d_kv_rows, k_at, width, num_heads))
+        kernels.matmul_into(d_scores, k, out=_heads(d_q_rows, 0, width, num_heads))
+        kernels.matmul_into(d_scores.swapaxes(-1, -2), q,
+                            out=_heads(d_kv_rows, k_at, width, num_heads))
         kernels.matmul_into(weights.swapaxes(-1, -2), g,
-                            _heads(d_kv_rows, k_at + width, width, num_heads))
+                            out=_heads(d_kv_rows, k_at + width, width, num_heads))
         return (_make(d_q_rows), None if packed else _make(d_kv_rows)) + (None,) * 4
 
 
@@ -477,7 +478,7 @@ def _product(kernels, a, b):
     """a @ b of two (N, H, ·, ·) head views into a new contiguous array, by ``matmul_into``,
     which runs the heads of all N as few strided batches (``matmul`` would loop over N)."""
     out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
-    return kernels.matmul_into(a, b, out)
+    return kernels.matmul_into(a, b, out=out)
 
 
 def _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal, scale):

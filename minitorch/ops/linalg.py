@@ -239,8 +239,8 @@ class LinearPair(Function):
             grad_y = Tensor._make(kernels.matmul(rows_y, weight._data[split:]).reshape(y_shape))
         if need_weight:
             grad_w = np.empty(weight._data.shape, weight._data.dtype)
-            kernels.matmul_into(rows_x.T, x._data.reshape(n_x, x_shape[-1]), grad_w[:split])
-            kernels.matmul_into(rows_y.T, y._data.reshape(n_y, y_shape[-1]), grad_w[split:])
+            kernels.matmul_into(rows_x.T, x._data.reshape(n_x, x_shape[-1]), out=grad_w[:split])
+            kernels.matmul_into(rows_y.T, y._data.reshape(n_y, y_shape[-1]), out=grad_w[split:])
             grad_weight = Tensor._make(grad_w)
         if need_bias:
             grad_bias = Tensor._make(np.concatenate([_bias_grad(Tensor._make(rows_x))._data,
