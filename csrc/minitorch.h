@@ -366,6 +366,18 @@ int mt_scatter_add_f64(const double *base, const double *src, const int64_t *ind
  * (upper != 0), zero bytes elsewhere. */
 int mt_keep_triangle(const void *x, void *out, int64_t itemsize, int64_t matrices, int64_t rows,
                      int64_t cols, int64_t diagonal, int upper);
+/* ---- a bias added to every row, then ReLU (bias_relu.c) ----
+ * x, y, dy, dx: rows x cols contiguous, bias and dbias: cols. Forward y = max(x + bias, 0)
+ * (NaN stays NaN; y may be x); backward dx = 0 where y <= 0 else dy (dx may be dy) and
+ * dbias[j] = sum_i dx[i, j], summed in the element type in row order (as sum_cols). */
+int mt_bias_relu_forward_f32(const float *x, const float *bias, float *y, int64_t rows,
+                             int64_t cols);
+int mt_bias_relu_forward_f64(const double *x, const double *bias, double *y, int64_t rows,
+                             int64_t cols);
+int mt_bias_relu_backward_f32(const float *dy, const float *y, float *dx, float *dbias,
+                              int64_t rows, int64_t cols);
+int mt_bias_relu_backward_f64(const double *dy, const double *y, double *dx, double *dbias,
+                              int64_t rows, int64_t cols);
 /* END CDEF */
 
 #ifdef __cplusplus

@@ -28,11 +28,13 @@ from sys import getrefcount
 from weakref import getweakrefcount
 
 
+import numpy as np
+
 from ..device_arrays import array_module
 from ..dtype import _BY_NUMPY
 from . import anomaly
 from .function import _tensor_class
-from .grad_mode import set_grad_enabled
+from .grad_mode import is_grad_enabled, set_grad_enabled
 
 
 def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
@@ -186,7 +188,7 @@ class GradientBuffer:
             grads = self.nodes.get(node)
             if grads is None:
                 grads = self.nodes[node] = [None] * len(node.output_meta)
-            grads[index] = grad if grads[index] is None else grads[index] + grad
+            grads[index] = grad if grads[index] is None else _summed(grads, index, grad)
 
     def pop(self, node):
         """The node's output gradients (zeros for outputs nobody used); None if none came."""
@@ -211,6 +213,33 @@ class GradientBuffer:
                  and grad._data.flags.writeable and grad._ctx is None and not grad.requires_grad
                  and grad._base is None and not grad._hooks and not getweakrefcount(grad))
         return tensor, grad, owned
+
+
+def _summed(grads, index, grad):
+    """grads[index] + grad, where a node's output is used more than once (a residual
+    connection's input: the sublayer's gradient and the one that skips it). Added into
+    grads[index]'s own memory when nothing else can see it, as PyTorch's engine accumulates in
+    place, instead of into a fresh array each time: no graph is being recorded
+    (create_graph=False), one float dtype and shape, and reference counts show the buffer's
+    slot as the only holder of the tensor and of its array's memory (exact in CPython; a gradient
+    handed to two inputs, AddBackward's, or held by the caller is never written). The same sum
+    either way, bit for bit (a + b, rounded once)."""
+    total = grads[index]
+    data, other = total._data, grad._data
+    # getrefcount counts its argument: the tensor's 3 are the slot, the name ``total`` and
+    # the argument; its array's 3 the Tensor's ``_data``, ``data`` and the argument; a base's 2
+    # the one view of it and the argument.
+    if (not is_grad_enabled() and type(total) is _tensor_class() and getrefcount(total) == 3
+            and getrefcount(data) == 3 and type(data) is np.ndarray
+            and (data.base is None or getrefcount(data.base) == 2) and data.flags.writeable
+            and total._ctx is None and not total.requires_grad and total._base is None
+            and not total._hooks and not getweakrefcount(total) and type(other) is np.ndarray
+            and other.dtype == data.dtype and other.shape == data.shape and data.dtype.kind == "f"
+            and not np.may_share_memory(data, other)):
+        from ..ops.elementwise import _arith  # (ops import autograd: imported when first used)
+        _arith("add", np.add, data, other, out=data)
+        return total
+    return total + grad
 
 
 def _run_hooks(hooks, grad):

@@ -37,6 +37,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_reduction, check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
+from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
 from . import large_buffers, numpy_backend
 from .large_buffers import empty, empty_like
 
@@ -1157,3 +1158,79 @@ def keep_triangle(x, diagonal=0, upper=False):
                                       x.size // (rows * cols), rows, cols, diagonal, int(upper))
         _check_status(status, "keep_triangle")
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# A product written into its place in a larger array
+# ---------------------------------------------------------------------------------------------
+_SHARED_GEMM_FLOPS = 4e6  # below this a GEMM call runs on one thread (tuned/gemm_tuned.c)
+
+
+def matmul_into(a, b, out):
+    """np.matmul(a, b, out=out) through the C strided-batched GEMM; returns out. ``out`` may be
+    a strided view with unit-stride rows (checks.check_matmul_into), such as attention heads
+    (N, H, L, D) seen in the (N, L, H·D) array they make up: the product lands in place, with
+    no copy into that layout afterwards. Batch dims of one uniform stride in all three arrays
+    are one C call; the dims before them (the batch N of heads) are looped over here."""
+    batch_shape = check_matmul_into(a, b, out)
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if out.size == 0:
+        return out
+    if k == 0:
+        out[...] = 0
+        return out
+    a, ta, lda = _matrix_layout(a)
+    b, tb, ldb = _matrix_layout(b)
+    item = out.itemsize
+    ldc = out.strides[-2] // item if m > 1 else n
+    pa, pb, pc = _base_pointer(a), _base_pointer(b), ffi.cast(_C_TYPE[out.dtype], out.ctypes.data)
+    sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
+    sc = [s // item for s in out.strides[:-2]]
+    p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])
+    if p and len(batch_shape) == 2 and 2.0 * m * n * k * inner < _SHARED_GEMM_FLOPS:
+        # Two batch dims of no common stride (heads in place: N, H). The heads of one row of
+        # N share cache lines, so they are the batch of each C call, unless that call would be
+        # small (too small to share among threads; its fixed cost a large part of it): then
+        # the longer dim is (fewer, larger calls).
+        swapped = _collapse_batch(batch_shape[::-1], [sa[::-1], sb[::-1], sc[::-1]])
+        if swapped[1] > inner:
+            batch_shape, sa, sb, sc = batch_shape[::-1], sa[::-1], sb[::-1], sc[::-1]
+            p, inner, (stride_a, stride_b, stride_c) = swapped
+    for outer in np.ndindex(*batch_shape[:p]):
+        _run_gemm(out.dtype,
+                  _offset(pa, sum(i * s for i, s in zip(outer, sa))), ta, lda, stride_a,
+                  _offset(pb, sum(i * s for i, s in zip(outer, sb))), tb, ldb, stride_b,
+                  _offset(pc, sum(i * s for i, s in zip(outer, sc))), ldc, stride_c,
+                  m, n, k, inner, 1.0, 0.0)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Bias + ReLU (the feed-forward block after its GEMM)
+# ---------------------------------------------------------------------------------------------
+def bias_relu_forward(x, bias, out=None):
+    """max(x + bias, 0) for a 2-d x and its row bias; into ``out`` if given (x itself: in
+    place, as on a GEMM's fresh output)."""
+    check_bias_relu(x, bias, out)
+    if out is None:
+        out = empty(x.shape, x.dtype)
+    if out.size:
+        status = _kernel("bias_relu_forward", x.dtype)(
+            _ptr(_contiguous(x)), _ptr(_contiguous(bias)), _ptr(out), x.shape[0], x.shape[1])
+        _check_status(status, "bias_relu_forward")
+    return out
+
+
+def bias_relu_backward(dy, y, out=None):
+    """(dx, dbias): dx = 0 where y <= 0 else dy, and dbias its column sums (row order); dx
+    into ``out`` if given (dy itself: in place, on a gradient the caller owns)."""
+    check_bias_relu_backward(dy, y, out)
+    dx = empty(dy.shape, dy.dtype) if out is None else out
+    dbias = np.empty(dy.shape[1], dy.dtype)
+    if dbias.size:
+        status = _kernel("bias_relu_backward", dy.dtype)(
+            _ptr(_contiguous(dy)), _ptr(_contiguous(y)), _ptr(dx), _ptr(dbias), dy.shape[0],
+            dy.shape[1])
+        _check_status(status, "bias_relu_backward")
+    return dx, dbias

@@ -497,3 +497,65 @@ def check_keep_triangle(x, diagonal):
     if isinstance(diagonal, bool) or not isinstance(diagonal, (int, np.integer)):
         raise TypeError(f"diagonal must be an int, got {type(diagonal).__name__}")
     return max(min(int(diagonal), x.shape[-1]), -x.shape[-2] - 1)
+
+
+def check_matmul_into(a, b, out):
+    """The batch shape of np.matmul(a, b, out=out), without broadcasting out: a float array of
+    a's dtype and of the product's shape, writable, its rows unit-stride and its elements
+    distinct (a strided view such as the heads of an (N, L, H·D) array seen as (N, H, L, D)),
+    sharing no memory with a or b."""
+    batch = check_matmul_operands(a, b)
+    check_float("out", out, a.dtype)
+    shape = tuple(batch) + (a.shape[-2], b.shape[-1])
+    check_same_shape("out", out, shape)
+    if not out.flags.writeable:
+        raise ValueError("out must be writable")
+    item = out.itemsize
+    if any(s < 0 or s % item for s in out.strides) or (out.shape[-1] > 1
+                                                       and out.strides[-1] != item):
+        raise ValueError(f"out must have unit-stride rows and non-negative strides, got strides "
+                         f"{out.strides}")
+    # Distinct elements: with the dims sorted by stride, each steps past all the ones before.
+    span = item
+    for stride, extent in sorted((s, e) for e, s in zip(out.shape, out.strides) if e > 1):
+        if stride < span:
+            raise ValueError(f"out's elements overlap (shape {out.shape}, strides "
+                             f"{out.strides})")
+        span = stride * extent
+    if np.may_share_memory(out, a) or np.may_share_memory(out, b):
+        raise ValueError("out must not share memory with a or b")
+    return batch
+
+
+def check_bias_relu(x, bias, out):
+    """bias_relu_forward's arguments: x a 2-d float array, bias (cols,) of its dtype, out None
+    or a C-contiguous writable array of x's shape and dtype (x itself allowed)."""
+    check_float("x", x)
+    if x.ndim != 2:
+        raise ValueError(f"x must be 2-d (rows, cols), got shape {x.shape}")
+    check_float("bias", bias, x.dtype)
+    check_same_shape("bias", bias, x.shape[1:])
+    if out is not None:
+        check_float("out", out, x.dtype)
+        check_same_shape("out", out, x.shape)
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("out must be C-contiguous and writable")
+        if out is not x and (np.may_share_memory(out, x) or np.may_share_memory(out, bias)):
+            raise ValueError("out must be x itself or share no memory with x and bias")
+
+
+def check_bias_relu_backward(dy, y, out=None):
+    """bias_relu_backward's arguments: dy and y 2-d float arrays of one shape and dtype, out
+    None or a C-contiguous writable array of that shape and dtype (dy itself allowed)."""
+    check_float("dy", dy)
+    if dy.ndim != 2:
+        raise ValueError(f"dy must be 2-d (rows, cols), got shape {dy.shape}")
+    check_float("y", y, dy.dtype)
+    check_same_shape("y", y, dy.shape)
+    if out is not None:
+        check_float("out", out, dy.dtype)
+        check_same_shape("out", out, dy.shape)
+        if not (out.flags.c_contiguous and out.flags.writeable):
+            raise ValueError("out must be C-contiguous and writable")
+        if np.may_share_memory(out, y) or (out is not dy and np.may_share_memory(out, dy)):
+            raise ValueError("out must be dy itself or share no memory with dy and y")

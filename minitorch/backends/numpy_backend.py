@@ -49,6 +49,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
+from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -986,3 +987,32 @@ def keep_triangle(x, diagonal=0, upper=False):
     (torch.triu). Any dtype."""
     diagonal = check_keep_triangle(x, diagonal)
     return (np.triu if upper else np.tril)(x, diagonal)
+
+
+def matmul_into(a, b, out):
+    """out[...] = a @ b (np.matmul's batch rules, out not broadcast), into ``out``, which may be
+    a strided view with unit-stride rows; returns out."""
+    check_matmul_into(a, b, out)
+    np.matmul(a, b, out=out)
+    return out
+
+
+def bias_relu_forward(x, bias, out=None):
+    """y = max(x + bias, 0) over a 2-d x and its row bias (x + bias rounded to x's dtype first;
+    NaN stays NaN); into ``out`` if given, which may be x itself."""
+    check_bias_relu(x, bias, out)
+    z = np.add(x, bias, out=out)
+    z[z < 0] = 0
+    return z
+
+
+def bias_relu_backward(dy, y, out=None):
+    """(dx, dbias): dx = 0 where y <= 0 else dy; dbias[j] = sum_i dx[i, j], numpy's sum over
+    the first axis (row after row, in dy's dtype); dx into ``out`` if given (dy itself
+    allowed)."""
+    check_bias_relu_backward(dy, y, out)
+    dx = np.where(y <= 0, 0, dy).astype(dy.dtype)
+    if out is not None:
+        out[...] = dx
+        dx = out
+    return dx, dx.sum(axis=0)

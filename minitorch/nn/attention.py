@@ -7,7 +7,10 @@ has none: ``forward(..., cache=...)`` is minitorch's own keyword).
 Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H), copied once to
 be contiguous (``ops.fused.split_heads`` and ``merge_heads``: one node and one copy each way);
 the scores of all heads are one batched matmul and one fused softmax (scale, combined mask) on
-the kernels. A cached call for inference (no gradient, no dropout) takes
+the kernels. Where the weights are not wanted (``need_weights=False``, as the Transformer
+layers ask) and there is no cache or dropout, ``ops.fused.attention_on_rows`` reads the heads
+in place in the projections' rows instead, and writes its output and gradients in place: no
+copies at all. A cached call for inference (no gradient, no dropout) takes
 ``_step`` instead: the projections on the arrays, the new keys/values written into the
 cache's buffers, and the attention as one ``attention_step`` kernel call.
 May import: ``.module``, ``.parameter``, ``.init``, ``.linear``, ``.functional``, ``minitorch``.
@@ -20,8 +23,9 @@ from .. import backends, ops
 from ..autograd import is_grad_enabled
 from ..creation import empty
 from ..device_arrays import array_module, on_device_of, to_host
-from ..dtype import bool_
-from ..ops.fused import merge_heads, split_heads
+from ..dtype import bool_, float32, float64
+from ..ops.fused import attention_on_rows, merge_heads, split_heads
+from ..ops.linalg import LinearPair
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -340,6 +344,14 @@ class MultiheadAttention(Module):
         if cache is not None and cache.keys is not None and cache.keys.shape[0] != n:
             raise ValueError(f"MultiheadAttention: the cache holds {cache.keys.shape[0]} batch "
                              f"rows, but the query has {n}")
+        if cache is None and not need_weights and self._attends_on_rows(query, key, value):
+            out = self._attention_on_rows(query, key, same, attn_mask, key_padding_mask,
+                                          is_causal, batched)
+            if not batched:
+                out = out.squeeze(0)
+            elif not self.batch_first:
+                out = out.transpose(0, 1)
+            return out, None
         if reuse:
             q, k, v = self._project_query(query), cache.keys, cache.values
         else:
@@ -377,6 +389,50 @@ class MultiheadAttention(Module):
         if average_attn_weights:
             weights = weights.mean(dim=1)
         return out, (weights.squeeze(0) if not batched else weights)
+
+    # ------------------------------------------------------------------ weights not wanted
+    def _attends_on_rows(self, query, key, value):
+        """Whether a call whose weights are not wanted (and with no cache) can take
+        ``_attention_on_rows``: packed projection weights, key the same tensor as value, no
+        dropout, numpy arrays of one dtype, float32 or float64 (the kernels write into views
+        of their outputs, which the half dtypes' float32 detour would not), in the inputs and
+        the projection."""
+        if not self._qkv_same_embed_dim or key is not value or (self.training and self.dropout > 0):
+            return False
+        weight, bias = self.in_proj_weight, self.in_proj_bias
+        dtype = weight.dtype
+        return (dtype in (float32, float64) and query.dtype is dtype and key.dtype is dtype
+                and (bias is None or bias.dtype is dtype)
+                and type(query._data) is np.ndarray and type(key._data) is np.ndarray
+                and type(weight._data) is np.ndarray)
+
+    def _attention_on_rows(self, query, key, same, attn_mask, key_padding_mask, is_causal,
+                           batched):
+        """The attention's (N, L, E) output for ``query`` already batch first (and the padding
+        mask batched), before the squeeze/transpose back: the projections, then
+        ``ops.fused.attention_on_rows`` reading the heads in place (no split into heads, no
+        merge back: the same values as the general path, bit for bit)."""
+        key = query if same[0] else self._batch_first(key, batched)
+        n, tgt_len, src_len = query.shape[0], query.shape[1], key.shape[1]
+        if key.shape[0] != n:
+            raise ValueError(f"MultiheadAttention: key and value must have query's batch size "
+                             f"{n} and one length, got key {tuple(key.shape)} and value "
+                             f"{tuple(key.shape)} (batch-first view)")
+        mask = self._combined_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, query.dtype)
+        causal = bool(is_causal) and attn_mask is None
+        scale = 1.0 / math.sqrt(self.head_dim)
+        E, w, b = self.embed_dim, self.in_proj_weight, self.in_proj_bias
+        if mask is not None and mask.requires_grad:
+            # A learned additive mask gets its gradient in the general path's graph.
+            q, k, v = self._project_heads(query, key, key)
+            rows = merge_heads(F._attention(q, k, v, mask, causal, scale)[0])
+        elif same[0]:
+            rows = attention_on_rows(F.linear(query, w, b), None, self.num_heads, mask, causal,
+                                     scale)
+        else:
+            q_rows, kv_rows = LinearPair.apply(query, key, w, b, E)  # no slices of w and b
+            rows = attention_on_rows(q_rows, kv_rows, self.num_heads, mask, causal, scale)
+        return self.out_proj(rows)
 
     # ------------------------------------------------------------------ one decoding step
     def _can_step(self, query, key, value, attn_mask, key_padding_mask, cache):

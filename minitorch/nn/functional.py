@@ -27,6 +27,8 @@ from ..dtype import bool_, int64
 from ..ops import registry as _registry
 from ..ops.fused import CrossEntropy, Softmax
 from ..ops.linalg import Linear as _LinearFunction
+from ..ops.linalg import FeedForwardReLU as _FeedForwardReLUFunction
+from ..ops.linalg import LinearReLU as _LinearReLUFunction
 from ..ops.losses import reduce_loss, reduction_argument
 from ..device_arrays import on_device_of
 from ..random import generator
@@ -405,3 +407,38 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
                            true_means_excluded=False)
     out, _ = _attention(query, key, value, mask, bool(is_causal), scale, dropout_p)
     return out
+
+
+def _fused_float_arrays(input, *params):
+    """True if ``input`` and ``params`` (Tensors) are numpy arrays of one dtype, float32 or
+    float64: what the fused Linear nodes take."""
+    if not isinstance(input, Tensor) or type(input._data) is not np.ndarray:
+        return False
+    dtype = input.dtype
+    return (input._data.dtype.kind == "f" and input._data.itemsize >= 4
+            and all(p.dtype is dtype and type(p._data) is np.ndarray for p in params))
+
+
+def _feed_forward_relu(input, weight1, bias1, weight2, bias2):
+    """linear(relu(linear(input, weight1, bias1)), weight2, bias2), the Transformer's
+    feed-forward block without dropout: one node (ops.linalg.FeedForwardReLU) for float32 or
+    float64 numpy arrays of one dtype with both biases; else the calls one by one."""
+    if (bias1 is not None and bias2 is not None and _fused_float_arrays(
+            input, weight1, bias1, weight2, bias2) and weight1.ndim == 2 and weight2.ndim == 2
+            and input.ndim >= 1 and input.shape[-1] == weight1.shape[1]
+            and weight2.shape[1] == weight1.shape[0]
+            and bias1._data.shape == weight1._data.shape[:1]
+            and bias2._data.shape == weight2._data.shape[:1]):
+        return _FeedForwardReLUFunction.apply(input, weight1, bias1, weight2, bias2)
+    return linear(_linear_relu(input, weight1, bias1), weight2, bias2)
+
+
+def _linear_relu(input, weight, bias):
+    """relu(linear(input, weight, bias)), the feed-forward block's first half: one node
+    (ops.linalg.LinearReLU: the GEMM, then bias and ReLU in one pass, in place) for float32 or
+    float64 numpy arrays of one dtype with a (out_features,) bias; else the two calls."""
+    if (bias is not None and _fused_float_arrays(input, weight, bias) and weight.ndim == 2
+            and input.ndim >= 1 and input.shape[-1] == weight.shape[1]
+            and bias._data.shape == weight._data.shape[:1]):
+        return _LinearReLUFunction.apply(input, weight, bias)
+    return relu(linear(input, weight, bias))

@@ -37,6 +37,29 @@ def _get_activation_fn(activation):
     raise ValueError(f"activation should be 'relu', 'gelu' or a callable, got {activation!r}")
 
 
+def _activated_linear(linear, activation, x):
+    """activation(linear(x)); for ReLU after a plain Linear (no hooks) one node,
+    F._linear_relu (bias and ReLU in one pass after the GEMM), the same values bit for bit."""
+    if activation is F.relu and _plain_linear(linear):
+        return F._linear_relu(x, linear.weight, linear.bias)
+    return activation(linear(x))
+
+
+def _feed_forward(linear1, activation, dropout, linear2, x):
+    """linear2(dropout(activation(linear1(x)))); with ReLU between plain Linears (no hooks)
+    and no dropout at work, one node (F._feed_forward_relu), the same values bit for bit."""
+    if (activation is F.relu and not (dropout.training and dropout.p > 0)
+            and type(dropout) is Dropout and not dropout._may_have_hooks
+            and _plain_linear(linear1) and _plain_linear(linear2)):
+        return F._feed_forward_relu(x, linear1.weight, linear1.bias, linear2.weight,
+                                    linear2.bias)
+    return linear2(dropout(_activated_linear(linear1, activation, x)))
+
+
+def _plain_linear(module):
+    return type(module) is Linear and not module._may_have_hooks
+
+
 def _get_clones(module, n):
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
@@ -82,7 +105,7 @@ class TransformerEncoderLayer(Module):
         return self.dropout1(x)
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        x = _feed_forward(self.linear1, self.activation, self.dropout, self.linear2, x)
         return self.dropout2(x)
 
 
@@ -225,7 +248,7 @@ class TransformerDecoderLayer(Module):
         return self.dropout2(x)
 
     def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
+        x = _feed_forward(self.linear1, self.activation, self.dropout, self.linear2, x)
         return self.dropout3(x)
 
 

@@ -399,3 +399,104 @@ def merge_heads(x):
     if type(x._data) is not np.ndarray:
         return x.transpose(1, 2).reshape(n, length, heads * d)
     return MergeHeads.apply(x)
+
+
+# ----------------------------------------------------------------------------- attention in place
+# Where the attention's weights are not wanted, the heads need not be copied out at all: each
+# product reads q, k and v where the projections wrote them, as (N, H, L, D) views of their
+# (N, L, ·) rows, and the output and the gradients of q, k and v are written by the GEMM straight
+# into (N, L, ·) arrays. That drops split_heads' and merge_heads' four copies per attention.
+
+
+def _heads(rows, start, width, num_heads):
+    """The (N, H, L, D) view of columns start:start + width of the (N, L, ·) array ``rows``."""
+    n, length = rows.shape[0], rows.shape[1]
+    return rows[:, :, start:start + width].reshape(
+        n, length, num_heads, width // num_heads).transpose(0, 2, 1, 3)
+
+
+class AttentionOnRows(Function):
+    """softmax(q kᵀ·scale + mask) v over ``num_heads`` heads, reading q, k, v in the projections'
+    layout and giving the heads side by side, (N, L, E): ``merge_heads`` of ``attention`` on
+    ``split_heads``' outputs, bit for bit (the same GEMMs on the same values), as one node.
+
+    ``q_rows`` (N, L, E) holds q, ``kv_rows`` (N, S, 2E) k then v; with ``kv_rows`` None,
+    ``q_rows`` (N, L, 3E) holds all three (self-attention's packed projection). ``mask``: the
+    softmax kernel's (bool True = excluded, or float added), no gradient."""
+
+    @staticmethod
+    def forward(ctx, q_rows, kv_rows, num_heads, mask, causal, scale):
+        packed = kv_rows is None
+        qd = q_rows._data
+        kvd = qd if packed else kv_rows._data
+        width = qd.shape[2] // 3 if packed else qd.shape[2]
+        k_at = width if packed else 0
+        q = _heads(qd, 0, width, num_heads)
+        k = _heads(kvd, k_at, width, num_heads)
+        v = _heads(kvd, k_at + width, width, num_heads)
+        kernels = backends.current()
+        weights = kernels.softmax_forward(_product(kernels, q, k.swapaxes(-1, -2)), scale,
+                                          _array(mask), causal)
+        out = np.empty(qd.shape[:2] + (width,), qd.dtype)
+        kernels.matmul_into(weights, v, out=_heads(out, 0, width, num_heads))
+        ctx.options = (num_heads, causal, scale, width, k_at)
+        ctx.weights = weights
+        ctx.save_for_backward(q_rows, kv_rows, mask)
+        return _make(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        num_heads, causal, scale, width, k_at = ctx.options
+        q_rows, kv_rows, mask = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: the composite, which autograd differentiates
+            def composite(q_rows, kv_rows):
+                return _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal,
+                                                    scale)
+            return _differentiate_composite(composite, (q_rows, kv_rows),
+                                            ctx.needs_input_grad[:2], (grad,)) + (None,) * 4
+        packed = kv_rows is None
+        qd = q_rows._data
+        kvd = qd if packed else kv_rows._data
+        q = _heads(qd, 0, width, num_heads)
+        k = _heads(kvd, k_at, width, num_heads)
+        v = _heads(kvd, k_at + width, width, num_heads)
+        kernels, weights = backends.current(), ctx.weights
+        g = _heads(np.ascontiguousarray(grad._data), 0, width, num_heads)
+        d_scores = kernels.softmax_backward(weights, _product(kernels, g, v.swapaxes(-1, -2)),
+                                            scale)
+        d_q_rows = np.empty(qd.shape, qd.dtype)
+        d_kv_rows = d_q_rows if packed else np.empty(kvd.shape, kvd.dtype)
+        kernels.matmul_into(d_scores, k, out=_heads(d_q_rows, 0, width, num_heads))
+        kernels.matmul_into(d_scores.swapaxes(-1, -2), q,
+                            out=_heads(d_kv_rows, k_at, width, num_heads))
+        kernels.matmul_into(weights.swapaxes(-1, -2), g,
+                            out=_heads(d_kv_rows, k_at + width, width, num_heads))
+        return (_make(d_q_rows), None if packed else _make(d_kv_rows)) + (None,) * 4
+
+
+def _product(kernels, a, b):
+    """a @ b of two (N, H, ·, ·) head views into a new contiguous array, by ``matmul_into``,
+    which runs the heads of all N as few strided batches (``matmul`` would loop over N)."""
+    out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
+    return kernels.matmul_into(a, b, out=out)
+
+
+def _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal, scale):
+    """AttentionOnRows as the chain of nodes it fuses (split_heads, the products, the fused
+    softmax, merge_heads)."""
+    if kv_rows is None:
+        q, k, v = split_heads(q_rows, 3, num_heads)
+    else:
+        q, = split_heads(q_rows, 1, num_heads)
+        k, v = split_heads(kv_rows, 2, num_heads)
+    weights = Softmax.apply(q @ k.mT, scale, mask, causal)
+    return merge_heads(weights @ v)
+
+
+def attention_on_rows(q_rows, kv_rows, num_heads, mask=None, causal=False, scale=1.0):
+    """Multi-head attention's core on the projections' rows: (N, L, E) from q in ``q_rows``
+    (N, L, E) and k, v in ``kv_rows`` (N, S, 2E), or all three in ``q_rows`` (N, L, 3E) when
+    ``kv_rows`` is None (see ``AttentionOnRows``); ``mask`` in the softmax kernel's convention,
+    broadcastable to (N, H, L, S), with no gradient. The inputs must be numpy arrays of one
+    float dtype; ``nn.MultiheadAttention`` checks that before it takes this path."""
+    return AttentionOnRows.apply(q_rows, kv_rows, num_heads, mask, causal, float(scale))

@@ -88,6 +88,170 @@ class Linear(Function):
         return grad_x, grad_weight, grad_bias
 
 
+class LinearReLU(Function):
+    """relu(x Wᵀ + b) as one node (the feed-forward block's linear1 and its activation): the
+    GEMM, then the bias and the ReLU in one pass over the GEMM's fresh output, in place
+    (``bias_relu_forward``). Its backward takes the mask and the bias gradient in one pass too
+    (``bias_relu_backward``), then the same two GEMMs as ``Linear``: the values of
+    ``relu(Linear(x, W, b))`` bit for bit, without the pre-activation array either way.
+    For x, W, b numpy arrays of one float dtype, with b of shape (out_features,)."""
+
+    @staticmethod
+    def forward(ctx, x, weight, bias):
+        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        if rows.shape[1] == 0:  # an empty sum: the result is relu(b) on every row
+            out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
+        else:
+            out = backends.current().matmul(rows, weight._data.T)
+        backends.current().bias_relu_forward(out, bias._data, out=out)
+        result = Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
+        ctx.x_shape = x.shape
+        ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
+                              weight if ctx.needs_input_grad[0] else None, result)
+        return result
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight, out = ctx.saved_tensors
+        need_x, need_weight, need_bias = ctx.needs_input_grad
+        n_rows = int(np.prod(ctx.x_shape[:-1]))
+        if is_grad_enabled():  # create_graph: relu's mask, then Linear's backward, in Tensor ops
+            from .elementwise import ReLUBackward
+            rows = ReLUBackward.apply(grad, out.detach()).reshape(n_rows, grad.shape[-1])
+            return (((rows @ weight).reshape(ctx.x_shape) if need_x else None),
+                    rows.mT @ x.reshape(n_rows, x.shape[-1]) if need_weight else None,
+                    rows.sum(0) if need_bias else None)
+        kernels = backends.current()
+        width = grad._data.shape[-1]
+        rows, bias_grad = kernels.bias_relu_backward(grad._data.reshape(n_rows, width),
+                                                     out._data.reshape(n_rows, width))
+        return (Tensor._make(kernels.matmul(rows, weight._data).reshape(ctx.x_shape))
+                if need_x else None,
+                Tensor._make(kernels.matmul(rows.T, x._data.reshape(n_rows, x.shape[-1])))
+                if need_weight else None,
+                Tensor._make(bias_grad) if need_bias else None)
+
+
+class FeedForwardReLU(Function):
+    """linear2(relu(linear1(x))), the Transformer's feed-forward block without dropout, as one
+    node: ``LinearReLU``'s forward, then linear2's GEMM and bias. The backward makes the hidden
+    gradient itself (linear2's first GEMM), so it applies the ReLU mask to it in place, taking
+    the first bias's gradient in the same pass: no fresh array the size of the hidden layer.
+    The same kernel calls on the same values as ``LinearReLU`` then ``Linear``: bit for bit.
+    For numpy arrays of one float dtype, both biases of shape (out_features,)."""
+
+    @staticmethod
+    def forward(ctx, x, weight1, bias1, weight2, bias2):
+        kernels = backends.current()
+        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        if rows.shape[1] == 0:
+            hidden = np.zeros((rows.shape[0], weight1._data.shape[0]), dtype=rows.dtype)
+        else:
+            hidden = kernels.matmul(rows, weight1._data.T)
+        kernels.bias_relu_forward(hidden, bias1._data, out=hidden)
+        out = _linear_rows(hidden, weight2._data, bias2._data)
+        ctx.x_shape, ctx.hidden = x.shape, hidden
+        ctx.save_for_backward(x, weight1, bias1, weight2)
+        return Tensor._make(out.reshape(x._data.shape[:-1] + (weight2._data.shape[0],)))
+
+    @staticmethod
+    def backward(ctx, grad):
+        x, weight1, bias1, weight2 = ctx.saved_tensors
+        need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad
+        n_rows, width = int(np.prod(ctx.x_shape[:-1])), grad.shape[-1]
+        x_rows = x.reshape(n_rows, x.shape[-1])
+        if is_grad_enabled():  # create_graph: the same steps in Tensor ops
+            from .elementwise import ReLUBackward
+            # the hidden layer again, as a function of x, W1 and b1 (W2's gradient uses it)
+            hidden = LinearReLU.apply(x_rows, weight1, bias1)
+            rows = grad.reshape(n_rows, width)
+            d_hidden = ReLUBackward.apply(rows @ weight2, hidden)
+            return ((d_hidden @ weight1).reshape(ctx.x_shape) if need_x else None,
+                    d_hidden.mT @ x_rows if need_w1 else None,
+                    d_hidden.sum(0) if need_b1 else None,
+                    rows.mT @ hidden if need_w2 else None,
+                    rows.sum(0) if need_b2 else None)
+        kernels, hidden = backends.current(), ctx.hidden
+        rows = grad._data.reshape(n_rows, width)
+        grad_w2 = Tensor._make(kernels.matmul(rows.T, hidden)) if need_w2 else None
+        grad_b2 = _bias_grad(Tensor._make(rows)) if need_b2 else None
+        d_hidden = kernels.matmul(rows, weight2._data)
+        d_hidden, grad_b1 = kernels.bias_relu_backward(d_hidden, hidden, out=d_hidden)
+        return (Tensor._make(kernels.matmul(d_hidden, weight1._data).reshape(ctx.x_shape))
+                if need_x else None,
+                Tensor._make(kernels.matmul(d_hidden.T, x_rows._data)) if need_w1 else None,
+                Tensor._make(grad_b1) if need_b1 else None, grad_w2, grad_b2)
+
+
+def _linear_rows(x, weight, bias):
+    """x Wᵀ + b on arrays, over all leading dims of x, as ``Linear.forward`` computes it."""
+    rows = x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])
+    if rows.shape[1] == 0:
+        out = np.zeros((rows.shape[0], weight.shape[0]), dtype=rows.dtype)
+    else:
+        out = backends.current().matmul(rows, weight.T)
+    if bias is not None:
+        _add_bias_(out, bias)
+    return out.reshape(x.shape[:-1] + (weight.shape[0],))
+
+
+class LinearPair(Function):
+    """(x W[:split]ᵀ + b[:split], y W[split:]ᵀ + b[split:]) as one node: two ``Linear`` s whose
+    weights are the row blocks of one packed weight (cross-attention's query and key/value
+    projections of ``in_proj_weight``). The slices are no nodes of the graph, so the backward
+    writes each block's gradient into its rows of W's gradient, where the slices' backward
+    would scatter each into zeros of W's shape and add the two: the same values, bit for bit.
+    For numpy arrays of one float dtype (bias None or of shape (out_features,))."""
+
+    @staticmethod
+    def forward(ctx, x, y, weight, bias, split):
+        w, b = weight._data, _data_or_none(bias)
+        ctx.split, ctx.shapes = split, (x.shape, y.shape)
+        ctx.save_for_backward(x if ctx.needs_input_grad[2] else None,
+                              y if ctx.needs_input_grad[2] else None,
+                              weight if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
+                              else None)
+        return (Tensor._make(_linear_rows(x._data, w[:split], None if b is None else b[:split])),
+                Tensor._make(_linear_rows(y._data, w[split:], None if b is None else b[split:])))
+
+    @staticmethod
+    def backward(ctx, grad_x_out, grad_y_out):
+        x, y, weight = ctx.saved_tensors
+        need_x, need_y, need_weight, need_bias = ctx.needs_input_grad[:4]
+        split, (x_shape, y_shape) = ctx.split, ctx.shapes
+        n_x, n_y = int(np.prod(x_shape[:-1])), int(np.prod(y_shape[:-1]))
+        if is_grad_enabled():  # create_graph: the slices and products in Tensor ops
+            from .shape import cat
+            rows_x = grad_x_out.reshape(n_x, grad_x_out.shape[-1])
+            rows_y = grad_y_out.reshape(n_y, grad_y_out.shape[-1])
+            return ((rows_x @ weight[:split]).reshape(x_shape) if need_x else None,
+                    (rows_y @ weight[split:]).reshape(y_shape) if need_y else None,
+                    cat([rows_x.mT @ x.reshape(n_x, x_shape[-1]),
+                         rows_y.mT @ y.reshape(n_y, y_shape[-1])]) if need_weight else None,
+                    cat([rows_x.sum(0), rows_y.sum(0)]) if need_bias else None, None)
+        kernels = backends.current()
+        rows_x = grad_x_out._data.reshape(n_x, grad_x_out._data.shape[-1])
+        rows_y = grad_y_out._data.reshape(n_y, grad_y_out._data.shape[-1])
+        grad_x = grad_y = grad_weight = grad_bias = None
+        if need_x:
+            grad_x = Tensor._make(kernels.matmul(rows_x, weight._data[:split]).reshape(x_shape))
+        if need_y:
+            grad_y = Tensor._make(kernels.matmul(rows_y, weight._data[split:]).reshape(y_shape))
+        if need_weight:
+            grad_w = np.empty(weight._data.shape, weight._data.dtype)
+            kernels.matmul_into(rows_x.T, x._data.reshape(n_x, x_shape[-1]), out=grad_w[:split])
+            kernels.matmul_into(rows_y.T, y._data.reshape(n_y, y_shape[-1]), out=grad_w[split:])
+            grad_weight = Tensor._make(grad_w)
+        if need_bias:
+            grad_bias = Tensor._make(np.concatenate([_bias_grad(Tensor._make(rows_x))._data,
+                                                     _bias_grad(Tensor._make(rows_y))._data]))
+        return grad_x, grad_y, grad_weight, grad_bias, None
+
+
+def _data_or_none(t):
+    return None if t is None else t._data
+
+
 def _same_float_dtype(*tensors):
     """True if the tensors that exist (None: not saved) are numpy arrays of one float dtype."""
     dtypes = {t._data.dtype for t in tensors if t is not None}
