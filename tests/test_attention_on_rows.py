@@ -52,13 +52,13 @@ def test_matmul_into_writes_the_product_into_a_heads_view(backend, dtype, count,
     kernels = backends.available[backend]
     out_rows = np.full((n, length, 2 * heads * d), 7.0, dtype)
     out = heads_view(out_rows, heads * d, heads * d, heads)
-    assert kernels.matmul_into(weights, q, out) is out
+    assert kernels.matmul_into(weights, q, out=out) is out
     np.testing.assert_allclose(out, np.matmul(weights.astype(np.float64), q),
                                rtol=1e-4 if dtype == np.float32 else 1e-12, atol=1e-5)
     assert (out_rows[:, :, :heads * d] == 7.0).all()  # nothing written outside the view
     # the transposed operand (scores = q kᵀ) into a fresh array equals the backend's matmul
     scores = np.empty((n, heads, length, length), dtype)
-    kernels.matmul_into(q, k.swapaxes(-1, -2), scores)
+    kernels.matmul_into(q, k.swapaxes(-1, -2), out=scores)
     np.testing.assert_array_equal(scores, kernels.matmul(q, k.swapaxes(-1, -2)))
 
 
@@ -69,12 +69,20 @@ def test_matmul_into_plain_and_empty_shapes(dtype):
         kernels = backends.available[backend]
         a, b = rng.standard_normal((5, 0)).astype(dtype), rng.standard_normal((0, 4)).astype(dtype)
         out = np.full((5, 4), 3.0, dtype)
-        np.testing.assert_array_equal(kernels.matmul_into(a, b, out), np.zeros((5, 4)))
+        np.testing.assert_array_equal(kernels.matmul_into(a, b, out=out), np.zeros((5, 4)))
         a, b = rng.standard_normal((6, 7)).astype(dtype), rng.standard_normal((4, 7)).astype(dtype)
         wide = np.zeros((6, 9), dtype)
-        kernels.matmul_into(a, b.T, wide[:, 2:6])
+        kernels.matmul_into(a, b.T, out=wide[:, 2:6])
         np.testing.assert_allclose(wide[:, 2:6], a @ b.T, rtol=1e-5)
         assert (wide[:, :2] == 0).all() and (wide[:, 6:] == 0).all()
+
+
+def test_matmul_into_takes_out_by_keyword_only():
+    """A positional out is refused: the float16/bfloat16 wrapper writes back a keyword out only."""
+    a = np.ones((2, 2))
+    for backend in BACKENDS:
+        with pytest.raises(TypeError):
+            backends.available[backend].matmul_into(a, a, np.empty((2, 2)))
 
 
 # ----------------------------------------------------------------------------- the fused node

@@ -426,23 +426,23 @@ CASES = [
      ValueError, "rejected"),
     ("tril op diagonal str", lambda: x_t.tril("1"), TypeError, "diagonal must be an int"),
     # matmul_into: a product written into a (strided) out
-    ("matmul_into out shape", lambda: C.matmul_into(sq, sq, np.empty((3, 4))), ValueError, "out must have shape"),
-    ("matmul_into out dtype", lambda: C.matmul_into(sq, sq, np.empty((3, 3), np.float32)), TypeError,
+    ("matmul_into out shape", lambda: C.matmul_into(sq, sq, out=np.empty((3, 4))), ValueError, "out must have shape"),
+    ("matmul_into out dtype", lambda: C.matmul_into(sq, sq, out=np.empty((3, 3), np.float32)), TypeError,
      "out must have the same dtype"),
-    ("matmul_into out None", lambda: C.matmul_into(sq, sq, None), TypeError, "out must be a numpy.ndarray"),
-    ("matmul_into out read-only", lambda: C.matmul_into(sq, sq, read_only(np.empty((3, 3)))), ValueError,
+    ("matmul_into out None", lambda: C.matmul_into(sq, sq, out=None), TypeError, "out must be a numpy.ndarray"),
+    ("matmul_into out read-only", lambda: C.matmul_into(sq, sq, out=read_only(np.empty((3, 3)))), ValueError,
      "writable"),
-    ("matmul_into out column stride", lambda: C.matmul_into(sq, sq, np.empty((3, 6))[:, ::2]), ValueError,
+    ("matmul_into out column stride", lambda: C.matmul_into(sq, sq, out=np.empty((3, 6))[:, ::2]), ValueError,
      "unit-stride rows"),
-    ("matmul_into out transposed", lambda: C.matmul_into(sq, sq, np.empty((3, 3)).T), ValueError,
+    ("matmul_into out transposed", lambda: C.matmul_into(sq, sq, out=np.empty((3, 3)).T), ValueError,
      "unit-stride rows"),
-    ("matmul_into out overlaps itself", lambda: C.matmul_into(sq, sq, np.lib.stride_tricks.as_strided(
+    ("matmul_into out overlaps itself", lambda: C.matmul_into(sq, sq, out=np.lib.stride_tricks.as_strided(
         np.empty(8), (3, 3), (8, 8))), ValueError, "overlap"),
-    ("matmul_into out broadcast batch", lambda: C.matmul_into(np.ones((2, 3, 3)), sq, np.broadcast_to(
+    ("matmul_into out broadcast batch", lambda: C.matmul_into(np.ones((2, 3, 3)), sq, out=np.broadcast_to(
         np.empty((3, 3)), (2, 3, 3))), ValueError, "writable"),
-    ("matmul_into out is a", lambda: (lambda a: C.matmul_into(a, sq, a))(np.ones((3, 3))), ValueError,
+    ("matmul_into out is a", lambda: (lambda a: C.matmul_into(a, sq, out=a))(np.ones((3, 3))), ValueError,
      "share memory"),
-    ("matmul_into broadcast out batch", lambda: C.matmul_into(np.ones((2, 3, 3)), sq, np.empty((3, 3))),
+    ("matmul_into broadcast out batch", lambda: C.matmul_into(np.ones((2, 3, 3)), sq, out=np.empty((3, 3))),
      ValueError, "out must have shape"),
     ("bias_relu 1-d", lambda: C.bias_relu_forward(np.ones(4), np.ones(4)), ValueError, "x must be 2-d"),
     ("bias_relu bias shape", lambda: C.bias_relu_forward(f64, np.ones(3)), ValueError, "bias must have shape"),
@@ -470,7 +470,7 @@ CASES = [
      ValueError, "rejected"),
     ("bias_relu_backward C negative cols", lambda: c_status(C.lib.mt_bias_relu_backward_f32, NULL, NULL, NULL,
                                                            NULL, 2, -4), ValueError, "rejected"),
-    ("matmul_into misaligned", lambda: C.matmul_into(misaligned(f64), misaligned(f64.T), np.empty((3, 3))),
+    ("matmul_into misaligned", lambda: C.matmul_into(misaligned(f64), misaligned(f64.T), out=np.empty((3, 3))),
      None, ""),
 ]
 

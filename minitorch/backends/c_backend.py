@@ -1166,7 +1166,7 @@ def keep_triangle(x, diagonal=0, upper=False):
 _SHARED_GEMM_FLOPS = 4e6  # below this a GEMM call runs on one thread (tuned/gemm_tuned.c)
 
 
-def matmul_into(a, b, out):
+def matmul_into(a, b, *, out):
     """np.matmul(a, b, out=out) through the C strided-batched GEMM; returns out. ``out`` may be
     a strided view with unit-stride rows (checks.check_matmul_into), such as attention heads
     (N, H, L, D) seen in the (N, L, H·D) array they make up: the product lands in place, with

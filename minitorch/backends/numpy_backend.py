@@ -989,7 +989,7 @@ def keep_triangle(x, diagonal=0, upper=False):
     return (np.triu if upper else np.tril)(x, diagonal)
 
 
-def matmul_into(a, b, out):
+def matmul_into(a, b, *, out):
     """out[...] = a @ b (np.matmul's batch rules, out not broadcast), into ``out``, which may be
     a strided view with unit-stride rows; returns out."""
     check_matmul_into(a, b, out)
