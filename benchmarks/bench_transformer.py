@@ -107,6 +107,28 @@ def _operand_elements(rows, cols, ld, stride, batch):
     return (batch - 1) * stride + (rows - 1) * ld + cols
 
 
+def _operand_sizes(c):
+    """(elements of A, of B, of C) for recorded call ``c``: in its own layout, or packed
+    batch x rows x cols (PyTorch's replay), whichever is more."""
+    batch, m, n, k = c["batch"], c["m"], c["n"], c["k"]
+    a_rows, a_cols = (k, m) if c["ta"] else (m, k)
+    b_rows, b_cols = (n, k) if c["tb"] else (k, n)
+    return (max(_operand_elements(a_rows, a_cols, c["lda"], c["sa"], batch), batch * m * k),
+            max(_operand_elements(b_rows, b_cols, c["ldb"], c["sb"], batch), batch * k * n),
+            max(_operand_elements(m, n, c["ldc"], c["sc"], batch), batch * m * n))
+
+
+def _arena_sizes(calls):
+    """{dtype name: [A, B, C elements]}: the largest of each operand over ``calls``. Every call
+    of a replay takes its operands from the start of these three arenas, so that, as in the
+    step, where a product reads what the op before it wrote, they are in cache, not in DRAM."""
+    sizes = {}
+    for c in calls:
+        largest = sizes.setdefault(c["dtype"], [0, 0, 0])
+        largest[:] = map(max, largest, _operand_sizes(c))
+    return sizes
+
+
 def _time_best(run, repeats):
     """Best wall time of ``run()`` over ``repeats`` calls, in ms."""
     best = float("inf")
@@ -118,51 +140,53 @@ def _time_best(run, repeats):
 
 
 def _replay_minitorch(calls, repeats=5):
-    """ms to run ``calls`` back to back through minitorch's GEMM kernel, on operands allocated
-    once (random data, the recorded layouts): the step's products with nothing between them."""
+    """ms to run ``calls`` back to back through minitorch's GEMM kernel (the recorded layouts,
+    operands in the arenas of _arena_sizes): the step's products with nothing between them."""
     from minitorch.backends import c_backend
     rng = np.random.default_rng(0)
+    arenas = {dtype: [rng.standard_normal(n).astype(dtype) for n in sizes]
+              for dtype, sizes in _arena_sizes(calls).items()}
+    pointers = {dtype: [c_backend._ptr(x) for x in arrays] for dtype, arrays in arenas.items()}
     prepared = []
     for c in calls:
-        dtype = np.dtype(c["dtype"])
-        a_rows, a_cols = (c["k"], c["m"]) if c["ta"] else (c["m"], c["k"])
-        b_rows, b_cols = (c["n"], c["k"]) if c["tb"] else (c["k"], c["n"])
-        a = rng.standard_normal(_operand_elements(a_rows, a_cols, c["lda"], c["sa"],
-                                                  c["batch"])).astype(dtype)
-        b = rng.standard_normal(_operand_elements(b_rows, b_cols, c["ldb"], c["sb"],
-                                                  c["batch"])).astype(dtype)
-        out = np.zeros(_operand_elements(c["m"], c["n"], c["ldc"], c["sc"], c["batch"]), dtype)
-        args = (c["ta"], c["tb"], c["m"], c["n"], c["k"], c["alpha"], c_backend._ptr(a), c["lda"],
-                c["sa"], c_backend._ptr(b), c["ldb"], c["sb"], c["beta"], c_backend._ptr(out),
-                c["ldc"], c["sc"], c["batch"])
-        prepared.append((c_backend._GEMM_KERNELS[dtype], args, (a, b, out)))
+        a, b, out = pointers[c["dtype"]]
+        prepared.append((c_backend._GEMM_KERNELS[np.dtype(c["dtype"])],
+                         (c["ta"], c["tb"], c["m"], c["n"], c["k"], c["alpha"], a, c["lda"],
+                          c["sa"], b, c["ldb"], c["sb"], c["beta"], out, c["ldc"], c["sc"],
+                          c["batch"])))
 
     def run():
-        for kernel, args, _ in prepared:
+        for kernel, args in prepared:
             kernel(*args)
     return _time_best(run, repeats)
 
 
 def _replay_torch(calls, threads, repeats=5):
-    """ms for PyTorch's GEMMs (mm/bmm into preallocated outputs) on the same calls; None where
-    PyTorch is not installed."""
+    """ms for PyTorch's GEMMs (mm/bmm into preallocated outputs) on the same calls, operands
+    in arenas as for minitorch's; None where PyTorch is not installed."""
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(0)
+    arenas = {dtype: [torch.randn(n, dtype=getattr(torch, dtype), generator=gen) for n in sizes]
+              for dtype, sizes in _arena_sizes(calls).items()}
+
+    def matrices(arena, batch, rows, cols, transposed, shared):
+        """(batch, rows, cols) from the arena's start; stored transposed if ``transposed``;
+        one matrix for the whole batch if ``shared`` (a stride of 0)."""
+        stored = (cols, rows) if transposed else (rows, cols)
+        x = arena[:(1 if shared else batch) * rows * cols].view(-1, *stored)
+        x = x.transpose(1, 2) if transposed else x
+        return x.expand(batch, rows, cols) if shared else x
     prepared = []
     for c in calls:
-        dtype = getattr(torch, c["dtype"])
+        a_arena, b_arena, c_arena = arenas[c["dtype"]]
         batch, m, n, k = c["batch"], c["m"], c["n"], c["k"]
-        a = torch.randn(batch, *((k, m) if c["ta"] else (m, k)), dtype=dtype, generator=gen)
-        b = torch.randn(batch, *((n, k) if c["tb"] else (k, n)), dtype=dtype, generator=gen)
-        a, b = (a.transpose(1, 2) if c["ta"] else a), (b.transpose(1, 2) if c["tb"] else b)
-        # a stride of 0 is one matrix shared by the whole batch
-        a, b = (a[:1].expand_as(a) if c["sa"] == 0 else a), (b[:1].expand_as(b) if c["sb"] == 0 else b)
-        out = torch.zeros(batch, m, n, dtype=dtype)
-        prepared.append((a, b, out, c["alpha"], c["beta"]))
+        prepared.append((matrices(a_arena, batch, m, k, c["ta"], c["sa"] == 0),
+                         matrices(b_arena, batch, k, n, c["tb"], c["sb"] == 0),
+                         c_arena[:batch * m * n].view(batch, m, n), c["alpha"], c["beta"]))
 
     def run():
         with torch.no_grad():
@@ -313,9 +337,10 @@ def main():
               "GEMM floor = the step's GEMM FLOPs ÷ the FMA peak measured in the same run; "
               "highest possible = PyTorch ms/step ÷ that floor, the ratio a step of pure "
               "peak-speed GEMMs would reach; GEMMs alone = the matrix products of minitorch's "
-              "step (same shapes, layouts, batch counts) replayed back to back on operands "
-              "allocated once, by that row's framework (PyTorch: mm/bmm into preallocated "
-              "outputs): the step less everything that is not a GEMM")
+              "step (same shapes, layouts, batch counts) replayed back to back, by that row's "
+              "framework, on operands kept in cache (three buffers every call reuses; "
+              "PyTorch: mm/bmm into preallocated outputs): the step less everything that is "
+              "not a GEMM")
     notes = [", ".join(f"{size}: " + " ".join(f"{k}={v}" for k, v in SIZES[size].items())
                        for size in sizes) + "; dropout=0, Adam", legend]
     print(notes[0])

@@ -3,7 +3,8 @@
 ``backend`` runs a test once per built kernel backend: a test that takes it runs inside
 ``minitorch.backends.using(name)`` for every name in ``minitorch.backends.available`` ("numpy"
 always, "c" when the extension is built); the fixture's value is that name. Tests that
-parametrize ``backend`` themselves override this fixture.
+parametrize ``backend`` themselves override this fixture. ``threads`` is
+``minitorch.set_num_threads`` with the thread count put back after the test.
 
 Hypothesis example counts come from one place, the profile loaded here: "quick" (the default,
 what CI runs: few examples, derandomized, so every run draws the same cases) or "long"
@@ -24,6 +25,14 @@ FUZZ = os.environ.get("MINITORCH_FUZZ", "").strip().lower() or "quick"
 if FUZZ not in ("quick", "long"):
     raise pytest.UsageError(f"MINITORCH_FUZZ must be 'quick' or 'long', got {FUZZ!r}")
 settings.load_profile(FUZZ)
+
+
+@pytest.fixture
+def threads():
+    """``minitorch.set_num_threads``, for a test to call; the count is put back afterwards."""
+    before = minitorch.get_num_threads()
+    yield minitorch.set_num_threads
+    minitorch.set_num_threads(before)
 
 
 @pytest.fixture(params=sorted(minitorch.backends.available))

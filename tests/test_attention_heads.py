@@ -11,13 +11,6 @@ from minitorch.ops import _threads
 from minitorch.ops.fused import merge_heads, split_heads
 
 
-@pytest.fixture
-def threads():
-    before = minitorch.get_num_threads()
-    yield minitorch.set_num_threads
-    minitorch.set_num_threads(before)
-
-
 def plain_split(x, parts, num_heads):
     n, length, width = x.shape
     heads = x.reshape(n, length, parts, num_heads, width // (parts * num_heads))

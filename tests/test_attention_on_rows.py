@@ -20,13 +20,6 @@ from minitorch.ops.fused import _attention_on_rows_composite, attention_on_rows
 from minitorch.ops.linalg import LinearPair
 
 
-@pytest.fixture
-def threads():
-    before = minitorch.get_num_threads()
-    yield minitorch.set_num_threads
-    minitorch.set_num_threads(before)
-
-
 BACKENDS = ["numpy"] + (["c"] if "c" in backends.available else [])
 
 

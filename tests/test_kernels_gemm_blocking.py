@@ -17,30 +17,10 @@ each thread its own column slice. Here:
   small-product path) equal one-thread products bit for bit too;
 at every tuned ISA level this CPU runs, float32 and float64.
 """
-import contextlib
-
 import numpy as np
 import pytest
 
-try:
-    from minitorch.backends import c_backend as C
-except ImportError:  # extension not built
-    C = None
-
-needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
-TUNED_ISAS = [] if C is None else list(C.ISA_LEVELS[1:C.ISA_LEVELS.index(C.best_isa()) + 1])
-DTYPES = [np.float32, np.float64]
-
-
-@contextlib.contextmanager
-def c_threads(n, isa):
-    previous = C.get_num_threads()
-    C.set_num_threads(n)
-    try:
-        with C.isa(isa):
-            yield
-    finally:
-        C.set_num_threads(previous)
+from test_kernels import DTYPES, TUNED_ISAS, C, c_threads, needs_c  # the common ground
 
 
 def operands(rng, m, n, k, trans_a, trans_b, dtype):

@@ -15,13 +15,6 @@ from minitorch import backends, nn
 from minitorch.autograd import gradcheck, gradgradcheck
 
 
-@pytest.fixture
-def threads():
-    before = minitorch.get_num_threads()
-    yield minitorch.set_num_threads
-    minitorch.set_num_threads(before)
-
-
 BACKENDS = ["numpy"] + (["c"] if "c" in backends.available else [])
 
 

@@ -8,13 +8,6 @@ import minitorch.nn.functional as F
 from minitorch.ops import _threads
 
 
-@pytest.fixture
-def threads():
-    before = minitorch.get_num_threads()
-    yield minitorch.set_num_threads
-    minitorch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("rows", [1, 2, 3, 7, 1000])
 @pytest.mark.parametrize("count", [1, 2, 3])
 def test_parts_cover_every_row_once(rows, count, threads, monkeypatch):
