@@ -52,6 +52,25 @@ static inline int mt_threads_for(int64_t work) {
     return work < MT_PARALLEL_MIN_ELEMENTS ? 1 : mt_get_num_threads();
 }
 
+/* Column sums split among threads (sum_cols, bias_relu's backward): each thread takes whole
+ * units of 16 columns (a cache line of float), so no two write one line, and sums its columns
+ * alone in row order, so the thread count never changes a result. mt_column_threads: the team
+ * size (no more threads than units); mt_my_columns: this thread's columns [*j0, *j1). */
+#define MT_COLUMN_UNIT 16
+static inline int mt_column_threads(int64_t rows, int64_t cols) {
+    const int64_t units = (cols + MT_COLUMN_UNIT - 1) / MT_COLUMN_UNIT;
+    int nt = mt_threads_for(rows * cols);
+    return nt > units ? (units > 0 ? (int)units : 1) : nt;
+}
+
+static inline void mt_my_columns(int64_t cols, int64_t *j0, int64_t *j1) {
+    const int64_t units = (cols + MT_COLUMN_UNIT - 1) / MT_COLUMN_UNIT;
+    const int tid = mt_thread_num(), nthr = mt_team_size();
+    *j0 = units * tid / nthr * MT_COLUMN_UNIT;
+    *j1 = units * (tid + 1) / nthr * MT_COLUMN_UNIT;
+    if (*j1 > cols) *j1 = cols;
+}
+
 /* Offset of row `row`'s mask in elements: unravel the row index over shape (C order) and dot
  * it with the mask's strides (0 where the mask broadcasts). */
 static inline int64_t mt_mask_row_offset(int64_t row, int64_t ndim, const int64_t *shape,

@@ -20,15 +20,10 @@
 
 int F(mt_sum_cols)(const T *x, T *y, int64_t rows, int64_t cols) {
     if (rows < 0 || cols < 0) return MT_ERR_ARGS;
-    /* threads take whole units of 16 columns (a cache line of float) */
-    const int64_t units = (cols + 15) / 16;
-    int nt = mt_threads_for(rows * cols);
-    if (nt > units) nt = units > 0 ? (int)units : 1;
-#pragma omp parallel num_threads(nt)
+#pragma omp parallel num_threads(mt_column_threads(rows, cols))
     {
-        const int tid = mt_thread_num(), nthr = mt_team_size();
-        int64_t j0 = units * tid / nthr * 16, j1 = units * (tid + 1) / nthr * 16;
-        if (j1 > cols) j1 = cols;
+        int64_t j0, j1;
+        mt_my_columns(cols, &j0, &j1);
         T acc[MT_SUM_COLS_CHUNK];
         for (int64_t c0 = j0; c0 < j1; c0 += MT_SUM_COLS_CHUNK) {
             const int64_t width = j1 - c0 < MT_SUM_COLS_CHUNK ? j1 - c0 : MT_SUM_COLS_CHUNK;
