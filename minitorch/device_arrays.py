@@ -87,6 +87,22 @@ def is_gpu_array(array):
     return isinstance(array, _gpu["ndarray"])
 
 
+def max_or_neg_inf(x, axis):
+    """x's max over ``axis``, the reduced dims kept (size 1), -inf where ``axis`` is empty:
+    numpy's ``np.max(..., initial=-inf)``, which CuPy's max does not take."""
+    if type(x) is np.ndarray:
+        return np.max(x, axis=axis, keepdims=True, initial=-np.inf)
+    if x.size:
+        return np.max(x, axis=axis, keepdims=True)
+    shape = np.max(np.empty(x.shape), axis=axis, keepdims=True, initial=-np.inf).shape  # no data
+    return array_module(x).full(shape, -np.inf, x.dtype)
+
+
+def is_writeable(array):
+    """Whether ``array`` may be written: numpy's flag; CuPy's arrays have none (always writable)."""
+    return getattr(array.flags, "writeable", True)
+
+
 def device_of(array):
     """The device that holds ``array``: the CPU for numpy's arrays, ``cuda:i`` for a GPU one."""
     if type(array) is np.ndarray or not isinstance(array, _gpu["ndarray"]):

@@ -11,7 +11,7 @@ May import: ``minitorch.dtype``, ``minitorch.device``, ``minitorch.device_arrays
 """
 import numpy as np
 
-from .device_arrays import device_of, is_gpu_array, resolve, to_device
+from .device_arrays import device_of, is_gpu_array, is_writeable, resolve, to_device
 from .dtype import _BY_NUMPY, as_dtype, bfloat16, bool_, get_default_dtype, int64
 
 
@@ -366,7 +366,7 @@ class Tensor:
         self's history at the op that made it, so gradients flow through the update. The ops
         call it through ``ops.registry.apply_inplace``, which first checks that grad mode allows
         the change (a check that needs autograd, above this file)."""
-        if not self._data.flags.writeable:
+        if not is_writeable(self._data):
             raise RuntimeError("in-place operation on a tensor whose memory is read-only "
                                "(an expanded view); call .clone() first")
         if tuple(result.shape) != tuple(self.shape):

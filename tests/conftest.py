@@ -4,7 +4,9 @@
 ``minitorch.backends.using(name)`` for every name in ``minitorch.backends.available`` ("numpy"
 always, "c" when the extension is built); the fixture's value is that name. Tests that
 parametrize ``backend`` themselves override this fixture. ``threads`` is
-``minitorch.set_num_threads`` with the thread count put back after the test.
+``minitorch.set_num_threads`` with the thread count put back after the test. ``without_gpu``
+makes minitorch see no GPU for one test (as on CI's machines), so that what it says without one
+is checked on a GPU machine too.
 
 Hypothesis example counts come from one place, the profile loaded here: "quick" (the default,
 what CI runs: few examples, derandomized, so every run draws the same cases) or "long"
@@ -33,6 +35,17 @@ def threads():
     before = minitorch.get_num_threads()
     yield minitorch.set_num_threads
     minitorch.set_num_threads(before)
+
+
+@pytest.fixture
+def without_gpu():
+    """minitorch as where CuPy is absent, for the test; the GPU library state put back after."""
+    from minitorch import device_arrays
+    saved = dict(device_arrays._gpu)
+    device_arrays._gpu.update(module=None, kernels=None, ndarray=(), loaded=True,
+                              error="CuPy is not installed (the test's without_gpu fixture)")
+    yield
+    device_arrays._gpu.update(saved)
 
 
 @pytest.fixture(params=sorted(minitorch.backends.available))

@@ -107,6 +107,18 @@ class _Data:
         self.ptr = ptr
 
 
+class _Flags:
+    """CuPy's ``ndarray.flags``: the layout flags only (no ``writeable``: always writable)."""
+
+    def __init__(self, flags):
+        self.c_contiguous, self.f_contiguous = flags.c_contiguous, flags.f_contiguous
+        self.owndata = flags.owndata
+
+    def __getitem__(self, name):  # flags["C_CONTIGUOUS"], as CuPy's
+        return {"C_CONTIGUOUS": self.c_contiguous, "F_CONTIGUOUS": self.f_contiguous,
+                "OWNDATA": self.owndata}[name]
+
+
 class ndarray:  # noqa: N801  (CuPy's name)
     """An array on a stand-in device."""
 
@@ -127,6 +139,8 @@ class ndarray:  # noqa: N801  (CuPy's name)
         return _wrap(result, device_id)
 
     def __array_function__(self, func, types, args, kwargs):
+        if func in (np.max, np.min, np.amax, np.amin) and "initial" in kwargs:
+            raise TypeError(f"{func.__name__}() got an unexpected keyword argument 'initial'")
         device_id = _device_of(args) if _device_of(args) is not None else _device_of(
             tuple(kwargs.values()))
         return _wrap(func(*_unwrap(args, device_id), **_unwrap(kwargs, device_id)), device_id)
@@ -153,6 +167,10 @@ class ndarray:  # noqa: N801  (CuPy's name)
     @shape.setter
     def shape(self, shape):  # in place, where the strides allow (AttributeError otherwise)
         self._array.shape = shape
+
+    @property
+    def flags(self):
+        return _Flags(self._array.flags)
 
     @property
     def data(self):

@@ -280,6 +280,35 @@ def test_a_transformer_trains_on_the_device_as_on_the_cpu():
         _same(p, q)
 
 
+@pytest.mark.skipif("c" not in backends.available, reason="C extension not built")
+def test_the_c_backend_active_changes_nothing_on_the_device():
+    """A real GPU run has the C backend active: its CPU-only fast paths (a bias added by the C
+    arith kernel, column sums, gradients summed in place) must leave GPU arrays to the device's
+    kernels. A model big enough to take them trains as under the numpy backend, bit for bit."""
+    from minitorch.text.model import Seq2SeqTransformer
+
+    def run():
+        mt.manual_seed(0)
+        model = Seq2SeqTransformer(30, 30, d_model=64, nhead=2, num_encoder_layers=1,
+                                   num_decoder_layers=1, dim_feedforward=256, dropout=0.0).cuda()
+        optimizer = mt.optim.Adam(model.parameters(), lr=1e-2)
+        rng = np.random.default_rng(0)
+        src = mt.tensor(rng.integers(4, 30, (4, 40)), device="cuda")
+        tgt = mt.tensor(rng.integers(4, 30, (4, 41)), device="cuda")
+        for _ in range(2):
+            loss = F.cross_entropy(model(src, tgt[:, :-1]).reshape(-1, 30), tgt[:, 1:].reshape(-1))
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+        return loss, list(model.parameters())
+    numpy_loss, numpy_params = run()
+    with backends.using("c"):
+        c_loss, c_params = run()
+    _same(numpy_loss, c_loss)
+    for p, q in zip(numpy_params, c_params):
+        _same(p, q)
+
+
 def test_decoding_on_the_device_equals_the_cpu():
     from minitorch.text.decoding import beam_search, greedy_decode
     from minitorch.text.model import Seq2SeqTransformer

@@ -508,6 +508,7 @@ def test_numel_and_nelement():
     assert mt.numel(x) == x.nelement() == x.numel() == 6
 
 
+@pytest.mark.usefixtures("without_gpu")
 def test_new_tensor_methods_match_torch():
     torch = _torch()
     for dtype in (mt.float64, mt.int32, mt.float16):

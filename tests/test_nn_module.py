@@ -125,6 +125,7 @@ def test_load_state_dict_accepts_numpy_and_casts():
     np.testing.assert_array_equal(lin.bias.detach().numpy(), [1.0, 2.0])
 
 
+@pytest.mark.usefixtures("without_gpu")
 def test_to_double_and_float():
     net = Net()
     weight = net.head.weight

@@ -468,6 +468,7 @@ def test_load_with_a_callable_map_location_uses_its_result(tmp_path):
         minitorch.load(tmp_path / "c", map_location=lambda tensor, location: None)
 
 
+@pytest.mark.usefixtures("without_gpu")
 @pytest.mark.parametrize("map_location", ["cuda", "cuda:0", minitorch.device("cuda"),
                                           {"cpu": "cuda:0"}], ids=repr)
 def test_load_to_cuda_raises_clearly(tmp_path, map_location):

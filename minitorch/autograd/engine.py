@@ -30,7 +30,7 @@ from weakref import getweakrefcount
 
 import numpy as np
 
-from ..device_arrays import array_module
+from ..device_arrays import array_module, is_writeable
 from ..dtype import _BY_NUMPY
 from . import anomaly
 from .function import _tensor_class
@@ -210,7 +210,7 @@ class GradientBuffer:
         # ``_data`` alone.
         owned = (getrefcount(grad) == 2 and getrefcount(grad._data) == 2
                  and type(grad) is _tensor_class() and grad._data.base is None
-                 and grad._data.flags.writeable and grad._ctx is None and not grad.requires_grad
+                 and is_writeable(grad._data) and grad._ctx is None and not grad.requires_grad
                  and grad._base is None and not grad._hooks and not getweakrefcount(grad))
         return tensor, grad, owned
 

@@ -13,6 +13,7 @@ import warnings
 
 import numpy as np
 
+from ..device_arrays import is_writeable
 from .grad_mode import enable_grad, no_grad
 
 
@@ -103,7 +104,7 @@ def gradcheck(func, inputs, *, eps=1e-6, atol=1e-5, rtol=1e-3, raise_exception=T
             warnings.warn(f"gradcheck: input #{i} requires gradient and is not a double precision "
                           "floating point tensor; the check is likely to fail in float32",
                           UserWarning, stacklevel=2)
-        if not t._data.flags.writeable:
+        if not is_writeable(t._data):
             raise ValueError(f"gradcheck: input #{i} is a read-only (expanded) view; pass "
                              ".contiguous() or the tensor it was expanded from")
     outputs = _evaluate(fn, inputs)

@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from ..device_arrays import is_gpu_array
+from ..device_arrays import is_gpu_array, is_writeable
 
 FLOAT_DTYPES = (np.float32, np.float64)
 REDUCTIONS = ("mean", "sum", "none")
@@ -189,7 +189,7 @@ def check_arith(op, a, b, out):
     if out is not None:
         check_float("out", out, a.dtype)
         check_same_shape("out", out, shape)
-        if not out.flags.c_contiguous or not out.flags.writeable:
+        if not out.flags.c_contiguous or not is_writeable(out):
             raise ValueError("out must be a writeable C-contiguous array")
     return layout, shape
 
@@ -508,7 +508,7 @@ def check_matmul_into(a, b, out):
     check_float("out", out, a.dtype)
     shape = tuple(batch) + (a.shape[-2], b.shape[-1])
     check_same_shape("out", out, shape)
-    if not out.flags.writeable:
+    if not is_writeable(out):
         raise ValueError("out must be writable")
     item = out.itemsize
     if any(s < 0 or s % item for s in out.strides) or (out.shape[-1] > 1
@@ -538,7 +538,7 @@ def check_bias_relu(x, bias, out):
     if out is not None:
         check_float("out", out, x.dtype)
         check_same_shape("out", out, x.shape)
-        if not (out.flags.c_contiguous and out.flags.writeable):
+        if not (out.flags.c_contiguous and is_writeable(out)):
             raise ValueError("out must be C-contiguous and writable")
         if out is not x and (np.may_share_memory(out, x) or np.may_share_memory(out, bias)):
             raise ValueError("out must be x itself or share no memory with x and bias")
@@ -555,7 +555,7 @@ def check_bias_relu_backward(dy, y, out=None):
     if out is not None:
         check_float("out", out, dy.dtype)
         check_same_shape("out", out, dy.shape)
-        if not (out.flags.c_contiguous and out.flags.writeable):
+        if not (out.flags.c_contiguous and is_writeable(out)):
             raise ValueError("out must be C-contiguous and writable")
         if np.may_share_memory(out, y) or (out is not dy and np.may_share_memory(out, dy)):
             raise ValueError("out must be dy itself or share no memory with dy and y")

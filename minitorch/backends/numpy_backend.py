@@ -37,7 +37,7 @@ import math
 
 import numpy as np
 
-from ..device_arrays import array_module, on_device_of, to_host
+from ..device_arrays import array_module, max_or_neg_inf, on_device_of, to_host
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
                      _is_array,
                      check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds,
@@ -150,7 +150,7 @@ def softmax_forward(x, scale=1.0, mask=None, causal=False):
     if mask is not None and mask.dtype != np.bool_:
         z = z + mask.astype(np.float64)
     z = np.where(_excluded_entries(x, mask, causal), -np.inf, z)
-    row_max = np.max(z, axis=-1, keepdims=True, initial=-np.inf)  # NaN if the row has one
+    row_max = max_or_neg_inf(z, -1)  # NaN if the row has one
     row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully excluded row: no -inf - -inf
     with np.errstate(invalid="ignore"):  # +inf - +inf: a row with +inf is NaN, as in PyTorch
         e = np.exp(z - row_max)
@@ -173,7 +173,7 @@ def _logsumexp(x64):
     """(m, log sum_j exp(x_j - m)) over the last dim, kept dims, m = max_j x_j: their sum is
     log sum_j exp(x_j), but rounds the log away where |m| >> 1. Both -inf for an all -inf row;
     NaN where the row holds NaN or +inf."""
-    m = np.max(x64, axis=-1, keepdims=True, initial=-np.inf)
+    m = max_or_neg_inf(x64, -1)
     m_safe = np.where(np.isneginf(m), 0.0, m)
     with np.errstate(divide="ignore", invalid="ignore"):
         log_sum = np.log(np.sum(np.exp(x64 - m_safe), axis=-1, keepdims=True))
@@ -930,7 +930,7 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         lq, s = z.shape[-2:]
         excluded |= xp.arange(s) > xp.arange(lq)[:, None] + causal_offset
     z = np.where(excluded, -np.inf, z)
-    row_max = np.max(z, axis=-1, keepdims=True, initial=-np.inf)
+    row_max = max_or_neg_inf(z, -1)
     row_max = np.where(np.isneginf(row_max), 0.0, row_max)  # fully excluded row: no -inf - -inf
     with np.errstate(invalid="ignore"):
         e = np.exp(z - row_max)

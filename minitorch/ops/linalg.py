@@ -301,19 +301,20 @@ _C_BIAS_MIN = 1 << 14
 
 def _bias_grad(rows):
     """The bias's gradient, the (n, out) gradient summed over its rows: the C backend's
-    threaded column sum where no graph is recorded (create_graph=False), else a Tensor sum."""
+    threaded column sum on a CPU array where no graph is recorded (create_graph=False), else a
+    Tensor sum."""
     data = rows._data
-    if (not is_grad_enabled() and data.size >= _C_BIAS_MIN and data.dtype.kind == "f"
-            and data.itemsize >= 4 and backends.backend() == "c"):
+    if (not is_grad_enabled() and type(data) is np.ndarray and data.size >= _C_BIAS_MIN
+            and data.dtype.kind == "f" and data.itemsize >= 4 and backends.backend() == "c"):
         return Tensor._make(backends.current().sum_cols(data))
     return rows.sum(0)
 
 
 def _add_bias_(out, bias):
     """out += bias (a row added to every row of the GEMM's fresh 2-d output), in place."""
-    if (out.size >= _C_BIAS_MIN and out.dtype == bias.dtype and out.dtype.kind == "f"
-            and out.itemsize >= 4 and bias.shape == out.shape[-1:] and bias.flags.c_contiguous
-            and backends.backend() == "c"):
+    if (type(out) is np.ndarray and out.size >= _C_BIAS_MIN and out.dtype == bias.dtype
+            and out.dtype.kind == "f" and out.itemsize >= 4 and bias.shape == out.shape[-1:]
+            and bias.flags.c_contiguous and backends.backend() == "c"):
         backends.current().arith("add", out, bias, out=out)
     else:
         out += bias

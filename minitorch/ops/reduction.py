@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from .. import backends
-from ..device_arrays import as_array
+from ..device_arrays import as_array, max_or_neg_inf
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -111,7 +111,7 @@ class LogSumExp(Function):
     @staticmethod
     def forward(ctx, a, dims, keepdim):
         x = a._data
-        m = np.max(x, axis=dims, keepdims=True, initial=-np.inf)  # initial: empty dims work
+        m = max_or_neg_inf(x, dims)  # -inf over empty dims
         m = np.where(np.isfinite(m), m, 0.0).astype(x.dtype)  # all -inf rows give -inf, not NaN
         with np.errstate(divide="ignore", over="ignore"):  # x - m may round to -inf: exp 0
             log_sum = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True))
