@@ -274,7 +274,12 @@ __attribute__((target("avx512f"))) MT_INLINE static void exp_shifted_avx512_f32_
         __m512 a = _mm512_sub_ps(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), vl);
         _mm512_storeu_ps(out + j, exp16_avx512(a, tab));
     }
-    for (; j < n; ++j) out[j] = mt_exp_f32(x[j] * scale - hi - lo);
+    if (j < n) { /* the tail as one masked vector: up to 15 scalar exps cost more than it */
+        const __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + j);
+        __m512 a = _mm512_sub_ps(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), vl);
+        _mm512_mask_storeu_ps(out + j, k, exp16_avx512(a, tab));
+    }
 }
 
 __attribute__((target("avx512f"))) void exp_shifted_avx512_f32(
@@ -295,7 +300,12 @@ __attribute__((target("avx512f"))) MT_INLINE static void exp_shifted_avx512_f64_
         __m512d a = _mm512_sub_pd(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), vl);
         _mm512_storeu_pd(out + j, exp8_avx512(a, tab));
     }
-    for (; j < n; ++j) out[j] = mt_exp_f64(x[j] * scale - hi - lo);
+    if (j < n) { /* as exp_shifted_avx512_f32_loop */
+        const __mmask8 k = (__mmask8)((1u << (n - j)) - 1);
+        __m512d v = _mm512_maskz_loadu_pd(k, x + j);
+        __m512d a = _mm512_sub_pd(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), vl);
+        _mm512_mask_storeu_pd(out + j, k, exp8_avx512(a, tab));
+    }
 }
 
 __attribute__((target("avx512f"))) void exp_shifted_avx512_f64(
@@ -319,11 +329,17 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_shifted_sum_avx51
         _mm512_storeu_ps(out + j, e);
         acc = _mm512_add_ps(acc, e);
     }
+    if (j < n) { /* as exp_shifted_avx512_f32_loop; the lanes past n add nothing */
+        const __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + j);
+        __m512 e = exp16_avx512(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), tab);
+        _mm512_mask_storeu_ps(out + j, k, e);
+        acc = _mm512_mask_add_ps(acc, k, acc, e);
+    }
     float lanes[16];
     _mm512_storeu_ps(lanes, acc);
     double s = 0;
     for (int l = 0; l < 16; ++l) s += lanes[l];
-    for (; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - shift);
     return s;
 }
 
@@ -347,11 +363,17 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_shifted_sum_avx51
         _mm512_storeu_pd(out + j, e);
         acc = _mm512_add_pd(acc, e);
     }
+    if (j < n) { /* as exp_shifted_sum_avx512_f32_loop */
+        const __mmask8 k = (__mmask8)((1u << (n - j)) - 1);
+        __m512d v = _mm512_maskz_loadu_pd(k, x + j);
+        __m512d e = exp8_avx512(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), tab);
+        _mm512_mask_storeu_pd(out + j, k, e);
+        acc = _mm512_mask_add_pd(acc, k, acc, e);
+    }
     double lanes[8];
     _mm512_storeu_pd(lanes, acc);
     double s = 0;
     for (int l = 0; l < 8; ++l) s += lanes[l];
-    for (; j < n; ++j) s += out[j] = mt_exp_f64(x[j] * scale - shift);
     return s;
 }
 
