@@ -382,4 +382,123 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f64(
     if (scale == 1.0) return exp_shifted_sum_avx512_f64_loop(x, out, n, scale, shift, ahead, 1);
     return exp_shifted_sum_avx512_f64_loop(x, out, n, scale, shift, ahead, 0);
 }
+
+/* exp_shifted_sum, pipelined across rows: besides out[j] = exp(x[j]*scale - shift) and their
+ * sum, the same loop takes the max of the next row (`next`, or NULL) into *next_max (NaN
+ * skipped, as row_max) and multiplies the previous row (`prev`, or NULL) by prev_factor. The
+ * exp keeps the FMA pipes busy while loads and stores are idle, so a softmax row's max pass
+ * and its scaling pass (a zmm store every 2 cycles on Zen 4) ride along for free: a softmax
+ * row costs one pass instead of three. HAS_NEXT / HAS_PREV are constants after inlining. */
+__attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx512_f32_loop(
+    const float *x, float *out, int64_t n, float scale, float shift, const float *next,
+    float *next_max, float *prev, float prev_factor, const int scale_is_one, const int has_next,
+    const int has_prev) {
+    const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(shift);
+    const __m512 vf = _mm512_set1_ps(prev_factor);
+    const mt_exp_table_f32 tab = exp_table_f32();
+    __m512 acc = _mm512_setzero_ps(), m = _mm512_set1_ps(has_next ? *next_max : 0.0f);
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        __m512 v = _mm512_loadu_ps(x + j);
+        __m512 e = exp16_avx512(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), tab);
+        /* (prev before out: prev[j] lies n elements below out[j], a multiple of 4 KiB for
+         * 1024 floats, and a load after the store would wait on it: see MT_ALIAS_WINDOW) */
+        if (has_prev) _mm512_storeu_ps(prev + j, _mm512_mul_ps(_mm512_loadu_ps(prev + j), vf));
+        _mm512_storeu_ps(out + j, e);
+        acc = _mm512_add_ps(acc, e);
+        /* max(v, m) is m where v is NaN: NaN skipped */
+        if (has_next) m = _mm512_max_ps(_mm512_loadu_ps(next + j), m);
+    }
+    if (j < n) { /* as exp_shifted_avx512_f32_loop */
+        const __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
+        __m512 v = _mm512_maskz_loadu_ps(k, x + j);
+        __m512 e = exp16_avx512(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), tab);
+        _mm512_mask_storeu_ps(out + j, k, e);
+        acc = _mm512_mask_add_ps(acc, k, acc, e);
+        if (has_next) m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, next + j), m);
+        if (has_prev)
+            _mm512_mask_storeu_ps(prev + j, k,
+                                  _mm512_mul_ps(_mm512_maskz_loadu_ps(k, prev + j), vf));
+    }
+    if (has_next) *next_max = _mm512_reduce_max_ps(m);
+    float lanes[16];
+    _mm512_storeu_ps(lanes, acc);
+    double s = 0;
+    for (int l = 0; l < 16; ++l) s += lanes[l];
+    return s;
+}
+
+__attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f32(
+    const float *x, float *out, int64_t n, float scale, float shift, const float *next,
+    float *next_max, float *prev, float prev_factor) {
+#define MT_PIPELINED(ONE, NEXT, PREV)                                                            \
+    return exp_sum_pipelined_avx512_f32_loop(x, out, n, scale, shift, next, next_max, prev,      \
+                                             prev_factor, ONE, NEXT, PREV)
+    if (scale == 1.0f) {
+        if (next && prev) MT_PIPELINED(1, 1, 1);
+        if (next) MT_PIPELINED(1, 1, 0);
+        if (prev) MT_PIPELINED(1, 0, 1);
+        MT_PIPELINED(1, 0, 0);
+    }
+    if (next && prev) MT_PIPELINED(0, 1, 1);
+    if (next) MT_PIPELINED(0, 1, 0);
+    if (prev) MT_PIPELINED(0, 0, 1);
+    MT_PIPELINED(0, 0, 0);
+#undef MT_PIPELINED
+}
+
+__attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx512_f64_loop(
+    const double *x, double *out, int64_t n, double scale, double shift, const double *next,
+    double *next_max, double *prev, double prev_factor, const int scale_is_one,
+    const int has_next, const int has_prev) {
+    const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(shift);
+    const __m512d vf = _mm512_set1_pd(prev_factor);
+    const mt_exp_table_f64 tab = exp_table_f64();
+    __m512d acc = _mm512_setzero_pd(), m = _mm512_set1_pd(has_next ? *next_max : 0.0);
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) { /* as exp_sum_pipelined_avx512_f32_loop */
+        __m512d v = _mm512_loadu_pd(x + j);
+        __m512d e = exp8_avx512(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), tab);
+        if (has_prev) _mm512_storeu_pd(prev + j, _mm512_mul_pd(_mm512_loadu_pd(prev + j), vf));
+        _mm512_storeu_pd(out + j, e);
+        acc = _mm512_add_pd(acc, e);
+        if (has_next) m = _mm512_max_pd(_mm512_loadu_pd(next + j), m);
+    }
+    if (j < n) {
+        const __mmask8 k = (__mmask8)((1u << (n - j)) - 1);
+        __m512d v = _mm512_maskz_loadu_pd(k, x + j);
+        __m512d e = exp8_avx512(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), tab);
+        _mm512_mask_storeu_pd(out + j, k, e);
+        acc = _mm512_mask_add_pd(acc, k, acc, e);
+        if (has_next) m = _mm512_mask_max_pd(m, k, _mm512_maskz_loadu_pd(k, next + j), m);
+        if (has_prev)
+            _mm512_mask_storeu_pd(prev + j, k,
+                                  _mm512_mul_pd(_mm512_maskz_loadu_pd(k, prev + j), vf));
+    }
+    if (has_next) *next_max = _mm512_reduce_max_pd(m);
+    double lanes[8];
+    _mm512_storeu_pd(lanes, acc);
+    double s = 0;
+    for (int l = 0; l < 8; ++l) s += lanes[l];
+    return s;
+}
+
+__attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f64(
+    const double *x, double *out, int64_t n, double scale, double shift, const double *next,
+    double *next_max, double *prev, double prev_factor) {
+#define MT_PIPELINED(ONE, NEXT, PREV)                                                            \
+    return exp_sum_pipelined_avx512_f64_loop(x, out, n, scale, shift, next, next_max, prev,      \
+                                             prev_factor, ONE, NEXT, PREV)
+    if (scale == 1.0) {
+        if (next && prev) MT_PIPELINED(1, 1, 1);
+        if (next) MT_PIPELINED(1, 1, 0);
+        if (prev) MT_PIPELINED(1, 0, 1);
+        MT_PIPELINED(1, 0, 0);
+    }
+    if (next && prev) MT_PIPELINED(0, 1, 1);
+    if (next) MT_PIPELINED(0, 1, 0);
+    if (prev) MT_PIPELINED(0, 0, 1);
+    MT_PIPELINED(0, 0, 0);
+#undef MT_PIPELINED
+}
 #endif /* MT_X86 */

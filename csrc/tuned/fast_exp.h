@@ -114,4 +114,15 @@ MT_DECLARE_EXP(avx2)
 MT_DECLARE_EXP(avx512)
 #undef MT_DECLARE_EXP
 
+/* AVX-512 only: exp_shifted_sum that also maxes next[0 .. n) into *next_max and multiplies
+ * prev[0 .. n) by prev_factor in the same loop (next, prev: NULL for none). The row kernels'
+ * other levels do the three passes apart (row_ops.h: row_exp_sum_pipelined). */
+double exp_shifted_sum_pipelined_avx512_f32(const float *x, float *out, int64_t n, float scale,
+                                            float shift, const float *next, float *next_max,
+                                            float *prev, float prev_factor);
+double exp_shifted_sum_pipelined_avx512_f64(const double *x, double *out, int64_t n,
+                                            double scale, double shift, const double *next,
+                                            double *next_max, double *prev,
+                                            double prev_factor);
+
 #endif /* MT_FAST_EXP_H */

@@ -35,6 +35,9 @@
  * above in, modulo 4096; streaming stores stay pending longest. */
 #define MT_ALIAS_WINDOW 128
 
+/* The levels with a one-loop row_exp_sum_pipelined (fast_exp.h) */
+#define MT_PIPELINED_avx512 1
+
 /* Whether a forward pass that loads ins[k][j] (NULL: none) and stores out[j], elements of
  * `size` bytes, has a store just below a later load modulo 4096 (see MT_ALIAS_WINDOW). */
 static inline int mt_stores_alias_loads(const void *out, const void *const *ins, int n_ins,
@@ -153,6 +156,35 @@ MT_INLINE static void V(row_scale)(T *y, int64_t n, T factor) {
     for (int64_t j = 0; j < n; ++j) y[j] *= factor;
 }
 
+/* row_exp_sum(x, out, n, scale, shift) (out may be NULL), and meanwhile *next_max = max(*next_max, row_max(next))
+ * (next: NULL for none) and prev[j] *= prev_factor (prev: NULL for none), all n long: a row
+ * kernel passes the next row's input and the previous row's output, so that one loop does what
+ * three passes did (fast_exp.c). The levels without that loop run the three passes. */
+MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, T scale,
+                                                 T shift, const T *next, T *next_max, T *prev,
+                                                 T prev_factor) {
+#if MT_CAT(MT_PIPELINED, ISA)
+    T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
+    double total = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) { /* blocks: see MT_SUM_BLOCK */
+        int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
+        total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : buffer, len, scale, shift,
+                                              next ? next + j0 : NULL, next_max,
+                                              prev ? prev + j0 : NULL, prev_factor);
+    }
+    return total;
+#else
+    /* (the exp pass prefetches the next row, which the max then reads from cache) */
+    const double total = V(row_exp_sum)(x, out, n, scale, shift, next);
+    if (next) {
+        T m = V(row_max)(next, n);
+        *next_max = m > *next_max ? m : *next_max;
+    }
+    if (prev) V(row_scale)(prev, n, prev_factor);
+    return total;
+#endif
+}
+
 /* log sum_j exp(x[j] - m) in double, m = max_j x[j] written to *max_out (NaN if x holds one);
  * -inf for an empty or all -inf row. The two stay apart: m + log(sum) would lose the log where
  * |m| >> 1, so callers subtract m first. out and ahead as in row_exp_sum. */
@@ -163,6 +195,20 @@ MT_INLINE static double V(row_log_sum_exp_shifted)(const T *x, T *out, int64_t n
     *max_out = m;
     if (m == -(T)INFINITY) return -INFINITY;
     return log(V(row_exp_sum)(x, out, n, (T)1, m, ahead));
+}
+
+/* row_log_sum_exp_shifted for a row whose row_max *m is known (from the row before's loop),
+ * taking the max of the next row (NULL: none) into *next_max meanwhile. *m becomes NaN where
+ * a NaN hid behind a -inf max. */
+MT_INLINE static double V(row_log_sum_exp_known_max)(const T *x, T *out, int64_t n, T *m,
+                                                     const T *next, T *next_max) {
+    *next_max = -(T)INFINITY;
+    if (*m == -(T)INFINITY) *m = V(row_nan_or_minus_inf)(x, n, (T)1);
+    if (*m == -(T)INFINITY) {
+        if (next) *next_max = V(row_max)(next, n);
+        return -INFINITY;
+    }
+    return log(V(row_exp_sum_pipelined)(x, out, n, (T)1, *m, next, next_max, NULL, (T)0));
 }
 
 #undef LANES

@@ -33,6 +33,37 @@ static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
     V(row_scale)(y, n, (T)(1.0 / s));
 }
 
+/* Rows [r0, r1) of an unmasked softmax, in one pass each: a row's exp loop also takes the
+ * next row's max and divides the previous row by its sum (row_exp_sum_pipelined). */
+static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n,
+                                  T scale) {
+    T *pending = NULL; /* the previous row: its exps, still to be divided by their sum */
+    T pending_factor = 0;
+    T m = r0 < r1 ? V(row_max_scaled)(x + r0 * n, n, scale) : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *xr = x + r * n;
+        T *yr = y + r * n;
+        const T *next = r + 1 < r1 ? xr + n : NULL;
+        if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(xr, n, scale);
+        if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
+            for (int64_t j = 0; j < n; ++j) yr[j] = 0;
+            if (pending) V(row_scale)(pending, n, pending_factor);
+            pending = NULL;
+            if (next) m = V(row_max_scaled)(next, n, scale);
+            continue;
+        }
+        /* the loop's max is max(x): row_max_scaled multiplies it by scale only where > 0 */
+        const int max_in_loop = next && scale > 0;
+        T next_max = -(T)INFINITY;
+        double s = V(row_exp_sum_pipelined)(xr, yr, n, scale, m, max_in_loop ? next : NULL,
+                                            &next_max, pending, pending_factor);
+        pending = yr;
+        pending_factor = (T)(1.0 / s);
+        if (next) m = max_in_loop ? next_max * scale : V(row_max_scaled)(next, n, scale);
+    }
+    if (pending) V(row_scale)(pending, n, pending_factor);
+}
+
 /* -inf where `excluded` is set, else v; on the bits, because GCC 12 does not vectorize a
  * float select on a byte condition (the scalar loop took 6 cycles an element, not 1). */
 MT_INLINE static T V(masked_out)(T v, uint8_t excluded) {
@@ -94,6 +125,15 @@ int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T sca
                              int64_t mask_col_stride, int64_t causal_lq) {
     const int has_mask = mask_add != NULL || mask_bool != NULL;
     int nt = mt_threads_for(rows * cols);
+    if (!has_mask && causal_lq == 0 && cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES) {
+        /* (rows that fit in L2 beside the next: the previous row is scaled from there) */
+#pragma omp parallel num_threads(nt)
+        {
+            const int64_t tid = mt_thread_num(), team = mt_team_size();
+            V(softmax_rows_plain)(x, y, rows * tid / team, rows * (tid + 1) / team, cols, scale);
+        }
+        return 0;
+    }
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t r = 0; r < rows; ++r) {
         const T *xr = x + r * cols;
@@ -136,26 +176,37 @@ int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int6
     return 0;
 }
 
-static void V(log_softmax_row)(const T *x, T *y, int64_t n,
-                               const T *ahead) {
-    T m;
-    double log_sum = V(row_log_sum_exp_shifted)(x, y, n, ahead, &m); /* y: exps until below */
-    if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
-        for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
-        return;
-    }
-    /* (x - m) - log_sum with log_sum split hi + lo: x - m is exact near the max (Sterbenz), so
-     * T keeps the double log_sum's precision without converting every element to double. */
-    const T hi = (T)log_sum, lo = (T)(log_sum - (double)hi);
+/* Rows [r0, r1) of log-softmax: each row's exp loop also takes the next row's max. */
+static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n) {
+    T m = r0 < r1 ? V(row_max)(x + r0 * n, n) : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *xr = x + r * n;
+        T *yr = y + r * n;
+        T next_max;
+        /* y: exps until below */
+        double log_sum = V(row_log_sum_exp_known_max)(xr, yr, n, &m, r + 1 < r1 ? xr + n : NULL,
+                                                      &next_max);
+        if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
+            for (int64_t j = 0; j < n; ++j) yr[j] = -(T)INFINITY;
+        } else {
+            /* (x - m) - log_sum with log_sum split hi + lo: x - m is exact near the max
+             * (Sterbenz), so T keeps the double log_sum's precision without converting every
+             * element to double. */
+            const T hi = (T)log_sum, lo = (T)(log_sum - (double)hi);
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m) - hi) - lo;
+            for (int64_t j = 0; j < n; ++j) yr[j] = ((xr[j] - m) - hi) - lo;
+        }
+        m = next_max;
+    }
 }
 
 int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r)
-        V(log_softmax_row)(x + r * cols, y + r * cols, cols, MT_NEXT_ROW(x, r, rows, cols));
+#pragma omp parallel num_threads(nt)
+    {
+        const int64_t tid = mt_thread_num(), team = mt_team_size();
+        V(log_softmax_rows)(x, y, rows * tid / team, rows * (tid + 1) / team, cols);
+    }
     return 0;
 }
 
