@@ -45,8 +45,9 @@ static void V(cross_entropy_rows)(const T *logits, const int64_t *target, int64_
     for (int64_t r = r0; r < r1; ++r) {
         const T *x = logits + r * n;
         T next_max;
-        const double log_sum = V(row_log_sum_exp_known_max)(x, NULL, n, &m,
-                                                            r + 1 < r1 ? x + n : NULL, &next_max);
+        const double log_sum = V(row_log_sum_exp_known_max)(
+            x, NULL, n, &m, r + 1 < r1 ? x + n : NULL, &next_max, NULL,
+            MT_ROW_AFTER_NEXT(logits, r, r1, n));
         lse[2 * r] = (double)m;
         lse[2 * r + 1] = log_sum;
         const int64_t t = target[r];
@@ -80,9 +81,7 @@ static void V(cross_entropy_backward_row)(const T *x, const double *lse, int64_t
     T uniform = (T)(smoothing / (double)n);
     /* exp((x - m) - log_sum): x - m is exact where the probability is large, and m is a value
      * of the row, so only log_sum's rounding to T is added. */
-    V(exp_shifted)(x, dx, n, (T)1, (T)lse[0], (T)lse[1], ahead);
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) dx[j] = g * (dx[j] - uniform);
+    V(row_exp_axpy)(x, dx, n, (T)lse[0], (T)lse[1], g, NULL, -g * uniform, ahead);
     dx[t] -= g * (T)(1.0 - smoothing);
 }
 

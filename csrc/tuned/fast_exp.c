@@ -385,25 +385,42 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f64(
 
 /* exp_shifted_sum, pipelined across rows: besides out[j] = exp(x[j]*scale - shift) and their
  * sum, the same loop takes the max of the next row (`next`, or NULL) into *next_max (NaN
- * skipped, as row_max) and multiplies the previous row (`prev`, or NULL) by prev_factor. The
- * exp keeps the FMA pipes busy while loads and stores are idle, so a softmax row's max pass
- * and its scaling pass (a zmm store every 2 cycles on Zen 4) ride along for free: a softmax
- * row costs one pass instead of three. HAS_NEXT / HAS_PREV are constants after inlining. */
+ * skipped, as row_max), finishes the previous row (`prev`: see mt_row_finish in fast_exp.h),
+ * and prefetches `ahead` (the row after next, or NULL), whose max the next row's loop loads.
+ * The exp keeps the FMA pipes busy while loads and stores are idle, so a row's max pass and
+ * its finishing pass (a zmm store every 2 cycles on Zen 4) ride along for free: a softmax or
+ * log-softmax row costs one pass instead of three. ONE (scale is 1), HAS_NEXT and FINISH (0:
+ * none, 1: scale, 2: log-softmax's) are constants after inlining. */
+__attribute__((target("avx512f"))) MT_INLINE static __m512 finish_f32(
+    __m512 y, __m512 x, __m512 factor, __m512 shift, __m512 hi, __m512 lo, const int finish) {
+    if (finish == 1) return _mm512_mul_ps(y, factor);
+    return _mm512_sub_ps(_mm512_sub_ps(_mm512_sub_ps(x, shift), hi), lo);
+}
+
 __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx512_f32_loop(
-    const float *x, float *out, int64_t n, float scale, float shift, const float *next,
-    float *next_max, float *prev, float prev_factor, const int scale_is_one, const int has_next,
-    const int has_prev) {
+    const float *x, float *out, int64_t n, float scale, float shift, const float *next, float *next_max,
+    const mt_row_finish_f32 *prev, const float *ahead, const int scale_is_one, const int has_next,
+    const int finish) {
     const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(shift);
-    const __m512 vf = _mm512_set1_ps(prev_factor);
+    float *py = finish ? prev->y : NULL;
+    const float *px = finish == 2 ? prev->x : NULL;
+    const __m512 pf = _mm512_set1_ps(finish ? prev->factor : 0), ps = _mm512_set1_ps(finish ? prev->shift : 0);
+    const __m512 phi = _mm512_set1_ps(finish ? prev->hi : 0), plo = _mm512_set1_ps(finish ? prev->lo : 0);
     const mt_exp_table_f32 tab = exp_table_f32();
-    __m512 acc = _mm512_setzero_ps(), m = _mm512_set1_ps(has_next ? *next_max : 0.0f);
+    __m512 acc = _mm512_setzero_ps(), m = _mm512_set1_ps(has_next ? *next_max : 0);
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m512 v = _mm512_loadu_ps(x + j);
         __m512 e = exp16_avx512(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), tab);
-        /* (prev before out: prev[j] lies n elements below out[j], a multiple of 4 KiB for
-         * 1024 floats, and a load after the store would wait on it: see MT_ALIAS_WINDOW) */
-        if (has_prev) _mm512_storeu_ps(prev + j, _mm512_mul_ps(_mm512_loadu_ps(prev + j), vf));
+        /* (the previous row before out: its y[j] lies n elements below out[j], a multiple of
+         * 4 KiB for 1024 floats, and a load after the store would wait on it: see
+         * MT_ALIAS_WINDOW) */
+        if (finish) {
+            __m512 pyv = finish == 1 ? _mm512_loadu_ps(py + j) : vs;
+            __m512 pxv = finish == 2 ? _mm512_loadu_ps(px + j) : vs;
+            _mm512_storeu_ps(py + j, finish_f32(pyv, pxv, pf, ps, phi, plo, finish));
+        }
         _mm512_storeu_ps(out + j, e);
         acc = _mm512_add_ps(acc, e);
         /* max(v, m) is m where v is NaN: NaN skipped */
@@ -413,12 +430,14 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
         const __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
         __m512 v = _mm512_maskz_loadu_ps(k, x + j);
         __m512 e = exp16_avx512(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), tab);
+        if (finish) {
+            __m512 pyv = finish == 1 ? _mm512_maskz_loadu_ps(k, py + j) : vs;
+            __m512 pxv = finish == 2 ? _mm512_maskz_loadu_ps(k, px + j) : vs;
+            _mm512_mask_storeu_ps(py + j, k, finish_f32(pyv, pxv, pf, ps, phi, plo, finish));
+        }
         _mm512_mask_storeu_ps(out + j, k, e);
         acc = _mm512_mask_add_ps(acc, k, acc, e);
         if (has_next) m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, next + j), m);
-        if (has_prev)
-            _mm512_mask_storeu_ps(prev + j, k,
-                                  _mm512_mul_ps(_mm512_maskz_loadu_ps(k, prev + j), vf));
     }
     if (has_next) *next_max = _mm512_reduce_max_ps(m);
     float lanes[16];
@@ -429,51 +448,75 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
 }
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f32(
-    const float *x, float *out, int64_t n, float scale, float shift, const float *next,
-    float *next_max, float *prev, float prev_factor) {
-#define MT_PIPELINED(ONE, NEXT, PREV)                                                            \
-    return exp_sum_pipelined_avx512_f32_loop(x, out, n, scale, shift, next, next_max, prev,      \
-                                             prev_factor, ONE, NEXT, PREV)
-    if (scale == 1.0f) {
-        if (next && prev) MT_PIPELINED(1, 1, 1);
-        if (next) MT_PIPELINED(1, 1, 0);
-        if (prev) MT_PIPELINED(1, 0, 1);
-        MT_PIPELINED(1, 0, 0);
+    const float *x, float *out, int64_t n, float scale, float shift, const float *next, float *next_max,
+    const mt_row_finish_f32 *prev, const float *ahead) {
+    const int finish = !prev || !prev->y ? 0 : prev->x ? 2 : 1;
+#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
+    return exp_sum_pipelined_avx512_f32_loop(x, out, n, scale, shift, next, next_max, prev,     \
+                                             ahead, ONE, NEXT, FINISH)
+#define MT_PIPELINED_FINISH(ONE, NEXT)                                                           \
+    do {                                                                                         \
+        if (finish == 0) MT_PIPELINED(ONE, NEXT, 0);                                             \
+        if (finish == 1) MT_PIPELINED(ONE, NEXT, 1);                                             \
+        MT_PIPELINED(ONE, NEXT, 2);                                                              \
+    } while (0)
+    if (scale == 1) {
+        if (next) MT_PIPELINED_FINISH(1, 1);
+        MT_PIPELINED_FINISH(1, 0);
     }
-    if (next && prev) MT_PIPELINED(0, 1, 1);
-    if (next) MT_PIPELINED(0, 1, 0);
-    if (prev) MT_PIPELINED(0, 0, 1);
-    MT_PIPELINED(0, 0, 0);
+    if (next) MT_PIPELINED_FINISH(0, 1);
+    MT_PIPELINED_FINISH(0, 0);
+#undef MT_PIPELINED_FINISH
 #undef MT_PIPELINED
 }
 
+__attribute__((target("avx512f"))) MT_INLINE static __m512d finish_f64(
+    __m512d y, __m512d x, __m512d factor, __m512d shift, __m512d hi, __m512d lo, const int finish) {
+    if (finish == 1) return _mm512_mul_pd(y, factor);
+    return _mm512_sub_pd(_mm512_sub_pd(_mm512_sub_pd(x, shift), hi), lo);
+}
+
 __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx512_f64_loop(
-    const double *x, double *out, int64_t n, double scale, double shift, const double *next,
-    double *next_max, double *prev, double prev_factor, const int scale_is_one,
-    const int has_next, const int has_prev) {
+    const double *x, double *out, int64_t n, double scale, double shift, const double *next, double *next_max,
+    const mt_row_finish_f64 *prev, const double *ahead, const int scale_is_one, const int has_next,
+    const int finish) {
     const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(shift);
-    const __m512d vf = _mm512_set1_pd(prev_factor);
+    double *py = finish ? prev->y : NULL;
+    const double *px = finish == 2 ? prev->x : NULL;
+    const __m512d pf = _mm512_set1_pd(finish ? prev->factor : 0), ps = _mm512_set1_pd(finish ? prev->shift : 0);
+    const __m512d phi = _mm512_set1_pd(finish ? prev->hi : 0), plo = _mm512_set1_pd(finish ? prev->lo : 0);
     const mt_exp_table_f64 tab = exp_table_f64();
-    __m512d acc = _mm512_setzero_pd(), m = _mm512_set1_pd(has_next ? *next_max : 0.0);
+    __m512d acc = _mm512_setzero_pd(), m = _mm512_set1_pd(has_next ? *next_max : 0);
     int64_t j = 0;
-    for (; j + 8 <= n; j += 8) { /* as exp_sum_pipelined_avx512_f32_loop */
+    for (; j + 8 <= n; j += 8) {
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         __m512d v = _mm512_loadu_pd(x + j);
         __m512d e = exp8_avx512(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), tab);
-        if (has_prev) _mm512_storeu_pd(prev + j, _mm512_mul_pd(_mm512_loadu_pd(prev + j), vf));
+        /* (the previous row before out: its y[j] lies n elements below out[j], a multiple of
+         * 4 KiB for 1024 floats, and a load after the store would wait on it: see
+         * MT_ALIAS_WINDOW) */
+        if (finish) {
+            __m512d pyv = finish == 1 ? _mm512_loadu_pd(py + j) : vs;
+            __m512d pxv = finish == 2 ? _mm512_loadu_pd(px + j) : vs;
+            _mm512_storeu_pd(py + j, finish_f64(pyv, pxv, pf, ps, phi, plo, finish));
+        }
         _mm512_storeu_pd(out + j, e);
         acc = _mm512_add_pd(acc, e);
+        /* max(v, m) is m where v is NaN: NaN skipped */
         if (has_next) m = _mm512_max_pd(_mm512_loadu_pd(next + j), m);
     }
-    if (j < n) {
+    if (j < n) { /* as exp_shifted_avx512_f64_loop */
         const __mmask8 k = (__mmask8)((1u << (n - j)) - 1);
         __m512d v = _mm512_maskz_loadu_pd(k, x + j);
         __m512d e = exp8_avx512(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), tab);
+        if (finish) {
+            __m512d pyv = finish == 1 ? _mm512_maskz_loadu_pd(k, py + j) : vs;
+            __m512d pxv = finish == 2 ? _mm512_maskz_loadu_pd(k, px + j) : vs;
+            _mm512_mask_storeu_pd(py + j, k, finish_f64(pyv, pxv, pf, ps, phi, plo, finish));
+        }
         _mm512_mask_storeu_pd(out + j, k, e);
         acc = _mm512_mask_add_pd(acc, k, acc, e);
         if (has_next) m = _mm512_mask_max_pd(m, k, _mm512_maskz_loadu_pd(k, next + j), m);
-        if (has_prev)
-            _mm512_mask_storeu_pd(prev + j, k,
-                                  _mm512_mul_pd(_mm512_maskz_loadu_pd(k, prev + j), vf));
     }
     if (has_next) *next_max = _mm512_reduce_max_pd(m);
     double lanes[8];
@@ -484,21 +527,88 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
 }
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f64(
-    const double *x, double *out, int64_t n, double scale, double shift, const double *next,
-    double *next_max, double *prev, double prev_factor) {
-#define MT_PIPELINED(ONE, NEXT, PREV)                                                            \
-    return exp_sum_pipelined_avx512_f64_loop(x, out, n, scale, shift, next, next_max, prev,      \
-                                             prev_factor, ONE, NEXT, PREV)
-    if (scale == 1.0) {
-        if (next && prev) MT_PIPELINED(1, 1, 1);
-        if (next) MT_PIPELINED(1, 1, 0);
-        if (prev) MT_PIPELINED(1, 0, 1);
-        MT_PIPELINED(1, 0, 0);
+    const double *x, double *out, int64_t n, double scale, double shift, const double *next, double *next_max,
+    const mt_row_finish_f64 *prev, const double *ahead) {
+    const int finish = !prev || !prev->y ? 0 : prev->x ? 2 : 1;
+#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
+    return exp_sum_pipelined_avx512_f64_loop(x, out, n, scale, shift, next, next_max, prev,     \
+                                             ahead, ONE, NEXT, FINISH)
+#define MT_PIPELINED_FINISH(ONE, NEXT)                                                           \
+    do {                                                                                         \
+        if (finish == 0) MT_PIPELINED(ONE, NEXT, 0);                                             \
+        if (finish == 1) MT_PIPELINED(ONE, NEXT, 1);                                             \
+        MT_PIPELINED(ONE, NEXT, 2);                                                              \
+    } while (0)
+    if (scale == 1) {
+        if (next) MT_PIPELINED_FINISH(1, 1);
+        MT_PIPELINED_FINISH(1, 0);
     }
-    if (next && prev) MT_PIPELINED(0, 1, 1);
-    if (next) MT_PIPELINED(0, 1, 0);
-    if (prev) MT_PIPELINED(0, 0, 1);
-    MT_PIPELINED(0, 0, 0);
+    if (next) MT_PIPELINED_FINISH(0, 1);
+    MT_PIPELINED_FINISH(0, 0);
+#undef MT_PIPELINED_FINISH
 #undef MT_PIPELINED
+}
+
+/* out[j] = add[j] + mul * exp(x[j] - hi - lo) (add_const in place of add[j] where add is NULL),
+ * prefetching ahead[0 .. n) meanwhile: a backward's exp and its combination in one loop
+ * (log-softmax: dy - sum(dy) exp(y); cross-entropy: g exp(x - lse) - g eps/C), where a second
+ * pass over the row would store every element twice. HAS_ADD is a constant after inlining. */
+__attribute__((target("avx512f"))) MT_INLINE static void exp_axpy_avx512_f32_loop(
+    const float *x, float *out, int64_t n, float hi, float lo, float mul, const float *add,
+    float add_const, const float *ahead, const int has_add) {
+    const __m512 vh = _mm512_set1_ps(hi), vl = _mm512_set1_ps(lo), vm = _mm512_set1_ps(mul);
+    const __m512 vc = _mm512_set1_ps(add_const);
+    const mt_exp_table_f32 tab = exp_table_f32();
+    int64_t j = 0;
+    for (; j + 16 <= n; j += 16) {
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
+        __m512 a = _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), vh), vl);
+        __m512 b = has_add ? _mm512_loadu_ps(add + j) : vc;
+        _mm512_storeu_ps(out + j, _mm512_fmadd_ps(exp16_avx512(a, tab), vm, b));
+    }
+    if (j < n) { /* as exp_shifted_avx512_f32_loop */
+        const __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
+        __m512 a = _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vh), vl);
+        __m512 b = has_add ? _mm512_maskz_loadu_ps(k, add + j) : vc;
+        _mm512_mask_storeu_ps(out + j, k, _mm512_fmadd_ps(exp16_avx512(a, tab), vm, b));
+    }
+}
+
+__attribute__((target("avx512f"))) void exp_axpy_avx512_f32(const float *x, float *out,
+                                                            int64_t n, float hi, float lo,
+                                                            float mul, const float *add,
+                                                            float add_const, const float *ahead) {
+    if (add) exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 1);
+    else exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0);
+}
+
+__attribute__((target("avx512f"))) MT_INLINE static void exp_axpy_avx512_f64_loop(
+    const double *x, double *out, int64_t n, double hi, double lo, double mul,
+    const double *add, double add_const, const double *ahead, const int has_add) {
+    const __m512d vh = _mm512_set1_pd(hi), vl = _mm512_set1_pd(lo), vm = _mm512_set1_pd(mul);
+    const __m512d vc = _mm512_set1_pd(add_const);
+    const mt_exp_table_f64 tab = exp_table_f64();
+    int64_t j = 0;
+    for (; j + 8 <= n; j += 8) {
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
+        __m512d a = _mm512_sub_pd(_mm512_sub_pd(_mm512_loadu_pd(x + j), vh), vl);
+        __m512d b = has_add ? _mm512_loadu_pd(add + j) : vc;
+        _mm512_storeu_pd(out + j, _mm512_fmadd_pd(exp8_avx512(a, tab), vm, b));
+    }
+    if (j < n) {
+        const __mmask8 k = (__mmask8)((1u << (n - j)) - 1);
+        __m512d a = _mm512_sub_pd(_mm512_sub_pd(_mm512_maskz_loadu_pd(k, x + j), vh), vl);
+        __m512d b = has_add ? _mm512_maskz_loadu_pd(k, add + j) : vc;
+        _mm512_mask_storeu_pd(out + j, k, _mm512_fmadd_pd(exp8_avx512(a, tab), vm, b));
+    }
+}
+
+__attribute__((target("avx512f"))) void exp_axpy_avx512_f64(const double *x, double *out,
+                                                            int64_t n, double hi, double lo,
+                                                            double mul, const double *add,
+                                                            double add_const,
+                                                            const double *ahead) {
+    if (add) exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 1);
+    else exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0);
 }
 #endif /* MT_X86 */

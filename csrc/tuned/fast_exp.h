@@ -114,15 +114,36 @@ MT_DECLARE_EXP(avx2)
 MT_DECLARE_EXP(avx512)
 #undef MT_DECLARE_EXP
 
-/* AVX-512 only: exp_shifted_sum that also maxes next[0 .. n) into *next_max and multiplies
- * prev[0 .. n) by prev_factor in the same loop (next, prev: NULL for none). The row kernels'
- * other levels do the three passes apart (row_ops.h: row_exp_sum_pipelined). */
+/* How a pipelined loop (below) finishes the previous row, y[0 .. n): y[j] *= factor
+ * (softmax), or where x is not NULL, y[j] = ((x[j] - shift) - hi) - lo (log-softmax, lse split
+ * in T parts). y NULL: there is none. */
+typedef struct {
+    float *y;
+    const float *x;
+    float factor, shift, hi, lo;
+} mt_row_finish_f32;
+typedef struct {
+    double *y;
+    const double *x;
+    double factor, shift, hi, lo;
+} mt_row_finish_f64;
+
+/* AVX-512 only: exp_shifted_sum that also maxes next[0 .. n) into *next_max, finishes the
+ * previous row (prev, or NULL) and prefetches ahead[0 .. n) in the same loop (next, ahead:
+ * NULL for none). The row kernels' other levels do the passes apart (row_ops.h:
+ * row_exp_sum_pipelined). */
 double exp_shifted_sum_pipelined_avx512_f32(const float *x, float *out, int64_t n, float scale,
                                             float shift, const float *next, float *next_max,
-                                            float *prev, float prev_factor);
+                                            const mt_row_finish_f32 *prev, const float *ahead);
 double exp_shifted_sum_pipelined_avx512_f64(const double *x, double *out, int64_t n,
                                             double scale, double shift, const double *next,
-                                            double *next_max, double *prev,
-                                            double prev_factor);
+                                            double *next_max, const mt_row_finish_f64 *prev,
+                                            const double *ahead);
+/* AVX-512 only: out[j] = add[j] + mul * exp(x[j] - hi - lo), add_const where add is NULL
+ * (row_ops.h: row_exp_axpy; the other levels run exp_shifted and a second pass). */
+void exp_axpy_avx512_f32(const float *x, float *out, int64_t n, float hi, float lo, float mul,
+                         const float *add, float add_const, const float *ahead);
+void exp_axpy_avx512_f64(const double *x, double *out, int64_t n, double hi, double lo,
+                         double mul, const double *add, double add_const, const double *ahead);
 
 #endif /* MT_FAST_EXP_H */

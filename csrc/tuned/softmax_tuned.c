@@ -37,8 +37,8 @@ static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
  * next row's max and divides the previous row by its sum (row_exp_sum_pipelined). */
 static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n,
                                   T scale) {
-    T *pending = NULL; /* the previous row: its exps, still to be divided by their sum */
-    T pending_factor = 0;
+    /* the previous row: its exps, still to be divided by their sum */
+    F(mt_row_finish) pending = {0};
     T m = r0 < r1 ? V(row_max_scaled)(x + r0 * n, n, scale) : 0;
     for (int64_t r = r0; r < r1; ++r) {
         const T *xr = x + r * n;
@@ -47,8 +47,8 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
         if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(xr, n, scale);
         if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
             for (int64_t j = 0; j < n; ++j) yr[j] = 0;
-            if (pending) V(row_scale)(pending, n, pending_factor);
-            pending = NULL;
+            V(row_finish)(&pending, n);
+            pending.y = NULL;
             if (next) m = V(row_max_scaled)(next, n, scale);
             continue;
         }
@@ -56,12 +56,12 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
         const int max_in_loop = next && scale > 0;
         T next_max = -(T)INFINITY;
         double s = V(row_exp_sum_pipelined)(xr, yr, n, scale, m, max_in_loop ? next : NULL,
-                                            &next_max, pending, pending_factor);
-        pending = yr;
-        pending_factor = (T)(1.0 / s);
+                                            &next_max, &pending, MT_ROW_AFTER_NEXT(x, r, r1, n));
+        pending.y = yr;
+        pending.factor = (T)(1.0 / s);
         if (next) m = max_in_loop ? next_max * scale : V(row_max_scaled)(next, n, scale);
     }
-    if (pending) V(row_scale)(pending, n, pending_factor);
+    V(row_finish)(&pending, n);
 }
 
 /* -inf where `excluded` is set, else v; on the bits, because GCC 12 does not vectorize a
@@ -176,28 +176,35 @@ int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int6
     return 0;
 }
 
-/* Rows [r0, r1) of log-softmax: each row's exp loop also takes the next row's max. */
+/* Rows [r0, r1) of log-softmax in one pass each: a row's exp loop also takes the next row's
+ * max and writes the previous row's y = (x - m) - log_sum (row_exp_sum_pipelined). */
 static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n) {
+    F(mt_row_finish) pending = {0}; /* the previous row, its y still to write */
     T m = r0 < r1 ? V(row_max)(x + r0 * n, n) : 0;
     for (int64_t r = r0; r < r1; ++r) {
         const T *xr = x + r * n;
         T *yr = y + r * n;
         T next_max;
-        /* y: exps until below */
+        /* (out: y's lines are fetched for writing now, and the exps stay in L1) */
         double log_sum = V(row_log_sum_exp_known_max)(xr, yr, n, &m, r + 1 < r1 ? xr + n : NULL,
-                                                      &next_max);
+                                                      &next_max, &pending,
+                                                      MT_ROW_AFTER_NEXT(x, r, r1, n));
         if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
             for (int64_t j = 0; j < n; ++j) yr[j] = -(T)INFINITY;
+            pending.y = NULL;
         } else {
             /* (x - m) - log_sum with log_sum split hi + lo: x - m is exact near the max
              * (Sterbenz), so T keeps the double log_sum's precision without converting every
              * element to double. */
-            const T hi = (T)log_sum, lo = (T)(log_sum - (double)hi);
-#pragma omp simd
-            for (int64_t j = 0; j < n; ++j) yr[j] = ((xr[j] - m) - hi) - lo;
+            pending.y = yr;
+            pending.x = xr;
+            pending.shift = m;
+            pending.hi = (T)log_sum;
+            pending.lo = (T)(log_sum - (double)pending.hi);
         }
         m = next_max;
     }
+    V(row_finish)(&pending, n);
 }
 
 int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
@@ -214,9 +221,7 @@ int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
 static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
                                         int64_t n, const T *dy_ahead) {
     T total = (T)V(row_sum)(dy, n);
-    V(exp_shifted)(y, dx, n, (T)1, (T)0, (T)0, dy_ahead);
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) dx[j] = dy[j] - dx[j] * total;
+    V(row_exp_axpy)(y, dx, n, (T)0, (T)0, -total, dy, (T)0, dy_ahead); /* dy - total exp(y) */
 }
 
 int V(tuned_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows,
