@@ -184,7 +184,8 @@ MT_INLINE static void V(row_finish)(const F(mt_row_finish) *f, int64_t n) {
  * did (fast_exp.c). The levels without that loop run the three passes. */
 MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, T scale,
                                                  T shift, const T *next, T *next_max,
-                                                 const F(mt_row_finish) *prev, const T *ahead) {
+                                                 const F(mt_row_finish) *prev, const T *ahead,
+                                                 T *ahead_out) {
 #if MT_CAT(MT_PIPELINED, ISA)
     T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
     F(mt_row_finish) block_prev = prev ? *prev : (F(mt_row_finish)){0};
@@ -198,12 +199,13 @@ MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, 
         total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : buffer, len, scale, shift,
                                               next ? next + j0 : NULL, next_max,
                                               prev ? &block_prev : NULL,
-                                              ahead ? ahead + j0 : NULL);
+                                              ahead ? ahead + j0 : NULL,
+                                              ahead_out ? ahead_out + j0 : NULL);
     }
     return total;
 #else
     /* (the exp pass prefetches the next row, which the max then reads from cache) */
-    (void)ahead;
+    (void)ahead, (void)ahead_out;
     const double total = V(row_exp_sum)(x, out, n, scale, shift, next);
     if (next) {
         T m = V(row_max)(next, n);
@@ -238,7 +240,8 @@ MT_INLINE static void V(row_exp_axpy)(const T *x, T *out, int64_t n, T hi, T lo,
  * behind a -inf max. The two stay apart: m + log(sum) would lose the log where |m| >> 1, so
  * callers subtract m first. out as in row_exp_sum; meanwhile *next_max = row_max(next) (next:
  * NULL for none), row_finish(prev) (prev: NULL for none) and ahead is prefetched
- * (MT_ROW_AFTER_NEXT). */
+ * (MT_ROW_AFTER_NEXT); where out and next are given, out's next row (out + n) is prefetched for
+ * writing. */
 MT_INLINE static double V(row_log_sum_exp_known_max)(const T *x, T *out, int64_t n, T *m,
                                                      const T *next, T *next_max,
                                                      const F(mt_row_finish) *prev,
@@ -250,7 +253,8 @@ MT_INLINE static double V(row_log_sum_exp_known_max)(const T *x, T *out, int64_t
         if (prev) V(row_finish)(prev, n);
         return -INFINITY;
     }
-    return log(V(row_exp_sum_pipelined)(x, out, n, (T)1, *m, next, next_max, prev, ahead));
+    return log(V(row_exp_sum_pipelined)(x, out, n, (T)1, *m, next, next_max, prev, ahead,
+                                        next && out ? out + n : NULL));
 }
 
 #undef LANES

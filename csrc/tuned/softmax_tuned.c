@@ -56,7 +56,8 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
         const int max_in_loop = next && scale > 0;
         T next_max = -(T)INFINITY;
         double s = V(row_exp_sum_pipelined)(xr, yr, n, scale, m, max_in_loop ? next : NULL,
-                                            &next_max, &pending, MT_ROW_AFTER_NEXT(x, r, r1, n));
+                                            &next_max, &pending, MT_ROW_AFTER_NEXT(x, r, r1, n),
+                                            next ? yr + n : NULL);
         pending.y = yr;
         pending.factor = (T)(1.0 / s);
         if (next) m = max_in_loop ? next_max * scale : V(row_max_scaled)(next, n, scale);
