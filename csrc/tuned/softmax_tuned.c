@@ -13,8 +13,6 @@
 #include <math.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
-typedef uint32_t bits_f32; /* the unsigned integer of T's width: F(bits) */
-typedef uint64_t bits_f64;
 #define MT_BODY "tuned/softmax_tuned.c"
 #include "each_isa.h"
 #else
@@ -65,19 +63,6 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
     V(row_finish)(&pending, n);
 }
 
-/* -inf where `excluded` is set, else v; on the bits, because GCC 12 does not vectorize a
- * float select on a byte condition (the scalar loop took 6 cycles an element, not 1). */
-MT_INLINE static T V(masked_out)(T v, uint8_t excluded) {
-    const F(bits) all_ones_if_excluded = (F(bits))(excluded == 0) - 1;
-    const T minus_inf = -(T)INFINITY;
-    F(bits) bits, minus_inf_bits;
-    __builtin_memcpy(&bits, &v, sizeof(T));
-    __builtin_memcpy(&minus_inf_bits, &minus_inf, sizeof(T));
-    bits = (bits & ~all_ones_if_excluded) | (minus_inf_bits & all_ones_if_excluded);
-    __builtin_memcpy(&v, &bits, sizeof(T));
-    return v;
-}
-
 /* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
  * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
  * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
@@ -94,9 +79,13 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
             m = z > m ? z : m;
         }
     } else if (mbool && mstride == 1) {
-        /* No `omp simd` here: masked_out's bit casts would become memory (see fast_exp.h) */
-        for (int64_t j = 0; j < live; ++j) y[j] = V(masked_out)(x[j] * scale, mbool[j]);
-        m = V(row_max_scaled)(y, live, (T)1);
+        /* (GCC 12 vectorizes this select, with the max, at every level) */
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = mbool[j] ? -(T)INFINITY : x[j] * scale;
+            y[j] = z;
+            m = z > m ? z : m;
+        }
     } else {
         /* A broadcast (stride-0) mask is one value for the whole row. */
         T add = madd ? madd[0] : 0;
@@ -120,43 +109,81 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
     for (int64_t j = live; j < n; ++j) y[j] = 0;
 }
 
+/* Rows up to this long have their next row prefetched whole before their own work (64 lines
+ * of x and of y at most) */
+#define MT_SHORT_ROW_BYTES 4096
+
+/* Rows [r0, r1) of a masked or causal softmax. The row's query (r % causal_lq) and mask offset
+ * are counted along rather than divided out per row: mt_mask_row_offset's divisions cost as
+ * much as the exps of a short attention row. */
+static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
+                                   int64_t cols, T scale, const T *mask_add,
+                                   const uint8_t *mask_bool, int64_t mask_ndim,
+                                   const int64_t *row_shape, const int64_t *mask_row_strides,
+                                   int64_t mask_col_stride, int64_t causal_lq) {
+    const int has_mask = mask_add != NULL || mask_bool != NULL;
+    /* offset(r) = offset(r - inner_index) + inner_index * stride of the mask's last row dim */
+    const int64_t inner = has_mask && mask_ndim > 0 ? row_shape[mask_ndim - 1] : 1;
+    const int64_t inner_stride = has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0;
+    int64_t inner_index = -1, base = 0;
+    int64_t query = causal_lq > 0 ? r0 % causal_lq : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t live = cols;
+        if (causal_lq > 0) {
+            live = query + 1 < cols ? query + 1 : cols;
+            if (++query == causal_lq) query = 0;
+        }
+        const T *madd = NULL;
+        const uint8_t *mbool = NULL;
+        if (has_mask) {
+            if (inner_index < 0 || ++inner_index == inner) {
+                inner_index = r % inner;
+                base = mt_mask_row_offset(r - inner_index, mask_ndim, row_shape,
+                                          mask_row_strides);
+            }
+            const int64_t off = base + inner_index * inner_stride;
+            if (mask_add) madd = mask_add + off;
+            else mbool = mask_bool + off;
+        }
+        if (r + 1 < r1 && cols * (int64_t)sizeof(T) <= MT_SHORT_ROW_BYTES) {
+            /* the next row's x, and its y for writing: all of them, at once (a causal row's
+             * exp pass prefetches only its `live` part, and the zeros after it are written
+             * without a read) */
+            for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T)) {
+                __builtin_prefetch(x + (r + 1) * cols + j, 0, 3);
+                __builtin_prefetch(y + (r + 1) * cols + j, 1, 3);
+            }
+        }
+        V(softmax_row_masked)(x + r * cols, y + r * cols, cols, scale, madd, mbool,
+                              mask_col_stride, live, MT_NEXT_ROW(x, r, rows, cols));
+    }
+}
+
 int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
                              const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
                              const int64_t *row_shape, const int64_t *mask_row_strides,
                              int64_t mask_col_stride, int64_t causal_lq) {
     const int has_mask = mask_add != NULL || mask_bool != NULL;
+    const int plain = !has_mask && causal_lq == 0;
     int nt = mt_threads_for(rows * cols);
-    if (!has_mask && causal_lq == 0 && cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES) {
-        /* (rows that fit in L2 beside the next: the previous row is scaled from there) */
-#pragma omp parallel num_threads(nt)
-        {
-            const int64_t tid = mt_thread_num(), team = mt_team_size();
-            V(softmax_rows_plain)(x, y, rows * tid / team, rows * (tid + 1) / team, cols, scale);
-        }
+    if (plain && cols * (int64_t)sizeof(T) > MT_PREFETCH_ROW_BYTES) {
+        /* rows too long for the pipeline (the previous row would be scaled from L3) */
+#pragma omp parallel for schedule(static) num_threads(nt)
+        for (int64_t r = 0; r < rows; ++r)
+            V(softmax_row_plain)(x + r * cols, y + r * cols, cols, scale,
+                                 MT_NEXT_ROW(x, r, rows, cols));
         return 0;
     }
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r) {
-        const T *xr = x + r * cols;
-        T *yr = y + r * cols;
-        if (!has_mask && causal_lq == 0) {
-            V(softmax_row_plain)(xr, yr, cols, scale, MT_NEXT_ROW(x, r, rows, cols));
-            continue;
-        }
-        int64_t live = cols;
-        if (causal_lq > 0) {
-            int64_t query = r % causal_lq;
-            live = query + 1 < cols ? query + 1 : cols;
-        }
-        const T *madd = NULL;
-        const uint8_t *mbool = NULL;
-        if (has_mask) {
-            int64_t off = mt_mask_row_offset(r, mask_ndim, row_shape, mask_row_strides);
-            if (mask_add) madd = mask_add + off;
-            else mbool = mask_bool + off;
-        }
-        V(softmax_row_masked)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live,
-                              MT_NEXT_ROW(x, r, rows, cols));
+#pragma omp parallel num_threads(nt)
+    {
+        const int64_t tid = mt_thread_num(), team = mt_team_size();
+        const int64_t r0 = rows * tid / team, r1 = rows * (tid + 1) / team;
+        if (plain)
+            V(softmax_rows_plain)(x, y, r0, r1, cols, scale);
+        else
+            V(softmax_rows_masked)(x, y, rows, r0, r1, cols, scale, mask_add, mask_bool,
+                                   mask_ndim, row_shape, mask_row_strides, mask_col_stride,
+                                   causal_lq);
     }
     return 0;
 }
