@@ -3,8 +3,9 @@
  *
  * The reference bodies (csrc/cross_entropy.c) call libm's exp per element and walk each row
  * several times; here the log-sum-exp is a vector max and the vector exp of fast_exp.c with its
- * sum (row_ops.h), and the exp pass prefetches the next row: a 32000-class row is read from
- * memory while the previous row's exps are computed. lse is the pair (max, log of the shifted
+ * sum (row_ops.h), and the exp pass takes the next row's max (row_log_sum_exp_known_max) and
+ * prefetches the one after: a 32000-class row is read from memory while the previous row's exps
+ * are computed. The backward's exp and its combination are one loop (row_exp_axpy). lse is the pair (max, log of the shifted
  * sum), in double for both dtypes, and every formula subtracts the max first (cross_entropy.c).
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */

@@ -6,7 +6,10 @@
  * reductions (row_ops.h), the masked row builds its scores in one pass, and each row's exp pass
  * prefetches the next row, so that a row costs about one read and one write of memory.
  * Each row: z = x*scale (+ mask), m = max z, e = exp(z - m), y = e / sum e. The row is at most a
- * few hundred KiB, so the passes after the first hit L1/L2.
+ * few hundred KiB, so the passes after the first hit L1/L2. Unmasked rows go further: each
+ * thread's rows are a pipeline in which one loop computes row r's exps, row r + 1's max and
+ * row r - 1's final values (row_exp_sum_pipelined), since the exp alone keeps the FMA pipes
+ * busy and the other passes would cost their loads and stores on top.
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
