@@ -3,8 +3,9 @@
  *
  * The reference bodies (csrc/cross_entropy.c) call libm's exp per element and walk each row
  * several times; here the log-sum-exp is a vector max and the vector exp of fast_exp.c with its
- * sum (row_ops.h), and the exp pass prefetches the next row: a 32000-class row is read from
- * memory while the previous row's exps are computed. lse is the pair (max, log of the shifted
+ * sum (row_ops.h), and the exp pass takes the next row's max (row_log_sum_exp_known_max) and
+ * prefetches the one after: a 32000-class row is read from memory while the previous row's exps
+ * are computed. The backward's exp and its combination are one loop (row_exp_axpy). lse is the pair (max, log of the shifted
  * sum), in double for both dtypes, and every formula subtracts the max first (cross_entropy.c).
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
@@ -36,37 +37,41 @@ static double V(row_sum_below)(const T *x, int64_t n, T m) {
     return total;
 }
 
-/* lse = (m, log sum exp(x - m)): see cross_entropy.c */
-static T V(cross_entropy_row)(const T *x, int64_t n, int64_t t,
-                              double smoothing, double *lse,
-                              const T *ahead) {
-    T m;
-    const double log_sum = V(row_log_sum_exp_shifted)(x, NULL, n, ahead, &m);
-    lse[0] = (double)m;
-    lse[1] = log_sum;
-    double loss = (1.0 - smoothing) * (((double)m - (double)x[t]) + log_sum);
-    if (smoothing != 0) /* skipped at eps = 0 so a -inf logit does not give 0 * inf */
-        loss += smoothing * (V(row_sum_below)(x, n, m) / (double)n + log_sum);
-    return (T)loss;
+/* Rows [r0, r1): lse = (m, log sum exp(x - m)) (see cross_entropy.c) and the loss; each row's
+ * exp loop also takes the next row's max (row_log_sum_exp_known_max). */
+static void V(cross_entropy_rows)(const T *logits, const int64_t *target, int64_t r0,
+                                  int64_t r1, int64_t n, int64_t ignore_index,
+                                  double smoothing, T *loss, double *lse) {
+    T m = r0 < r1 ? V(row_max)(logits + r0 * n, n) : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *x = logits + r * n;
+        T next_max;
+        const double log_sum = V(row_log_sum_exp_known_max)(
+            x, NULL, n, &m, r + 1 < r1 ? x + n : NULL, &next_max, NULL,
+            MT_ROW_AFTER_NEXT(logits, r, r1, n));
+        lse[2 * r] = (double)m;
+        lse[2 * r + 1] = log_sum;
+        const int64_t t = target[r];
+        loss[r] = 0;
+        if (t != ignore_index) {
+            double l = (1.0 - smoothing) * (((double)m - (double)x[t]) + log_sum);
+            if (smoothing != 0) /* skipped at eps = 0 so a -inf logit does not give 0 * inf */
+                l += smoothing * (V(row_sum_below)(x, n, m) / (double)n + log_sum);
+            loss[r] = (T)l;
+        }
+        m = next_max;
+    }
 }
 
 int V(tuned_cross_entropy_forward)(const T *logits, const int64_t *target, int64_t rows,
                                    int64_t cols, int64_t ignore_index,
                                    double label_smoothing, T *loss, double *lse) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r) {
-        const T *x = logits + r * cols;
-        int64_t t = target[r];
-        if (t == ignore_index) {
-            T m;
-            loss[r] = 0;
-            lse[2 * r + 1] = V(row_log_sum_exp_shifted)(x, NULL, cols, NULL, &m);
-            lse[2 * r] = (double)m;
-            continue;
-        }
-        loss[r] = V(cross_entropy_row)(x, cols, t, label_smoothing, lse + 2 * r,
-                                       MT_NEXT_ROW(logits, r, rows, cols));
+#pragma omp parallel num_threads(nt)
+    {
+        const int64_t tid = mt_thread_num(), team = mt_team_size();
+        V(cross_entropy_rows)(logits, target, rows * tid / team, rows * (tid + 1) / team, cols,
+                              ignore_index, label_smoothing, loss, lse);
     }
     return 0;
 }
@@ -77,9 +82,7 @@ static void V(cross_entropy_backward_row)(const T *x, const double *lse, int64_t
     T uniform = (T)(smoothing / (double)n);
     /* exp((x - m) - log_sum): x - m is exact where the probability is large, and m is a value
      * of the row, so only log_sum's rounding to T is added. */
-    V(exp_shifted)(x, dx, n, (T)1, (T)lse[0], (T)lse[1], ahead);
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) dx[j] = g * (dx[j] - uniform);
+    V(row_exp_axpy)(x, dx, n, (T)lse[0], (T)lse[1], g, NULL, -g * uniform, ahead);
     dx[t] -= g * (T)(1.0 - smoothing);
 }
 

@@ -7,7 +7,9 @@
  *
  * exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n*ln2 (ln2 split in hi+lo parts so r is
  * exact), |r| <= ln2/2; exp(r) by a polynomial; 2^n built directly in the exponent bits.
- * Accuracy: ~2.5 ulp (f32, degree-5 minimax), ~2 ulp (f64, degree 11).
+ * Accuracy: ~2.5 ulp (f32, degree-5 minimax), ~2 ulp (f64, degree 11). The AVX-512 loops take
+ * one table step more (fast_exp.c): 1.7 ulp (f32), 1 ulp (f64) measured
+ * (tests/test_kernels_fast_exp.py holds each level to its bound).
  * Range: f32 inputs <= MT_EXP_F32_ZERO (and f64 below the smallest normal result) return
  * exactly 0 (so exp(-inf) = 0, which masked softmax relies on; f32 results between that and
  * FLT_MIN are subnormal, or 0 in the AVX2 loops; the AVX-512 loops give subnormals down to
@@ -113,5 +115,38 @@ MT_DECLARE_EXP(portable)
 MT_DECLARE_EXP(avx2)
 MT_DECLARE_EXP(avx512)
 #undef MT_DECLARE_EXP
+
+/* How a pipelined loop (below) finishes the previous row, y[0 .. n): y[j] *= factor
+ * (softmax), or where x is not NULL, y[j] = ((x[j] - shift) - hi) - lo (log-softmax, lse split
+ * in T parts). y NULL: there is none. */
+typedef struct {
+    float *y;
+    const float *x;
+    float factor, shift, hi, lo;
+} mt_row_finish_f32;
+typedef struct {
+    double *y;
+    const double *x;
+    double factor, shift, hi, lo;
+} mt_row_finish_f64;
+
+/* AVX-512 only: exp_shifted_sum that also maxes next[0 .. n) into *next_max, finishes the
+ * previous row (prev, or NULL), prefetches ahead[0 .. n) and, for writing, ahead_out[0 .. n)
+ * in the same loop (next, ahead, ahead_out: NULL for none). The row kernels' other levels do the passes apart (row_ops.h:
+ * row_exp_sum_pipelined). */
+double exp_shifted_sum_pipelined_avx512_f32(const float *x, float *out, int64_t n, float scale,
+                                            float shift, const float *next, float *next_max,
+                                            const mt_row_finish_f32 *prev, const float *ahead,
+                                            float *ahead_out);
+double exp_shifted_sum_pipelined_avx512_f64(const double *x, double *out, int64_t n,
+                                            double scale, double shift, const double *next,
+                                            double *next_max, const mt_row_finish_f64 *prev,
+                                            const double *ahead, double *ahead_out);
+/* AVX-512 only: out[j] = add[j] + mul * exp(x[j] - hi - lo), add_const where add is NULL
+ * (row_ops.h: row_exp_axpy; the other levels run exp_shifted and a second pass). */
+void exp_axpy_avx512_f32(const float *x, float *out, int64_t n, float hi, float lo, float mul,
+                         const float *add, float add_const, const float *ahead);
+void exp_axpy_avx512_f64(const double *x, double *out, int64_t n, double hi, double lo,
+                         double mul, const double *add, double add_const, const double *ahead);
 
 #endif /* MT_FAST_EXP_H */

@@ -29,11 +29,21 @@
          ? (base) + ((r) + 1) * (cols)                                                     \
          : NULL)
 
+/* Row r + 2 of the rows [.., r1) a thread works on, or NULL: what a pipelined row kernel
+ * (row_exp_sum_pipelined) prefetches while its loop over row r reads row r + 1. */
+#define MT_ROW_AFTER_NEXT(base, r, r1, cols)                                               \
+    ((r) + 2 < (r1) && (cols) * (int64_t)sizeof(*(base)) <= MT_PREFETCH_ROW_BYTES          \
+         ? (base) + ((r) + 2) * (cols)                                                     \
+         : NULL)
+
 /* 4K aliasing: a load whose address equals a pending store's in its low 12 bits waits for
  * that store, as if it read the stored bytes. A pass that stores out[j] and then loads in[j']
  * for j' a little above j meets it on every vector when out lies up to MT_ALIAS_WINDOW bytes
  * above in, modulo 4096; streaming stores stay pending longest. */
 #define MT_ALIAS_WINDOW 128
+
+/* The levels with a one-loop row_exp_sum_pipelined (fast_exp.h) */
+#define MT_PIPELINED_avx512 1
 
 /* Whether a forward pass that loads ins[k][j] (NULL: none) and stores out[j], elements of
  * `size` bytes, has a store just below a later load modulo 4096 (see MT_ALIAS_WINDOW). */
@@ -48,9 +58,31 @@ static inline int mt_stores_alias_loads(const void *out, const void *const *ins,
 }
 #endif
 
-/* max_j x[j]*scale ; -inf for an empty row. The vector max skips NaN: a caller that finds -inf
- * asks row_nan_or_minus_inf whether a NaN hid there. */
+/* max_j x[j] ; -inf for an empty row. The vector max skips NaN: a caller that finds -inf asks
+ * row_nan_or_minus_inf whether a NaN hid there. Four strips of the row, each its own vector
+ * accumulator: one accumulator waits on the max's latency every vector (2 cycles per 8 doubles
+ * on Zen 4), four keep up with the loads. */
+MT_INLINE static T V(row_max)(const T *x, int64_t n) {
+    const int64_t q = n / 4;
+    const T *x1 = x + q, *x2 = x + 2 * q, *x3 = x + 3 * q;
+    T m0 = -(T)INFINITY, m1 = -(T)INFINITY, m2 = -(T)INFINITY, m3 = -(T)INFINITY;
+#pragma omp simd reduction(max : m0, m1, m2, m3)
+    for (int64_t j = 0; j < q; ++j) {
+        m0 = x[j] > m0 ? x[j] : m0;
+        m1 = x1[j] > m1 ? x1[j] : m1;
+        m2 = x2[j] > m2 ? x2[j] : m2;
+        m3 = x3[j] > m3 ? x3[j] : m3;
+    }
+    for (int64_t j = 4 * q; j < n; ++j) m0 = x[j] > m0 ? x[j] : m0;
+    m0 = m1 > m0 ? m1 : m0;
+    m2 = m3 > m2 ? m3 : m2;
+    return m2 > m0 ? m2 : m0;
+}
+
+/* max_j x[j]*scale ; -inf for an empty row (NaN skipped, as row_max). For scale > 0 it is
+ * max_j x[j] times scale, the same number: rounding is monotonic. */
 MT_INLINE static T V(row_max_scaled)(const T *x, int64_t n, T scale) {
+    if (scale > 0) return V(row_max)(x, n) * scale;
     T m = -(T)INFINITY;
 #pragma omp simd reduction(max : m)
     for (int64_t j = 0; j < n; ++j) {
@@ -131,16 +163,98 @@ MT_INLINE static void V(row_scale)(T *y, int64_t n, T factor) {
     for (int64_t j = 0; j < n; ++j) y[j] *= factor;
 }
 
-/* log sum_j exp(x[j] - m) in double, m = max_j x[j] written to *max_out (NaN if x holds one);
- * -inf for an empty or all -inf row. The two stay apart: m + log(sum) would lose the log where
- * |m| >> 1, so callers subtract m first. out and ahead as in row_exp_sum. */
-MT_INLINE static double V(row_log_sum_exp_shifted)(const T *x, T *out, int64_t n,
-                                                   const T *ahead, T *max_out) {
-    T m = V(row_max_scaled)(x, n, (T)1);
-    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(x, n, (T)1);
-    *max_out = m;
-    if (m == -(T)INFINITY) return -INFINITY;
-    return log(V(row_exp_sum)(x, out, n, (T)1, m, ahead));
+/* Finishes a row: see mt_row_finish (fast_exp.h); nothing where f->y is NULL. */
+MT_INLINE static void V(row_finish)(const F(mt_row_finish) *f, int64_t n) {
+    T *y = f->y;
+    const T *x = f->x;
+    if (!y) return;
+    if (!x) {
+        V(row_scale)(y, n, f->factor);
+        return;
+    }
+    const T shift = f->shift, hi = f->hi, lo = f->lo;
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - shift) - hi) - lo;
+}
+
+/* row_exp_sum(x, out, n, scale, shift) (out may be NULL), and meanwhile
+ * *next_max = max(*next_max, row_max(next)) (next: NULL for none) and row_finish(prev) (prev:
+ * NULL for none), with `ahead` prefetched (MT_ROW_AFTER_NEXT), all n long: a row kernel passes
+ * the next row's input and the previous row's output, so that one loop does what three passes
+ * did (fast_exp.c). The levels without that loop run the three passes. */
+MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, T scale,
+                                                 T shift, const T *next, T *next_max,
+                                                 const F(mt_row_finish) *prev, const T *ahead,
+                                                 T *ahead_out) {
+#if MT_CAT(MT_PIPELINED, ISA)
+    T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
+    F(mt_row_finish) block_prev = prev ? *prev : (F(mt_row_finish)){0};
+    double total = 0;
+    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) { /* blocks: see MT_SUM_BLOCK */
+        int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
+        if (prev) {
+            block_prev.y = prev->y ? prev->y + j0 : NULL;
+            block_prev.x = prev->x ? prev->x + j0 : NULL;
+        }
+        total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : buffer, len, scale, shift,
+                                              next ? next + j0 : NULL, next_max,
+                                              prev ? &block_prev : NULL,
+                                              ahead ? ahead + j0 : NULL,
+                                              ahead_out ? ahead_out + j0 : NULL);
+    }
+    return total;
+#else
+    /* (the exp pass prefetches the next row, which the max then reads from cache) */
+    (void)ahead, (void)ahead_out;
+    const double total = V(row_exp_sum)(x, out, n, scale, shift, next);
+    if (next) {
+        T m = V(row_max)(next, n);
+        *next_max = m > *next_max ? m : *next_max;
+    }
+    if (prev) V(row_finish)(prev, n);
+    return total;
+#endif
+}
+
+/* out[j] = add[j] + mul * exp(x[j] - hi - lo), or add_const + ... where add is NULL; ahead
+ * (n elements, or NULL) prefetched meanwhile. One loop at the levels that have it (fast_exp.h),
+ * else the exps then a second pass. */
+MT_INLINE static void V(row_exp_axpy)(const T *x, T *out, int64_t n, T hi, T lo, T mul,
+                                      const T *add, T add_const, const T *ahead) {
+#if MT_CAT(MT_PIPELINED, ISA)
+    V(exp_axpy)(x, out, n, hi, lo, mul, add, add_const, ahead);
+#else
+    V(exp_shifted)(x, out, n, (T)1, hi, lo, ahead);
+    if (add) {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) out[j] = add[j] + mul * out[j];
+    } else {
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) out[j] = add_const + mul * out[j];
+    }
+#endif
+}
+
+/* log sum_j exp(x[j] - m) in double for a row whose max m = row_max(x) is known (from the
+ * row before's loop): -inf for an empty or all -inf row, and *m becomes NaN where a NaN hid
+ * behind a -inf max. The two stay apart: m + log(sum) would lose the log where |m| >> 1, so
+ * callers subtract m first. out as in row_exp_sum; meanwhile *next_max = row_max(next) (next:
+ * NULL for none), row_finish(prev) (prev: NULL for none) and ahead is prefetched
+ * (MT_ROW_AFTER_NEXT); where out and next are given, out's next row (out + n) is prefetched for
+ * writing. */
+MT_INLINE static double V(row_log_sum_exp_known_max)(const T *x, T *out, int64_t n, T *m,
+                                                     const T *next, T *next_max,
+                                                     const F(mt_row_finish) *prev,
+                                                     const T *ahead) {
+    *next_max = -(T)INFINITY;
+    if (*m == -(T)INFINITY) *m = V(row_nan_or_minus_inf)(x, n, (T)1);
+    if (*m == -(T)INFINITY) {
+        if (next) *next_max = V(row_max)(next, n);
+        if (prev) V(row_finish)(prev, n);
+        return -INFINITY;
+    }
+    return log(V(row_exp_sum_pipelined)(x, out, n, (T)1, *m, next, next_max, prev, ahead,
+                                        next && out ? out + n : NULL));
 }
 
 #undef LANES

@@ -6,15 +6,16 @@
  * reductions (row_ops.h), the masked row builds its scores in one pass, and each row's exp pass
  * prefetches the next row, so that a row costs about one read and one write of memory.
  * Each row: z = x*scale (+ mask), m = max z, e = exp(z - m), y = e / sum e. The row is at most a
- * few hundred KiB, so the passes after the first hit L1/L2.
+ * few hundred KiB, so the passes after the first hit L1/L2. Unmasked rows go further: each
+ * thread's rows are a pipeline in which one loop computes row r's exps, row r + 1's max and
+ * row r - 1's final values (row_exp_sum_pipelined), since the exp alone keeps the FMA pipes
+ * busy and the other passes would cost their loads and stores on top.
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
 #include <math.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
-typedef uint32_t bits_f32; /* the unsigned integer of T's width: F(bits) */
-typedef uint64_t bits_f64;
 #define MT_BODY "tuned/softmax_tuned.c"
 #include "each_isa.h"
 #else
@@ -33,17 +34,36 @@ static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
     V(row_scale)(y, n, (T)(1.0 / s));
 }
 
-/* -inf where `excluded` is set, else v; on the bits, because GCC 12 does not vectorize a
- * float select on a byte condition (the scalar loop took 6 cycles an element, not 1). */
-MT_INLINE static T V(masked_out)(T v, uint8_t excluded) {
-    const F(bits) all_ones_if_excluded = (F(bits))(excluded == 0) - 1;
-    const T minus_inf = -(T)INFINITY;
-    F(bits) bits, minus_inf_bits;
-    __builtin_memcpy(&bits, &v, sizeof(T));
-    __builtin_memcpy(&minus_inf_bits, &minus_inf, sizeof(T));
-    bits = (bits & ~all_ones_if_excluded) | (minus_inf_bits & all_ones_if_excluded);
-    __builtin_memcpy(&v, &bits, sizeof(T));
-    return v;
+/* Rows [r0, r1) of an unmasked softmax, in one pass each: a row's exp loop also takes the
+ * next row's max and divides the previous row by its sum (row_exp_sum_pipelined). */
+static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n,
+                                  T scale) {
+    /* the previous row: its exps, still to be divided by their sum */
+    F(mt_row_finish) pending = {0};
+    T m = r0 < r1 ? V(row_max_scaled)(x + r0 * n, n, scale) : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *xr = x + r * n;
+        T *yr = y + r * n;
+        const T *next = r + 1 < r1 ? xr + n : NULL;
+        if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(xr, n, scale);
+        if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
+            for (int64_t j = 0; j < n; ++j) yr[j] = 0;
+            V(row_finish)(&pending, n);
+            pending.y = NULL;
+            if (next) m = V(row_max_scaled)(next, n, scale);
+            continue;
+        }
+        /* the loop's max is max(x): row_max_scaled multiplies it by scale only where > 0 */
+        const int max_in_loop = next && scale > 0;
+        T next_max = -(T)INFINITY;
+        double s = V(row_exp_sum_pipelined)(xr, yr, n, scale, m, max_in_loop ? next : NULL,
+                                            &next_max, &pending, MT_ROW_AFTER_NEXT(x, r, r1, n),
+                                            next ? yr + n : NULL);
+        pending.y = yr;
+        pending.factor = (T)(1.0 / s);
+        if (next) m = max_in_loop ? next_max * scale : V(row_max_scaled)(next, n, scale);
+    }
+    V(row_finish)(&pending, n);
 }
 
 /* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
@@ -62,9 +82,13 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
             m = z > m ? z : m;
         }
     } else if (mbool && mstride == 1) {
-        /* No `omp simd` here: masked_out's bit casts would become memory (see fast_exp.h) */
-        for (int64_t j = 0; j < live; ++j) y[j] = V(masked_out)(x[j] * scale, mbool[j]);
-        m = V(row_max_scaled)(y, live, (T)1);
+        /* (GCC 12 vectorizes this select, with the max, at every level) */
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = mbool[j] ? -(T)INFINITY : x[j] * scale;
+            y[j] = z;
+            m = z > m ? z : m;
+        }
     } else {
         /* A broadcast (stride-0) mask is one value for the whole row. */
         T add = madd ? madd[0] : 0;
@@ -88,34 +112,81 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
     for (int64_t j = live; j < n; ++j) y[j] = 0;
 }
 
+/* Rows up to this long have their next row prefetched whole before their own work (64 lines
+ * of x and of y at most) */
+#define MT_SHORT_ROW_BYTES 4096
+
+/* Rows [r0, r1) of a masked or causal softmax. The row's query (r % causal_lq) and mask offset
+ * are counted along rather than divided out per row: mt_mask_row_offset's divisions cost as
+ * much as the exps of a short attention row. */
+static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
+                                   int64_t cols, T scale, const T *mask_add,
+                                   const uint8_t *mask_bool, int64_t mask_ndim,
+                                   const int64_t *row_shape, const int64_t *mask_row_strides,
+                                   int64_t mask_col_stride, int64_t causal_lq) {
+    const int has_mask = mask_add != NULL || mask_bool != NULL;
+    /* offset(r) = offset(r - inner_index) + inner_index * stride of the mask's last row dim */
+    const int64_t inner = has_mask && mask_ndim > 0 ? row_shape[mask_ndim - 1] : 1;
+    const int64_t inner_stride = has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0;
+    int64_t inner_index = -1, base = 0;
+    int64_t query = causal_lq > 0 ? r0 % causal_lq : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t live = cols;
+        if (causal_lq > 0) {
+            live = query + 1 < cols ? query + 1 : cols;
+            if (++query == causal_lq) query = 0;
+        }
+        const T *madd = NULL;
+        const uint8_t *mbool = NULL;
+        if (has_mask) {
+            if (inner_index < 0 || ++inner_index == inner) {
+                inner_index = r % inner;
+                base = mt_mask_row_offset(r - inner_index, mask_ndim, row_shape,
+                                          mask_row_strides);
+            }
+            const int64_t off = base + inner_index * inner_stride;
+            if (mask_add) madd = mask_add + off;
+            else mbool = mask_bool + off;
+        }
+        if (r + 1 < r1 && cols * (int64_t)sizeof(T) <= MT_SHORT_ROW_BYTES) {
+            /* the next row's x, and its y for writing: all of them, at once (a causal row's
+             * exp pass prefetches only its `live` part, and the zeros after it are written
+             * without a read) */
+            for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T)) {
+                __builtin_prefetch(x + (r + 1) * cols + j, 0, 3);
+                __builtin_prefetch(y + (r + 1) * cols + j, 1, 3);
+            }
+        }
+        V(softmax_row_masked)(x + r * cols, y + r * cols, cols, scale, madd, mbool,
+                              mask_col_stride, live, MT_NEXT_ROW(x, r, rows, cols));
+    }
+}
+
 int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T scale,
                              const T *mask_add, const uint8_t *mask_bool, int64_t mask_ndim,
                              const int64_t *row_shape, const int64_t *mask_row_strides,
                              int64_t mask_col_stride, int64_t causal_lq) {
     const int has_mask = mask_add != NULL || mask_bool != NULL;
+    const int plain = !has_mask && causal_lq == 0;
     int nt = mt_threads_for(rows * cols);
+    if (plain && cols * (int64_t)sizeof(T) > MT_PREFETCH_ROW_BYTES) {
+        /* rows too long for the pipeline (the previous row would be scaled from L3) */
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r) {
-        const T *xr = x + r * cols;
-        T *yr = y + r * cols;
-        if (!has_mask && causal_lq == 0) {
-            V(softmax_row_plain)(xr, yr, cols, scale, MT_NEXT_ROW(x, r, rows, cols));
-            continue;
-        }
-        int64_t live = cols;
-        if (causal_lq > 0) {
-            int64_t query = r % causal_lq;
-            live = query + 1 < cols ? query + 1 : cols;
-        }
-        const T *madd = NULL;
-        const uint8_t *mbool = NULL;
-        if (has_mask) {
-            int64_t off = mt_mask_row_offset(r, mask_ndim, row_shape, mask_row_strides);
-            if (mask_add) madd = mask_add + off;
-            else mbool = mask_bool + off;
-        }
-        V(softmax_row_masked)(xr, yr, cols, scale, madd, mbool, mask_col_stride, live,
-                              MT_NEXT_ROW(x, r, rows, cols));
+        for (int64_t r = 0; r < rows; ++r)
+            V(softmax_row_plain)(x + r * cols, y + r * cols, cols, scale,
+                                 MT_NEXT_ROW(x, r, rows, cols));
+        return 0;
+    }
+#pragma omp parallel num_threads(nt)
+    {
+        const int64_t tid = mt_thread_num(), team = mt_team_size();
+        const int64_t r0 = rows * tid / team, r1 = rows * (tid + 1) / team;
+        if (plain)
+            V(softmax_rows_plain)(x, y, r0, r1, cols, scale);
+        else
+            V(softmax_rows_masked)(x, y, rows, r0, r1, cols, scale, mask_add, mask_bool,
+                                   mask_ndim, row_shape, mask_row_strides, mask_col_stride,
+                                   causal_lq);
     }
     return 0;
 }
@@ -136,26 +207,44 @@ int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int6
     return 0;
 }
 
-static void V(log_softmax_row)(const T *x, T *y, int64_t n,
-                               const T *ahead) {
-    T m;
-    double log_sum = V(row_log_sum_exp_shifted)(x, y, n, ahead, &m); /* y: exps until below */
-    if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
-        for (int64_t j = 0; j < n; ++j) y[j] = -(T)INFINITY;
-        return;
+/* Rows [r0, r1) of log-softmax in one pass each: a row's exp loop also takes the next row's
+ * max and writes the previous row's y = (x - m) - log_sum (row_exp_sum_pipelined). */
+static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n) {
+    F(mt_row_finish) pending = {0}; /* the previous row, its y still to write */
+    T m = r0 < r1 ? V(row_max)(x + r0 * n, n) : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *xr = x + r * n;
+        T *yr = y + r * n;
+        T next_max;
+        /* (out: y's lines are fetched for writing now, and the exps stay in L1) */
+        double log_sum = V(row_log_sum_exp_known_max)(xr, yr, n, &m, r + 1 < r1 ? xr + n : NULL,
+                                                      &next_max, &pending,
+                                                      MT_ROW_AFTER_NEXT(x, r, r1, n));
+        if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
+            for (int64_t j = 0; j < n; ++j) yr[j] = -(T)INFINITY;
+            pending.y = NULL;
+        } else {
+            /* (x - m) - log_sum with log_sum split hi + lo: x - m is exact near the max
+             * (Sterbenz), so T keeps the double log_sum's precision without converting every
+             * element to double. */
+            pending.y = yr;
+            pending.x = xr;
+            pending.shift = m;
+            pending.hi = (T)log_sum;
+            pending.lo = (T)(log_sum - (double)pending.hi);
+        }
+        m = next_max;
     }
-    /* (x - m) - log_sum with log_sum split hi + lo: x - m is exact near the max (Sterbenz), so
-     * T keeps the double log_sum's precision without converting every element to double. */
-    const T hi = (T)log_sum, lo = (T)(log_sum - (double)hi);
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - m) - hi) - lo;
+    V(row_finish)(&pending, n);
 }
 
 int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r)
-        V(log_softmax_row)(x + r * cols, y + r * cols, cols, MT_NEXT_ROW(x, r, rows, cols));
+#pragma omp parallel num_threads(nt)
+    {
+        const int64_t tid = mt_thread_num(), team = mt_team_size();
+        V(log_softmax_rows)(x, y, rows * tid / team, rows * (tid + 1) / team, cols);
+    }
     return 0;
 }
 
@@ -163,9 +252,7 @@ int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
 static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
                                         int64_t n, const T *dy_ahead) {
     T total = (T)V(row_sum)(dy, n);
-    V(exp_shifted)(y, dx, n, (T)1, (T)0, (T)0, dy_ahead);
-#pragma omp simd
-    for (int64_t j = 0; j < n; ++j) dx[j] = dy[j] - dx[j] * total;
+    V(row_exp_axpy)(y, dx, n, (T)0, (T)0, -total, dy, (T)0, dy_ahead); /* dy - total exp(y) */
 }
 
 int V(tuned_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows,
