@@ -50,7 +50,7 @@ _C_ARRAY = {np.dtype(np.float32): "float[]", np.dtype(np.float64): "double[]",
 _SUFFIX = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
-_KERNELS = {}  # (name, dtype) -> the C function, looked up once (a dict hit is ~5x cheaper)
+_KERNELS: dict = {}  # (name, dtype) -> the C function, looked up once (a dict hit is ~5x cheaper)
 
 
 def _kernel(name, dtype):
