@@ -59,7 +59,7 @@ def _kernel(name, dtype):
         return _KERNELS[name, dtype]
     except KeyError:
         kernel = getattr(lib, f"mt_{name}_{_SUFFIX[np.dtype(dtype)]}")
-        _KERNELS[name, np.dtype(dtype)] = kernel
+        _KERNELS[name, dtype] = kernel
         return kernel
 
 
