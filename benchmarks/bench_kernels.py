@@ -7,8 +7,10 @@ Prints, for 1 and 2 threads:
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
     and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, and % of the copy
     bandwidth timed in the same rounds; softmax and log-softmax also on rows that stay in L2,
-    which time the exp alone (see IN_L2_SHAPE).
-PyTorch's columns are empty ("-") where ``import torch`` fails. Both tables also go to
+    which time the exp alone (see IN_L2_SHAPE),
+  - attention forward + backward over whole sequences in GFLOP/s: the fused C kernels vs the C
+    chain they replace vs the numpy backend vs PyTorch's scaled_dot_product_attention.
+PyTorch's columns are empty ("-") where ``import torch`` fails. The tables also go to
 docs/benchmarks.md (benchmarks/report.py) unless --no-report is given.
 
 Run from the repository root (after ``python setup.py build_ext --inplace``):
@@ -473,6 +475,94 @@ def bench_rows(threads_list, quick):
     return rows
 
 
+# ---------------------------------------------------------------------------------------------
+# Attention over whole sequences: the fused kernels against the chain they replace
+# ---------------------------------------------------------------------------------------------
+ATTENTION_COLUMNS = ["dtype", "threads", "heads", "fused GF/s", "unfused GF/s", "numpy GF/s",
+                     "torch GF/s", "fused/unfused", "mt/np", "mt/torch"]
+ATTENTION_NOTE = ("forward + backward of softmax(q kᵀ·scale, causal) v over N x H heads of L x L "
+                  "x D, q, k, v read in place in (N, L, 3·H·D) rows; GF/s of the six products' "
+                  "FLOPs; fused = the C attention kernels (a head at a time), unfused = the C "
+                  "chain they replace (batched matmul_into, softmax, matmul_into), numpy = the "
+                  "numpy backend's, torch = PyTorch's scaled_dot_product_attention with its "
+                  "backward; ratios > 1: minitorch's fused kernels are faster")
+
+
+def attention_cases(quick):
+    """(name, n, heads, length, head dim): the benchmark Transformer's two sizes."""
+    cases = [("32x4 heads 32x32x32 (small)", 32, 4, 32, 32)]
+    return cases if quick else cases + [("32x8 heads 64x64x64 (big)", 32, 8, 64, 64)]
+
+
+def _heads_of(rows, part, num_heads):
+    n, length, width = rows.shape[0], rows.shape[1], rows.shape[2] // 3
+    return rows[:, :, part * width:(part + 1) * width].reshape(
+        n, length, num_heads, width // num_heads).swapaxes(1, 2)  # numpy and torch alike
+
+
+def attention_runs(rows, dout, num_heads, scale):
+    """The four fwd+bwd callables (fused, unfused, numpy, torch or None) on the same operands."""
+    from minitorch.backends import c_backend as C, numpy_backend as N
+    q, k, v = (_heads_of(rows, i, num_heads) for i in range(3))
+
+    def fused():
+        _, w = C.attention_forward(q, k, v, scale, None, True)
+        C.attention_backward(q, k, v, w, dout, scale)
+
+    def unfused():
+        s = C.matmul_into(q, k.swapaxes(-1, -2), out=np.empty(q.shape[:3] + k.shape[2:3],
+                                                               q.dtype))
+        w = C.softmax_forward(s, scale, None, True)
+        C.matmul_into(w, v, out=np.empty(q.shape, q.dtype))
+        dz = C.softmax_backward(w, C.matmul_into(dout, v.swapaxes(-1, -2),
+                                                 out=np.empty_like(w)), scale)
+        for a, b, like in ((dz, k, q), (dz.swapaxes(-1, -2), q, k), (w.swapaxes(-1, -2), dout, v)):
+            C.matmul_into(a, b, out=np.empty(like.shape, q.dtype))
+
+    def with_numpy():
+        _, w = N.attention_forward(q, k, v, scale, None, True)
+        N.attention_backward(q, k, v, w, dout, scale)
+    f_th = None
+    if torch is not None:
+        t_rows = torch.from_numpy(rows).requires_grad_()
+        t_dout = torch.from_numpy(dout)
+
+        def f_th():
+            tq, tk, tv = (_heads_of(t_rows, i, num_heads) for i in range(3))
+            out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True,
+                                                                   scale=scale)
+            out.backward(t_dout)
+            t_rows.grad = None
+    return fused, unfused, with_numpy, f_th
+
+
+def bench_attention(threads_list, quick):
+    """Print the attention table; return its rows (strings, in ATTENTION_COLUMNS' order)."""
+    print("\n## Attention  (" + ATTENTION_NOTE + ")")
+    header = (f"{'dtype':7} {'thr':>3} {'heads':28} {'fused':>9} {'unfused':>8} {'numpy':>8} "
+              f"{'torch':>8} {'fu/unf':>6} {'mt/np':>6} {'mt/torch':>8}")
+    print(header)
+    print("-" * len(header))
+    rng = np.random.default_rng(0)
+    rows = []
+    for dtype in (np.float32, np.float64):
+        for threads in threads_list:
+            set_threads(threads)
+            for name, n, num_heads, length, d in attention_cases(quick):
+                packed = rng.standard_normal((n, length, 3 * num_heads * d)).astype(dtype)
+                dout = rng.standard_normal((n, num_heads, length, d)).astype(dtype)
+                flops = 6 * 2.0 * n * num_heads * length * length * d
+                times = best_times(list(attention_runs(packed, dout, num_heads, d ** -0.5)),
+                                   budget=0.3 if quick else 0.6, rounds=2 if quick else 3)
+                g_fused, g_unf, g_np, g_th = (flops / t / 1e9 if t else None for t in times)
+                row = [np.dtype(dtype).name, str(threads), name, fmt(g_fused, 9), fmt(g_unf),
+                       fmt(g_np), fmt(g_th), fmt(ratio(g_fused, g_unf), 6, 2),
+                       fmt(ratio(g_fused, g_np), 6, 2), fmt(ratio(g_fused, g_th), 8, 2)]
+                show(row, 28)
+                rows.append(row)
+    return rows
+
+
 def print_load():
     """Print the 1-minute load average, with a warning when other work holds the cores; return
     it (None where the OS does not say)."""
@@ -502,7 +592,8 @@ def main():
     parser.add_argument("--quick", action="store_true",
                         help="smaller sizes, 2 rounds, half the timing budget (~4 minutes)")
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
-    parser.add_argument("--only", choices=["gemm", "rows"], help="run one of the two tables")
+    parser.add_argument("--only", choices=["gemm", "rows", "attention"],
+                        help="run one of the three tables")
     report.add_no_report_flag(parser)
     args = parser.parse_args()
     start = time.perf_counter()
@@ -533,12 +624,15 @@ def main():
           f"as in the row table)")
     torch_note = [] if torch is not None else [f"PyTorch columns empty: {TORCH_ERROR}"]
     tables = []
-    if args.only != "rows":
+    if args.only in (None, "gemm"):
         tables.append(("bench_kernels.py: GEMM", GEMM_COLUMNS, bench_gemm(args.threads, args.quick),
                        GEMM_NOTE))
-    if args.only != "gemm":
+    if args.only in (None, "rows"):
         tables.append(("bench_kernels.py: row kernels", ROW_COLUMNS,
                        bench_rows(args.threads, args.quick), ROW_NOTE))
+    if args.only in (None, "attention"):
+        tables.append(("bench_kernels.py: attention", ATTENTION_COLUMNS,
+                       bench_attention(args.threads, args.quick), ATTENTION_NOTE))
     if not args.no_report:
         for section, columns, rows, note in tables:
             path = report.write_table(section, columns, rows, threads=args.threads,

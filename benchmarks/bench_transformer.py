@@ -74,9 +74,25 @@ def _peak_rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
+def _gemm_call(dtype, ta, tb, m, n, k, batch):
+    """A recorded call's dict for a batch of contiguous products (the attention kernel's)."""
+    return dict(dtype=dtype.name, ta=ta, tb=tb, m=m, n=n, k=k, alpha=1.0, lda=m if ta else k,
+                sa=m * k, ldb=k if tb else n, sb=k * n, beta=0.0, ldc=n, sc=m * n, batch=batch)
+
+
+# The products the fused attention kernels run on each of n·h heads, as (ta, tb, m, n, k) of
+# the call's (length, s, d, dv).
+_ATTENTION_PRODUCTS = {
+    "attention_forward": lambda lq, s, d, dv: [(0, 1, lq, s, d), (0, 0, lq, dv, s)],
+    "attention_backward": lambda lq, s, d, dv: [(0, 1, lq, s, dv), (0, 0, lq, d, s),
+                                                (1, 0, s, d, lq), (1, 0, s, dv, lq)],
+}
+
+
 def _record_gemm_calls(step):
     """The GEMM calls one minitorch step makes, as dicts of their sizes, layouts and scalars
-    (not their data), in order; [] where the C backend is not built."""
+    (not their data), in order, the fused attention's per-head products among them (as one
+    batched call each); [] where the C backend is not built."""
     from minitorch.backends import c_backend
     if not hasattr(c_backend, "_GEMM_KERNELS"):
         return []
@@ -89,11 +105,30 @@ def _record_gemm_calls(step):
                               sa=sa, ldb=ldb, sb=sb, beta=beta, ldc=ldc, sc=sc, batch=batch))
             return kernel(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch)
         return call
+
+    def recording_attention(name, dtype):
+        kernel = c_backend._kernel(name, dtype)
+
+        def call(*args):
+            n, h, lq, s, d, dv = args[5:11] if name == "attention_forward" else args[8:14]
+            calls.extend(_gemm_call(dtype, *shape, n * h)
+                         for shape in _ATTENTION_PRODUCTS[name](lq, s, d, dv))
+            return kernel(*args)
+        return call
     c_backend._GEMM_KERNELS.update({d: recording(k, d) for d, k in kernels.items()})
+    attention = {(name, d): recording_attention(name, d)
+                 for name in _ATTENTION_PRODUCTS for d in kernels}
+    saved = {key: c_backend._KERNELS.pop(key, None) for key in attention}
+    c_backend._KERNELS.update(attention)
     try:
         step()
     finally:
         c_backend._GEMM_KERNELS.update(kernels)
+        for key, kernel in saved.items():
+            if kernel is None:
+                c_backend._KERNELS.pop(key, None)
+            else:
+                c_backend._KERNELS[key] = kernel
     return calls
 
 

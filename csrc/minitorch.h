@@ -347,6 +347,40 @@ int mt_attention_step_forward_f64(const double *q, const double *kt, const doubl
                                   const int64_t *q_strides, const int64_t *kt_strides,
                                   const int64_t *v_strides, const int64_t *mask_strides,
                                   double scale, int64_t causal_offset);
+/* ---- multi-head attention over whole sequences, forward and backward (attention.c) ----
+ * For batch row b < n and head g < h, the head's q (l x d), k (s x d), v (s x dv) and out,
+ * dout, dq, dk, dv (l or s rows) are read and written through `strides`: three element strides
+ * per array (batch, head, row; features unit stride), in the order of the arguments.
+ *   forward:  weights[b,g] = softmax(scale * q k^T + mask)   (n x h x l x s, contiguous)
+ *             out = weights[b,g] v
+ *   backward: dz = scale * w (dout v^T - rowsum(w (dout v^T)))   (w = weights[b,g])
+ *             dq = dz k ; dk = dz^T q ; dv = w^T dout
+ * The mask is the softmax kernel's: mask_add or mask_bool (at most one; True = excluded) over
+ * the rows (n, h, l) by mask_row_strides (3 entries, 0 where it broadcasts) and over the keys
+ * by mask_col_stride (0 or 1); causal != 0 excludes key j > query i. A query with every key
+ * excluded has zero weights, output and gradients. The output arrays must not overlap the
+ * inputs; dq, dk and dv may be disjoint parts of one array. Sums in double. */
+int mt_attention_forward_f32(const float *q, const float *k, const float *v, float *out,
+                             float *weights, int64_t n, int64_t h, int64_t l, int64_t s,
+                             int64_t d, int64_t dv, const int64_t *strides, float scale,
+                             const float *mask_add, const uint8_t *mask_bool,
+                             const int64_t *mask_row_strides, int64_t mask_col_stride,
+                             int causal);
+int mt_attention_forward_f64(const double *q, const double *k, const double *v, double *out,
+                             double *weights, int64_t n, int64_t h, int64_t l, int64_t s,
+                             int64_t d, int64_t dv, const int64_t *strides, double scale,
+                             const double *mask_add, const uint8_t *mask_bool,
+                             const int64_t *mask_row_strides, int64_t mask_col_stride,
+                             int causal);
+int mt_attention_backward_f32(const float *q, const float *k, const float *v,
+                              const float *weights, const float *dout, float *dq, float *dk,
+                              float *dv_out, int64_t n, int64_t h, int64_t l, int64_t s,
+                              int64_t d, int64_t dv, const int64_t *strides, float scale);
+int mt_attention_backward_f64(const double *q, const double *k, const double *v,
+                              const double *weights, const double *dout, double *dq,
+                              double *dk, double *dv_out, int64_t n, int64_t h, int64_t l,
+                              int64_t s, int64_t d, int64_t dv, const int64_t *strides,
+                              double scale);
 /* ---- gather along a dim (gather.c) and its adjoint, scatter-add (scatter_add.c) ----
  * The arrays are seen as 3-d around the dim: x and out of scatter_add (outer, size, inner),
  * index, src and out of gather (outer, n, inner), all contiguous. An index below 0 counts from

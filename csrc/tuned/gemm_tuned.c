@@ -324,18 +324,56 @@ static void F(gemm_one)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apac
 
 static int64_t F(round_up)(int64_t x, int64_t to) { return (x + to - 1) / to * to; }
 
+/* The plan and the blocks of one product for a team of `team` threads: A blocks of equal sliver
+ * counts, a multiple of `team` of them when that keeps them near MC, and no thin last K block. */
+static void F(problem_init)(PROBLEM *pr, int isa, int trans_a, int trans_b, int64_t m,
+                            int64_t n, int64_t k, T alpha, int64_t lda, int64_t ldb, T beta,
+                            int64_t ldc, int team) {
+    F(mt_gemm_plan_for)(isa, &pr->plan);
+    pr->trans_a = trans_a; pr->trans_b = trans_b;
+    pr->m = m; pr->n = n; pr->k = k;
+    pr->alpha = alpha; pr->beta = beta;
+    pr->lda = lda; pr->ldb = ldb; pr->ldc = ldc;
+    int64_t blocks_m = (m + pr->plan.mc - 1) / pr->plan.mc;
+    if (team > 1) blocks_m = (blocks_m + team - 1) / team * team;
+    int64_t slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
+    if (blocks_m > slivers_m) blocks_m = slivers_m;
+    if (blocks_m < 1) blocks_m = 1;
+    pr->blocks_m = blocks_m;
+    pr->mc = (slivers_m + blocks_m - 1) / blocks_m * pr->plan.mr;
+    int64_t blocks_k = (k + pr->plan.kc - 1) / pr->plan.kc;
+    pr->kc = (k + blocks_k - 1) / blocks_k;
+}
+
+/* Elements of packed A (one block) and of packed B (one panel) that a thread needs. */
+static int64_t F(a_pack_elems)(const PROBLEM *pr) { return pr->mc * pr->kc; }
+static int64_t F(b_pack_elems)(const PROBLEM *pr) {
+    return pr->kc * F(round_up)(pr->n < pr->plan.nc ? pr->n : pr->plan.nc, pr->plan.nr);
+}
+
+/* One product on the calling thread, for kernels that run many small products inside their
+ * own parallel loop (the fused attention): the tiles tuned_gemm computes for one matrix of a
+ * batch, so the same values. scratch: tuned_gemm_one_scratch(isa, m, n, k) elements, 64-byte
+ * aligned. m, n, k > 0; alpha != 0. */
+int64_t F(tuned_gemm_one_scratch)(int isa, int64_t m, int64_t n, int64_t k) {
+    PROBLEM pr;
+    F(problem_init)(&pr, isa, 0, 0, m, n, k, 1, k, n, 0, n, 1);
+    return F(round_up)(F(a_pack_elems)(&pr), 64) + F(b_pack_elems)(&pr);
+}
+
+void F(tuned_gemm_one)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       T alpha, const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
+                       int64_t ldc, T *scratch) {
+    PROBLEM pr;
+    F(problem_init)(&pr, isa, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, 1);
+    F(gemm_one)(&pr, a, b, c, scratch, scratch + F(round_up)(F(a_pack_elems)(&pr), 64));
+}
+
 /* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b (minitorch.h); the caller has checked
  * the arguments and handled m, n, k or alpha of 0. */
 int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                   const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
                   int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch) {
-    PROBLEM pr;
-    F(mt_gemm_plan_for)(isa, &pr.plan);
-    pr.trans_a = trans_a; pr.trans_b = trans_b;
-    pr.m = m; pr.n = n; pr.k = k;
-    pr.alpha = alpha; pr.beta = beta;
-    pr.lda = lda; pr.ldb = ldb; pr.ldc = ldc;
-
     int nt = mt_get_num_threads();
     double flops_per_matrix = 2.0 * (double)m * (double)n * (double)k;
     if (flops_per_matrix * (double)batch < 4e6) nt = 1; /* waking a team costs more than
@@ -346,21 +384,10 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
                          (batch % nt == 0 || batch >= 4 * nt || flops_per_matrix < 8e6);
     if (!batch_parallel && flops_per_matrix < 4e6) nt = 1; /* too small to split one */
     int team = batch_parallel ? 1 : nt;
+    PROBLEM pr;
+    F(problem_init)(&pr, isa, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, team);
 
-    /* Balance the blocks: A blocks of equal sliver counts, a multiple of `team` of them when
-     * that keeps them near MC, and no thin last K block. */
-    int64_t blocks_m = (m + pr.plan.mc - 1) / pr.plan.mc;
-    if (team > 1) blocks_m = (blocks_m + team - 1) / team * team;
-    int64_t slivers_m = (m + pr.plan.mr - 1) / pr.plan.mr;
-    if (blocks_m > slivers_m) blocks_m = slivers_m;
-    if (blocks_m < 1) blocks_m = 1;
-    pr.blocks_m = blocks_m;
-    pr.mc = (slivers_m + blocks_m - 1) / blocks_m * pr.plan.mr;
-    int64_t blocks_k = (k + pr.plan.kc - 1) / pr.plan.kc;
-    pr.kc = (k + blocks_k - 1) / blocks_k;
-
-    int64_t a_elems = pr.mc * pr.kc;
-    int64_t b_elems = pr.kc * F(round_up)(n < pr.plan.nc ? n : pr.plan.nc, pr.plan.nr);
+    int64_t a_elems = F(a_pack_elems)(&pr), b_elems = F(b_pack_elems)(&pr);
     int failed = 0;
 
     if (batch_parallel) {

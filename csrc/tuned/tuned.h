@@ -29,6 +29,12 @@
 int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                   const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
                   int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch);
+/* One product on the calling thread into caller's scratch (gemm_tuned.c): for kernels that run
+ * many small products in their own parallel loop. */
+int64_t F(tuned_gemm_one_scratch)(int isa, int64_t m, int64_t n, int64_t k);
+void F(tuned_gemm_one)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       T alpha, const T *a, int64_t lda, const T *b, int64_t ldb, T beta, T *c,
+                       int64_t ldc, T *scratch);
 
 MT_DECLARE_TUNED(tuned_softmax_forward,
                  (const T *x, T *y, int64_t rows, int64_t cols, T scale, const T *mask_add,

@@ -28,7 +28,8 @@ import numpy as np
 from minitorch._C import ffi, lib
 
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
-                     broadcast_shape, check_arith, check_attention_step, check_cell_arrays,
+                     broadcast_shape, check_arith, check_attention, check_attention_backward,
+                     check_attention_step, check_cell_arrays,
                      check_clamp_bounds,
                      check_conv2d, check_conv2d_backward_input, check_conv2d_backward_weight,
                      check_float, check_gelu_approximate, check_gemm_operands,
@@ -1104,6 +1105,63 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         float(scale), -1 if causal_offset is None else int(causal_offset))
     _check_status(status, "attention_step")
     return out, weights
+
+
+def _view_strides(x):
+    """Element strides of the first three dims of an output view (check_output_view)."""
+    return [st // x.itemsize for st in x.strides[:3]]
+
+
+def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None):
+    """(out, weights) as numpy_backend.attention_forward, in one C call that takes a head at a
+    time (csrc/attention.c): q, k, v are read through their strides (copied first only where
+    a feature dim is not contiguous), out written through its own."""
+    n, h, length, s, d, dv = check_attention(q, k, v, mask, causal, out)
+    weights = empty((n, h, length, s), q.dtype)
+    if out is None:
+        out = empty((n, h, length, dv), q.dtype)
+    if out.size == 0 and weights.size == 0:
+        return out, weights
+    mask_add = mask_bool = row_strides = ffi.NULL
+    col_stride = 0
+    if mask is not None:
+        mask, mask_rows, col_stride = _mask_layout(weights, mask)
+        row_strides = _ptr(mask_rows)
+        if mask.dtype == np.bool_:
+            mask_bool = ffi.from_buffer("uint8_t[]", mask.reshape(-1).view(np.uint8))
+        else:
+            mask_add = _ptr(mask)
+    (q, q_strides), (k, k_strides), (v, v_strides) = map(_step_operand, (q, k, v))
+    strides = np.array(q_strides + k_strides + v_strides + _view_strides(out), dtype=np.int64)
+    status = _kernel("attention_forward", q.dtype)(
+        _base_pointer(q), _base_pointer(k), _base_pointer(v), _base_pointer(out), _ptr(weights),
+        n, h, length, s, d, dv, _ptr(strides), float(scale), mask_add, mask_bool, row_strides,
+        col_stride, int(bool(causal)))
+    _check_status(status, "attention_forward")
+    return out, weights
+
+
+def attention_backward(q, k, v, weights, dout, scale=1.0, dq=None, dk=None, dv=None):
+    """(dq, dk, dv) as numpy_backend.attention_backward, in one C call that takes a head at a
+    time; each gradient into its given output view, or a new array."""
+    n, h, length, s, d, d_v = check_attention_backward(q, k, v, weights, dout,
+                                                       (("dq", dq), ("dk", dk), ("dv", dv)))
+    dq = empty(q.shape, q.dtype) if dq is None else dq
+    dk = empty(k.shape, q.dtype) if dk is None else dk
+    dv = empty(v.shape, q.dtype) if dv is None else dv
+    if n * h == 0:
+        return dq, dk, dv
+    operands = [_step_operand(x) for x in (q, k, v, dout)]
+    weights = _contiguous(weights)
+    strides = np.array(sum((st for _, st in operands), []) + _view_strides(dq)
+                       + _view_strides(dk) + _view_strides(dv), dtype=np.int64)
+    (q, _), (k, _), (v, _), (dout, _) = operands
+    status = _kernel("attention_backward", q.dtype)(
+        _base_pointer(q), _base_pointer(k), _base_pointer(v), _ptr(weights), _base_pointer(dout),
+        _base_pointer(dq), _base_pointer(dk), _base_pointer(dv), n, h, length, s, d, d_v,
+        _ptr(strides), float(scale))
+    _check_status(status, "attention_backward")
+    return dq, dk, dv
 
 
 # ---------------------------------------------------------------------------------------------

@@ -414,6 +414,61 @@ def check_attention_step(q, k, v, mask, causal_offset):
     return n, h, lq, s, d, v.shape[3]
 
 
+def check_attention(q, k, v, mask, causal, out):
+    """The (n, h, l, s, d, dv) of attention_forward's operands: q (N, H, L, D), k (N, H, S, D),
+    v (N, H, S, Dv) float arrays of one dtype; mask None, bool or of q's dtype, broadcasting to
+    the scores (N, H, L, S); causal a bool; out None or an output view (N, H, L, Dv)."""
+    check_float("q", q)
+    check_float("k", k, q.dtype)
+    check_float("v", v, q.dtype)
+    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
+        raise ValueError(f"q, k and v must be 4-D (N, H, L, D), (N, H, S, D), (N, H, S, Dv), "
+                         f"got {q.shape}, {k.shape} and {v.shape}")
+    n, h, length, d = q.shape
+    s = k.shape[2]
+    if k.shape != (n, h, s, d):
+        raise ValueError(f"k must have shape (N, H, S, D) = {(n, h, s, d)}, got {k.shape}")
+    if v.shape[:3] != (n, h, s):
+        raise ValueError(f"v must have shape (N, H, S, Dv) with {(n, h, s)} first, got "
+                         f"{v.shape}")
+    if mask is not None:
+        if not _is_array(mask) or (mask.dtype != np.bool_ and mask.dtype != q.dtype):
+            raise TypeError(f"mask must be a bool or {q.dtype} numpy.ndarray or None, got "
+                            f"{getattr(mask, 'dtype', type(mask).__name__)}")
+        try:
+            fits = broadcast_shape(mask.shape, (n, h, length, s)) == (n, h, length, s)
+        except ValueError:
+            fits = False
+        if not fits:
+            raise ValueError(f"mask of shape {mask.shape} does not broadcast to the scores' "
+                             f"shape {(n, h, length, s)}")
+    if not isinstance(causal, (bool, np.bool_)):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    if out is not None:
+        check_output_view("out", out, (n, h, length, v.shape[3]), q.dtype, (q, k, v))
+    return n, h, length, s, d, v.shape[3]
+
+
+def check_attention_backward(q, k, v, weights, dout, grads):
+    """attention_backward's operands: q, k, v as check_attention; weights (N, H, L, S) and dout
+    (N, H, L, Dv) of q's dtype; ``grads`` the (name, array or None) of dq, dk, dv, each None or
+    an output view of its input's shape. The three may be views of one array (the heads of a
+    packed projection's gradient); the caller keeps them disjoint (an exact overlap test costs
+    more than the kernel at small sizes), only the same view twice is refused."""
+    n, h, length, s, d, dv = check_attention(q, k, v, None, False, None)
+    check_float("weights", weights, q.dtype)
+    check_same_shape("weights", weights, (n, h, length, s))
+    check_float("dout", dout, q.dtype)
+    check_same_shape("dout", dout, (n, h, length, dv))
+    for (name, g), like in zip(grads, (q, k, v)):
+        if g is not None:
+            check_output_view(name, g, like.shape, q.dtype, (q, k, v, weights, dout))
+    given = [g for _, g in grads if g is not None]
+    if len({id(g) for g in given}) < len(given):
+        raise ValueError("dq, dk and dv must be different arrays")
+    return n, h, length, s, d, dv
+
+
 # ---------------------------------------------------------------------------------------------
 # Gather along a dim and its adjoint, scatter-add; keeping a triangle
 # ---------------------------------------------------------------------------------------------
@@ -499,31 +554,35 @@ def check_keep_triangle(x, diagonal):
     return max(min(int(diagonal), x.shape[-1]), -x.shape[-2] - 1)
 
 
-def check_matmul_into(a, b, out):
-    """The batch shape of np.matmul(a, b, out=out), without broadcasting out: a float array of
-    a's dtype and of the product's shape, writable, its rows unit-stride and its elements
-    distinct (a strided view such as the heads of an (N, L, H·D) array seen as (N, H, L, D)),
-    sharing no memory with a or b."""
-    batch = check_matmul_operands(a, b)
-    check_float("out", out, a.dtype)
-    shape = tuple(batch) + (a.shape[-2], b.shape[-1])
-    check_same_shape("out", out, shape)
+def check_output_view(name, out, shape, dtype, inputs):
+    """An array a kernel writes through its strides: float of ``dtype`` and ``shape``, writable,
+    its rows unit-stride and its elements distinct (a strided view such as the heads of an
+    (N, L, H·D) array seen as (N, H, L, D)), sharing no memory with any of ``inputs``."""
+    check_float(name, out, dtype)
+    check_same_shape(name, out, shape)
     if not is_writeable(out):
-        raise ValueError("out must be writable")
+        raise ValueError(f"{name} must be writable")
     item = out.itemsize
     if any(s < 0 or s % item for s in out.strides) or (out.shape[-1] > 1
                                                        and out.strides[-1] != item):
-        raise ValueError(f"out must have unit-stride rows and non-negative strides, got strides "
-                         f"{out.strides}")
+        raise ValueError(f"{name} must have unit-stride rows and non-negative strides, got "
+                         f"strides {out.strides}")
     # Distinct elements: with the dims sorted by stride, each steps past all the ones before.
     span = item
     for stride, extent in sorted((s, e) for e, s in zip(out.shape, out.strides) if e > 1):
         if stride < span:
-            raise ValueError(f"out's elements overlap (shape {out.shape}, strides "
+            raise ValueError(f"{name}'s elements overlap (shape {out.shape}, strides "
                              f"{out.strides})")
         span = stride * extent
-    if np.may_share_memory(out, a) or np.may_share_memory(out, b):
-        raise ValueError("out must not share memory with a or b")
+    if any(np.may_share_memory(out, x) for x in inputs):
+        raise ValueError(f"{name} must not share memory with the inputs")
+
+
+def check_matmul_into(a, b, out):
+    """The batch shape of np.matmul(a, b, out=out), without broadcasting out: ``out`` as
+    check_output_view asks, of a's dtype and the product's shape."""
+    batch = check_matmul_operands(a, b)
+    check_output_view("out", out, tuple(batch) + (a.shape[-2], b.shape[-1]), a.dtype, (a, b))
     return batch
 
 

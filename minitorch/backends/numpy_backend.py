@@ -40,7 +40,8 @@ import numpy as np
 from ..device_arrays import array_module, max_or_neg_inf, on_device_of, to_host
 from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  # noqa: F401
                      _is_array,
-                     check_arith, check_attention_step, check_cell_arrays, check_clamp_bounds,
+                     check_arith, check_attention, check_attention_backward,
+                     check_attention_step, check_cell_arrays, check_clamp_bounds,
                      check_conv2d,
                      check_conv2d_backward_input, check_conv2d_backward_weight, check_float,
                      check_gelu_approximate, check_gemm_operands, check_integer_exponent,
@@ -938,6 +939,36 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         weights = e / np.where(total == 0, 1.0, total)
     out = np.matmul(weights, v.astype(np.float64)).transpose(0, 2, 1, 3)
     return xp.ascontiguousarray(out, dtype=q.dtype), weights.astype(q.dtype)
+
+
+def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None):
+    """(out, weights) of attention over whole sequences, per batch row and head: weights =
+    softmax(q kᵀ·scale + mask) (N, H, L, S) as softmax_forward takes its mask (bool True =
+    excluded, or added; ``causal``: key j > query i excluded), out = weights v (N, H, L, Dv),
+    into ``out`` if given (a strided view, such as heads seen in place in their rows).
+
+    q (N, H, L, D), k (N, H, S, D), v (N, H, S, Dv): the chain of a batched matmul, the fused
+    softmax and a batched matmul, whose values the C kernel's tuned body gives bit for bit."""
+    n, h, length, s, d, dv = check_attention(q, k, v, mask, causal, out)
+    weights = softmax_forward(np.matmul(q, k.swapaxes(-1, -2)), scale, mask, causal)
+    if out is None:
+        out = np.empty((n, h, length, dv), q.dtype)
+    np.matmul(weights, v, out=out)
+    return out, weights
+
+
+def attention_backward(q, k, v, weights, dout, scale=1.0, dq=None, dk=None, dv=None):
+    """(dq, dk, dv) of attention_forward given the gradient ``dout`` of its output and its
+    ``weights``: dz = softmax_backward(weights, dout vᵀ, scale), dq = dz k, dk = dzᵀ q,
+    dv = weightsᵀ dout; each into its given output view, or a new array."""
+    check_attention_backward(q, k, v, weights, dout, (("dq", dq), ("dk", dk), ("dv", dv)))
+    dz = softmax_backward(weights, np.matmul(dout, v.swapaxes(-1, -2)), scale)
+    grads = []
+    for a, b, given, like in ((dz, k, dq, q), (dz.swapaxes(-1, -2), q, dk, k),
+                              (weights.swapaxes(-1, -2), dout, dv, v)):
+        target = np.empty(like.shape, q.dtype) if given is None else given
+        grads.append(np.matmul(a, b, out=target))
+    return tuple(grads)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -403,9 +403,10 @@ def merge_heads(x):
 
 # ----------------------------------------------------------------------------- attention in place
 # Where the attention's weights are not wanted, the heads need not be copied out at all: each
-# product reads q, k and v where the projections wrote them, as (N, H, L, D) views of their
-# (N, L, ·) rows, and the output and the gradients of q, k and v are written by the GEMM straight
-# into (N, L, ·) arrays. That drops split_heads' and merge_heads' four copies per attention.
+# head's products read q, k and v where the projections wrote them, as (N, H, L, D) views of
+# their (N, L, ·) rows, and the output and the gradients of q, k and v are written by the
+# attention kernels straight into (N, L, ·) arrays. That drops split_heads' and merge_heads'
+# four copies per attention.
 
 
 def _heads(rows, start, width, num_heads):
@@ -418,7 +419,8 @@ def _heads(rows, start, width, num_heads):
 class AttentionOnRows(Function):
     """softmax(q kᵀ·scale + mask) v over ``num_heads`` heads, reading q, k, v in the projections'
     layout and giving the heads side by side, (N, L, E): ``merge_heads`` of ``attention`` on
-    ``split_heads``' outputs, bit for bit (the same GEMMs on the same values), as one node.
+    ``split_heads``' outputs, bit for bit (the backend's attention kernels run the same products
+    and softmax rows on each head), as one node.
 
     ``q_rows`` (N, L, E) holds q, ``kv_rows`` (N, S, 2E) k then v; with ``kv_rows`` None,
     ``q_rows`` (N, L, 3E) holds all three (self-attention's packed projection). ``mask``: the
@@ -434,11 +436,9 @@ class AttentionOnRows(Function):
         q = _heads(qd, 0, width, num_heads)
         k = _heads(kvd, k_at, width, num_heads)
         v = _heads(kvd, k_at + width, width, num_heads)
-        kernels = backends.current()
-        weights = kernels.softmax_forward(_product(kernels, q, k.swapaxes(-1, -2)), scale,
-                                          _array(mask), causal)
         out = np.empty(qd.shape[:2] + (width,), qd.dtype)
-        kernels.matmul_into(weights, v, out=_heads(out, 0, width, num_heads))
+        _, weights = backends.current().attention_forward(
+            q, k, v, scale, _array(mask), causal, out=_heads(out, 0, width, num_heads))
         ctx.options = (num_heads, causal, scale, width, k_at)
         ctx.weights = weights
         ctx.save_for_backward(q_rows, kv_rows, mask)
@@ -460,25 +460,14 @@ class AttentionOnRows(Function):
         q = _heads(qd, 0, width, num_heads)
         k = _heads(kvd, k_at, width, num_heads)
         v = _heads(kvd, k_at + width, width, num_heads)
-        kernels, weights = backends.current(), ctx.weights
         g = _heads(np.ascontiguousarray(grad._data), 0, width, num_heads)
-        d_scores = kernels.softmax_backward(weights, _product(kernels, g, v.swapaxes(-1, -2)),
-                                            scale)
         d_q_rows = np.empty(qd.shape, qd.dtype)
         d_kv_rows = d_q_rows if packed else np.empty(kvd.shape, kvd.dtype)
-        kernels.matmul_into(d_scores, k, out=_heads(d_q_rows, 0, width, num_heads))
-        kernels.matmul_into(d_scores.swapaxes(-1, -2), q,
-                            out=_heads(d_kv_rows, k_at, width, num_heads))
-        kernels.matmul_into(weights.swapaxes(-1, -2), g,
-                            out=_heads(d_kv_rows, k_at + width, width, num_heads))
+        backends.current().attention_backward(
+            q, k, v, ctx.weights, g, scale, dq=_heads(d_q_rows, 0, width, num_heads),
+            dk=_heads(d_kv_rows, k_at, width, num_heads),
+            dv=_heads(d_kv_rows, k_at + width, width, num_heads))
         return (_make(d_q_rows), None if packed else _make(d_kv_rows)) + (None,) * 4
-
-
-def _product(kernels, a, b):
-    """a @ b of two (N, H, ·, ·) head views into a new contiguous array, by ``matmul_into``,
-    which runs the heads of all N as few strided batches (``matmul`` would loop over N)."""
-    out = np.empty(a.shape[:-1] + b.shape[-1:], a.dtype)
-    return kernels.matmul_into(a, b, out=out)
 
 
 def _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal, scale):

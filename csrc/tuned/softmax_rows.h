@@ -1,0 +1,175 @@
+/* tuned/softmax_rows.h — the tuned softmax's row bodies, forward and backward: shared by
+ * tuned/softmax_tuned.c (rows split among threads) and tuned/attention_tuned.c (the rows of
+ * one head's scores at a time), so that the fused attention's weights are the softmax
+ * kernel's, bit for bit.
+ *
+ * Included by each tuned body once per ISA level and element type, after row_ops.h. Each row:
+ * z = x*scale (+ mask), m = max z, e = exp(z - m), y = e / sum e; y may be x (in place).
+ */
+/* Unmasked row: scale only. `ahead`: the next row of x (MT_NEXT_ROW), or NULL. */
+static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
+                                 const T *ahead) {
+    T m = V(row_max_scaled)(x, n, scale);
+    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(x, n, scale);
+    if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
+        for (int64_t j = 0; j < n; ++j) y[j] = 0;
+        return;
+    }
+    double s = V(row_exp_sum)(x, y, n, scale, m, ahead);
+    V(row_scale)(y, n, (T)(1.0 / s));
+}
+
+/* Rows [r0, r1) of an unmasked softmax, in one pass each: a row's exp loop also takes the
+ * next row's max and divides the previous row by its sum (row_exp_sum_pipelined). */
+static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n,
+                                  T scale) {
+    /* the previous row: its exps, still to be divided by their sum */
+    F(mt_row_finish) pending = {0};
+    T m = r0 < r1 ? V(row_max_scaled)(x + r0 * n, n, scale) : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *xr = x + r * n;
+        T *yr = y + r * n;
+        const T *next = r + 1 < r1 ? xr + n : NULL;
+        if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(xr, n, scale);
+        if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
+            for (int64_t j = 0; j < n; ++j) yr[j] = 0;
+            V(row_finish)(&pending, n);
+            pending.y = NULL;
+            if (next) m = V(row_max_scaled)(next, n, scale);
+            continue;
+        }
+        /* the loop's max is max(x): row_max_scaled multiplies it by scale only where > 0 */
+        const int max_in_loop = next && scale > 0;
+        T next_max = -(T)INFINITY;
+        double s = V(row_exp_sum_pipelined)(xr, yr, n, scale, m, max_in_loop ? next : NULL,
+                                            &next_max, &pending, MT_ROW_AFTER_NEXT(x, r, r1, n),
+                                            next ? yr + n : NULL);
+        pending.y = yr;
+        pending.factor = (T)(1.0 / s);
+        if (next) m = max_in_loop ? next_max * scale : V(row_max_scaled)(next, n, scale);
+    }
+    V(row_finish)(&pending, n);
+}
+
+/* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
+ * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
+ * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
+static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
+                                  const T *madd, const uint8_t *mbool,
+                                  int64_t mstride, int64_t live,
+                                  const T *ahead) {
+    T m = -(T)INFINITY;
+    if (madd && mstride == 1) {
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = x[j] * scale + madd[j];
+            y[j] = z;
+            m = z > m ? z : m;
+        }
+    } else if (mbool && mstride == 1) {
+        /* (GCC 12 vectorizes this select, with the max, at every level) */
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = mbool[j] ? -(T)INFINITY : x[j] * scale;
+            y[j] = z;
+            m = z > m ? z : m;
+        }
+    } else {
+        /* A broadcast (stride-0) mask is one value for the whole row. */
+        T add = madd ? madd[0] : 0;
+        int excluded = mbool ? mbool[0] != 0 : 0;
+        if (excluded) live = 0;
+#pragma omp simd reduction(max : m)
+        for (int64_t j = 0; j < live; ++j) {
+            T z = x[j] * scale + add;
+            y[j] = z;
+            m = z > m ? z : m;
+        }
+    }
+    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(y, live, (T)1);
+    if (m == -(T)INFINITY) live = 0; /* fully masked: all zeros, never 0/0 */
+    if (live > 0) {
+        /* (prefetches the next row's first `live` elements: the causal next row needs one
+         * more, which the hardware prefetcher adds) */
+        double s = V(row_exp_sum)(y, y, live, (T)1, m, ahead);
+        V(row_scale)(y, live, (T)(1.0 / s));
+    }
+    for (int64_t j = live; j < n; ++j) y[j] = 0;
+}
+
+/* Rows up to this long have their next row prefetched whole before their own work (64 lines
+ * of x and of y at most) */
+#define MT_SHORT_ROW_BYTES 4096
+
+/* Rows [r0, r1) of a masked or causal softmax. The row's query (r % causal_lq) and mask offset
+ * are counted along rather than divided out per row: mt_mask_row_offset's divisions cost as
+ * much as the exps of a short attention row. */
+static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
+                                   int64_t cols, T scale, const T *mask_add,
+                                   const uint8_t *mask_bool, int64_t mask_ndim,
+                                   const int64_t *row_shape, const int64_t *mask_row_strides,
+                                   int64_t mask_col_stride, int64_t causal_lq) {
+    const int has_mask = mask_add != NULL || mask_bool != NULL;
+    /* offset(r) = offset(r - inner_index) + inner_index * stride of the mask's last row dim */
+    const int64_t inner = has_mask && mask_ndim > 0 ? row_shape[mask_ndim - 1] : 1;
+    const int64_t inner_stride = has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0;
+    int64_t inner_index = -1, base = 0;
+    int64_t query = causal_lq > 0 ? r0 % causal_lq : 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t live = cols;
+        if (causal_lq > 0) {
+            live = query + 1 < cols ? query + 1 : cols;
+            if (++query == causal_lq) query = 0;
+        }
+        const T *madd = NULL;
+        const uint8_t *mbool = NULL;
+        if (has_mask) {
+            if (inner_index < 0 || ++inner_index == inner) {
+                inner_index = r % inner;
+                base = mt_mask_row_offset(r - inner_index, mask_ndim, row_shape,
+                                          mask_row_strides);
+            }
+            const int64_t off = base + inner_index * inner_stride;
+            if (mask_add) madd = mask_add + off;
+            else mbool = mask_bool + off;
+        }
+        if (r + 1 < r1 && cols * (int64_t)sizeof(T) <= MT_SHORT_ROW_BYTES) {
+            /* the next row's x, and its y for writing: all of them, at once (a causal row's
+             * exp pass prefetches only its `live` part, and the zeros after it are written
+             * without a read) */
+            for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T)) {
+                __builtin_prefetch(x + (r + 1) * cols + j, 0, 3);
+                __builtin_prefetch(y + (r + 1) * cols + j, 1, 3);
+            }
+        }
+        V(softmax_row_masked)(x + r * cols, y + r * cols, cols, scale, madd, mbool,
+                              mask_col_stride, live, MT_NEXT_ROW(x, r, rows, cols));
+    }
+}
+
+/* Rows [r0, r1) of a softmax on the calling thread (x and y: the whole rows x cols array; y
+ * may be x, in place): the row bodies above, as tuned_softmax_forward splits rows among its
+ * threads and as the fused attention runs them on the scores of one head. */
+static void V(softmax_rows)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
+                            int64_t cols, T scale, const T *mask_add, const uint8_t *mask_bool,
+                            int64_t mask_ndim, const int64_t *row_shape,
+                            const int64_t *mask_row_strides, int64_t mask_col_stride,
+                            int64_t causal_lq) {
+    if (mask_add || mask_bool || causal_lq > 0)
+        V(softmax_rows_masked)(x, y, rows, r0, r1, cols, scale, mask_add, mask_bool, mask_ndim,
+                               row_shape, mask_row_strides, mask_col_stride, causal_lq);
+    else if (cols * (int64_t)sizeof(T) > MT_PREFETCH_ROW_BYTES)
+        /* rows too long for the pipeline (the previous row would be scaled from L3) */
+        for (int64_t r = r0; r < r1; ++r)
+            V(softmax_row_plain)(x + r * cols, y + r * cols, cols, scale,
+                                 MT_NEXT_ROW(x, r, rows, cols));
+    else
+        V(softmax_rows_plain)(x, y, r0, r1, cols, scale);
+}
+
+static void V(softmax_backward_row)(const T *y, const T *dy, T *dx,
+                                    int64_t n, T scale) {
+    T dot = (T)V(row_dot)(dy, y, n);
+#pragma omp simd
+    for (int64_t j = 0; j < n; ++j) dx[j] = scale * y[j] * (dy[j] - dot);
+}
