@@ -359,7 +359,8 @@ int mt_attention_step_forward_f64(const double *q, const double *kt, const doubl
  * the rows (n, h, l) by mask_row_strides (3 entries, 0 where it broadcasts) and over the keys
  * by mask_col_stride (0 or 1); causal != 0 excludes key j > query i. A query with every key
  * excluded has zero weights, output and gradients. The output arrays must not overlap the
- * inputs; dq, dk and dv may be disjoint parts of one array. Sums in double. */
+ * inputs; dq, dk and dv may be disjoint parts of one array. The reference body sums in double;
+ * the tuned one gives the unfused GEMM and softmax kernels' values, bit for bit. */
 int mt_attention_forward_f32(const float *q, const float *k, const float *v, float *out,
                              float *weights, int64_t n, int64_t h, int64_t l, int64_t s,
                              int64_t d, int64_t dv, const int64_t *strides, float scale,
