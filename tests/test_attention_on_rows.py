@@ -8,7 +8,10 @@ merge_heads) bit for bit, forward and backward, float32 and float64, one and two
 gradchecks and differentiates twice. nn.MultiheadAttention takes it when the weights are not
 wanted: its output and every gradient equal the general path's (need_weights=True) bit for bit,
 and PyTorch's within float tolerance. matmul_into equals np.matmul on strided outputs; LinearPair
-equals two F.linear calls on the weight's slices bit for bit and gradchecks."""
+equals two F.linear calls on the weight's slices bit for bit and gradchecks.
+scaled_dot_product_attention on 4-D heads is one ``Attention`` node on the same kernels: it
+equals the composite, gradchecks, differentiates twice and matches PyTorch; other calls (3-D,
+dropout, a learned or widening mask) keep the composite."""
 import numpy as np
 import pytest
 
@@ -310,3 +313,111 @@ def test_half_precision_attention_takes_the_general_path():
     general, _ = module(x, x, x)
     assert fast.dtype == minitorch.float16
     np.testing.assert_array_equal(fast.detach().numpy(), general.detach().numpy())
+
+
+# ----------------------------------------------------------------------------- Attention (SDPA)
+
+def sdpa_cases(dtype):
+    """(name, attn_mask, is_causal) in scaled_dot_product_attention's convention, for heads of
+    (2, 3, 5, ·) queries over 6 keys."""
+    rng = np.random.default_rng(6)
+    keep = rng.random((2, 1, 5, 6)) < 0.7
+    keep[0, 0, 1] = False  # one query with every key masked: zeros
+    yield "none", None, False
+    yield "causal", None, True
+    yield "bool", minitorch.tensor(keep), False
+    yield "float", minitorch.tensor(rng.standard_normal((5, 6)).astype(dtype)), False
+
+
+def sdpa_values(fused, backend, dtype, attn_mask, is_causal, upstream, arrays):
+    q, k, v = (minitorch.tensor(a, requires_grad=True) for a in arrays)
+    with backends.using(backend):
+        if fused:
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+            assert out.grad_fn.name().startswith("Attention")
+        else:
+            mask = F._as_kernel_mask(attn_mask, q.dtype, "mask", true_means_excluded=False)
+            out = F._attention(q, k, v, mask, is_causal, 1 / np.sqrt(q.shape[-1]))[0]
+        (out * minitorch.tensor(upstream)).sum().backward()
+    return [out.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("count", [1, 2])
+def test_sdpa_on_4d_heads_is_one_node_equal_to_the_chain(backend, dtype, count, threads):
+    """q, k, v as the (N, H, L, D) transposes of (N, L, H, D) arrays (non-contiguous), every
+    mask kind: the fused node's output and gradients equal the composite's."""
+    threads(count)
+    rng = np.random.default_rng(7)
+    arrays = [rng.standard_normal((2, length, 3, d)).astype(dtype).swapaxes(1, 2)
+              for length, d in ((5, 4), (6, 4), (6, 3))]
+    upstream = rng.standard_normal((2, 3, 5, 3)).astype(dtype)
+    for name, attn_mask, is_causal in sdpa_cases(dtype):
+        fused = sdpa_values(True, backend, dtype, attn_mask, is_causal, upstream, arrays)
+        chain = sdpa_values(False, backend, dtype, attn_mask, is_causal, upstream, arrays)
+        for f, c in zip(fused, chain):
+            np.testing.assert_allclose(f, c, rtol=1e-5 if dtype == np.float32 else 1e-12,
+                                       atol=1e-6 if dtype == np.float32 else 1e-13,
+                                       err_msg=name)
+        if name == "bool":
+            assert not fused[0][0, 0, 1].any()  # the query with nothing to attend to
+
+
+def test_sdpa_takes_the_fused_node_only_where_it_applies():
+    q, k, v = (minitorch.randn(2, 2, 3, 4, requires_grad=True) for _ in range(3))
+
+    def node(out):
+        return out.grad_fn.name()
+    assert node(F.scaled_dot_product_attention(q, k, v)).startswith("Attention")
+    assert not node(F.scaled_dot_product_attention(q[0], k[0], v[0])).startswith("Attention")
+    assert not node(F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)).startswith(
+        "Attention")
+    learned = minitorch.zeros(3, 3, requires_grad=True)
+    assert not node(F.scaled_dot_product_attention(q, k, v, attn_mask=learned)).startswith(
+        "Attention")
+    wide = minitorch.ones(3, 2, 3, 3, dtype=minitorch.bool)  # widens the batch: 3 x 2 x 3 x 3
+    out = F.scaled_dot_product_attention(q[:1], k[:1], v[:1], attn_mask=wide)
+    assert out.shape == (3, 2, 3, 4) and not node(out).startswith("Attention")
+    with pytest.raises(ValueError, match="does not broadcast"):
+        F.scaled_dot_product_attention(q, k, v,
+                                       attn_mask=minitorch.ones(4, 4, dtype=minitorch.bool))
+
+
+@pytest.mark.parametrize("kind", ["none", "causal", "bool", "float"])
+def test_sdpa_fused_node_gradchecks_and_differentiates_twice(kind):
+    rng = np.random.default_rng(8)
+    q, k, v = (minitorch.tensor(rng.standard_normal((2, 3, 2, 5)).swapaxes(1, 2),
+                                requires_grad=True) for _ in range(3))
+    attn_mask, is_causal = {"none": (None, False), "causal": (None, True),
+                            "bool": (minitorch.tensor(np.array([[True, False, True]] * 3)), False),
+                            "float": (minitorch.tensor(rng.standard_normal((3, 3))), False)}[kind]
+
+    def fn(q, k, v):
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+    assert fn(q, k, v).grad_fn.name().startswith("Attention")
+    assert gradcheck(fn, (q, k, v))
+    assert gradgradcheck(fn, (q, k, v))
+
+
+def test_sdpa_fused_node_matches_pytorch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(9)
+    arrays = [rng.standard_normal((2, 3, 7, 4)) for _ in range(3)]
+    keep = rng.random((2, 1, 7, 7)) < 0.8
+    keep[..., 0] = True
+    upstream = rng.standard_normal((2, 3, 7, 4))
+    for attn_mask, is_causal in ((None, True), (keep, False)):
+        ours = [minitorch.tensor(a, requires_grad=True) for a in arrays]
+        theirs = [torch.tensor(a, requires_grad=True) for a in arrays]
+        out = F.scaled_dot_product_attention(
+            *ours, attn_mask=None if attn_mask is None else minitorch.tensor(attn_mask),
+            is_causal=is_causal)
+        ref = torch.nn.functional.scaled_dot_product_attention(
+            *theirs, attn_mask=None if attn_mask is None else torch.tensor(attn_mask),
+            is_causal=is_causal)
+        (out * minitorch.tensor(upstream)).sum().backward()
+        (ref * torch.tensor(upstream)).sum().backward()
+        np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), atol=1e-12)
+        for a, b in zip(ours, theirs):
+            np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), atol=1e-12)

@@ -25,7 +25,7 @@ import numpy as np
 from .. import ops
 from ..dtype import bool_, int64
 from ..ops import registry as _registry
-from ..ops.fused import CrossEntropy, Softmax
+from ..ops.fused import Attention, CrossEntropy, Softmax
 from ..ops.linalg import Linear as _LinearFunction
 from ..ops.linalg import FeedForwardReLU as _FeedForwardReLUFunction
 from ..ops.linalg import LinearReLU as _LinearReLUFunction
@@ -343,6 +343,34 @@ def _merge_masks(a, b):
     return additive(a) + additive(b)
 
 
+def _scores_shape_with_mask(mask, scores_shape):
+    """The attention scores' shape once ``mask`` is broadcast against them (a mask with more
+    batch dims makes more of them); a ValueError naming both where it does not broadcast."""
+    try:
+        return tuple(np.broadcast_shapes(tuple(mask.shape), tuple(scores_shape)))
+    except ValueError:
+        raise ValueError(f"attention mask of shape {tuple(mask.shape)} does not broadcast to "
+                         f"the attention scores' shape {tuple(scores_shape)} (..., L, S)"
+                         ) from None
+
+
+def _fused_attention_applies(query, key, value, mask, dropout_p):
+    """Whether scaled_dot_product_attention can be the one ``Attention`` node: 4-D heads of one
+    batch shape, numpy float32/64 arrays of one dtype, no dropout, a mask without gradient that
+    does not widen the scores."""
+    if dropout_p > 0.0 or query.ndim != 4 or key.ndim != 4 or value.ndim != 4:
+        return False
+    if not query.shape[:2] == key.shape[:2] == value.shape[:2]:
+        return False
+    if not _fused_float_arrays(query, key, value):
+        return False
+    if mask is None:
+        return True
+    scores_shape = tuple(query.shape[:3]) + (key.shape[2],)
+    return (not mask.requires_grad and type(mask._data) is np.ndarray
+            and _scores_shape_with_mask(mask, scores_shape) == scores_shape)
+
+
 def _attention(query, key, value, mask=None, causal=False, scale=1.0, dropout_p=0.0):
     """softmax(q·kᵀ·scale + mask)·v with the fused softmax; returns (output, weights).
 
@@ -351,14 +379,7 @@ def _attention(query, key, value, mask=None, causal=False, scale=1.0, dropout_p=
     """
     scores = ops.matmul(query, key.mT)
     if mask is not None:
-        try:
-            np.broadcast_shapes(tuple(mask.shape), tuple(scores.shape))
-        except ValueError:
-            raise ValueError(f"attention mask of shape {tuple(mask.shape)} does not broadcast to "
-                             f"the attention scores' shape {tuple(scores.shape)} (..., L, S)"
-                             ) from None
-        if tuple(np.broadcast_shapes(tuple(mask.shape), tuple(scores.shape))) != \
-                tuple(scores.shape):
+        if _scores_shape_with_mask(mask, scores.shape) != tuple(scores.shape):
             mask = mask.expand(*np.broadcast_shapes(tuple(mask.shape), tuple(scores.shape)))
             scores = scores.expand(*mask.shape)
     if mask is not None and mask.requires_grad:
@@ -405,6 +426,8 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     mask = _as_kernel_mask(attn_mask, query.dtype, "scaled_dot_product_attention: attn_mask",
                            true_means_excluded=False)
+    if _fused_attention_applies(query, key, value, mask, dropout_p):
+        return Attention.apply(query, key, value, mask, bool(is_causal), float(scale))
     out, _ = _attention(query, key, value, mask, bool(is_causal), scale, dropout_p)
     return out
 

@@ -470,6 +470,35 @@ class AttentionOnRows(Function):
         return (_make(d_q_rows), None if packed else _make(d_kv_rows)) + (None,) * 4
 
 
+class Attention(Function):
+    """softmax(q kᵀ·scale + mask) v over (N, H) batches of heads, q (N, H, L, D), k (N, H, S, D),
+    v (N, H, S, Dv) float arrays of one dtype (any strides), as one node: the chain of
+    ``nn.functional._attention`` (matmul, the fused softmax, matmul), on the backend's attention
+    kernels. ``mask``: the softmax kernel's (bool True = excluded, or float added),
+    broadcasting to (N, H, L, S), no gradient."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, mask, causal, scale):
+        out, ctx.weights = backends.current().attention_forward(
+            q._data, k._data, v._data, scale, _array(mask), causal)
+        ctx.options = (mask, causal, scale)
+        ctx.save_for_backward(q, k, v)
+        return _make(out)
+
+    @staticmethod
+    def backward(ctx, grad):
+        mask, causal, scale = ctx.options
+        q, k, v = ctx.saved_tensors
+        if is_grad_enabled():  # create_graph: the composite, which autograd differentiates
+            def composite(q, k, v):
+                return Softmax.apply(q @ k.mT, scale, mask, causal) @ v
+            return _differentiate_composite(composite, (q, k, v), ctx.needs_input_grad[:3],
+                                            (grad,)) + (None,) * 3
+        grads = backends.current().attention_backward(q._data, k._data, v._data, ctx.weights,
+                                                      grad._data, scale)
+        return tuple(_make(g) for g in grads) + (None,) * 3
+
+
 def _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal, scale):
     """AttentionOnRows as the chain of nodes it fuses (split_heads, the products, the fused
     softmax, merge_heads)."""
