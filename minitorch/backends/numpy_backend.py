@@ -948,7 +948,7 @@ def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None):
     into ``out`` if given (a strided view, such as heads seen in place in their rows).
 
     q (N, H, L, D), k (N, H, S, D), v (N, H, S, Dv): the chain of a batched matmul, the fused
-    softmax and a batched matmul, whose values the C kernel's tuned body gives bit for bit."""
+    softmax and a batched matmul that the C kernels run a head at a time."""
     n, h, length, s, d, dv = check_attention(q, k, v, mask, causal, out)
     weights = softmax_forward(np.matmul(q, k.swapaxes(-1, -2)), scale, mask, causal)
     if out is None:
