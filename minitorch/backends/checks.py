@@ -377,23 +377,30 @@ def check_max_pool2d_backward(dy, indices, input_size):
     return h, w
 
 
-def check_attention_step(q, k, v, mask, causal_offset):
-    """The (n, h, l, s, d, dv) of attention_step's operands: q (N, H, L, D), k (N, H, S, D),
-    v (N, H, S, Dv) float arrays of one dtype; mask None or bool broadcasting to (N, H, L, S);
-    causal_offset None or an int >= 0."""
+def _check_heads(q, k, v):
+    """The (n, h, l, s, d, dv) of attention heads q (N, H, L, D), k (N, H, S, D), v (N, H, S,
+    Dv): float arrays of one dtype."""
     check_float("q", q)
     check_float("k", k, q.dtype)
     check_float("v", v, q.dtype)
     if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
         raise ValueError(f"q, k and v must be 4-D (N, H, L, D), (N, H, S, D), (N, H, S, Dv), "
                          f"got {q.shape}, {k.shape} and {v.shape}")
-    n, h, lq, d = q.shape
+    n, h, length, d = q.shape
     s = k.shape[2]
     if k.shape != (n, h, s, d):
         raise ValueError(f"k must have shape (N, H, S, D) = {(n, h, s, d)}, got {k.shape}")
     if v.shape[:3] != (n, h, s):
         raise ValueError(f"v must have shape (N, H, S, Dv) with {(n, h, s)} first, got "
                          f"{v.shape}")
+    return n, h, length, s, d, v.shape[3]
+
+
+def check_attention_step(q, k, v, mask, causal_offset):
+    """The (n, h, l, s, d, dv) of attention_step's operands: q (N, H, L, D), k (N, H, S, D),
+    v (N, H, S, Dv) float arrays of one dtype; mask None or bool broadcasting to (N, H, L, S);
+    causal_offset None or an int >= 0."""
+    n, h, lq, s, d, dv = _check_heads(q, k, v)
     if mask is not None:
         if not _is_array(mask) or mask.dtype != np.bool_:
             raise TypeError(f"mask must be a bool numpy.ndarray or None, got "
@@ -411,26 +418,14 @@ def check_attention_step(q, k, v, mask, causal_offset):
                             f"{type(causal_offset).__name__}")
         if not 0 <= causal_offset < 2 ** 62:
             raise ValueError(f"causal_offset must be >= 0, got {causal_offset}")
-    return n, h, lq, s, d, v.shape[3]
+    return n, h, lq, s, d, dv
 
 
 def check_attention(q, k, v, mask, causal, out):
     """The (n, h, l, s, d, dv) of attention_forward's operands: q (N, H, L, D), k (N, H, S, D),
     v (N, H, S, Dv) float arrays of one dtype; mask None, bool or of q's dtype, broadcasting to
     the scores (N, H, L, S); causal a bool; out None or an output view (N, H, L, Dv)."""
-    check_float("q", q)
-    check_float("k", k, q.dtype)
-    check_float("v", v, q.dtype)
-    if q.ndim != 4 or k.ndim != 4 or v.ndim != 4:
-        raise ValueError(f"q, k and v must be 4-D (N, H, L, D), (N, H, S, D), (N, H, S, Dv), "
-                         f"got {q.shape}, {k.shape} and {v.shape}")
-    n, h, length, d = q.shape
-    s = k.shape[2]
-    if k.shape != (n, h, s, d):
-        raise ValueError(f"k must have shape (N, H, S, D) = {(n, h, s, d)}, got {k.shape}")
-    if v.shape[:3] != (n, h, s):
-        raise ValueError(f"v must have shape (N, H, S, Dv) with {(n, h, s)} first, got "
-                         f"{v.shape}")
+    n, h, length, s, d, dv = _check_heads(q, k, v)
     if mask is not None:
         if not _is_array(mask) or (mask.dtype != np.bool_ and mask.dtype != q.dtype):
             raise TypeError(f"mask must be a bool or {q.dtype} numpy.ndarray or None, got "
@@ -445,8 +440,8 @@ def check_attention(q, k, v, mask, causal, out):
     if not isinstance(causal, (bool, np.bool_)):
         raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
     if out is not None:
-        check_output_view("out", out, (n, h, length, v.shape[3]), q.dtype, (q, k, v))
-    return n, h, length, s, d, v.shape[3]
+        check_output_view("out", out, (n, h, length, dv), q.dtype, (q, k, v))
+    return n, h, length, s, d, dv
 
 
 def check_attention_backward(q, k, v, weights, dout, grads):
