@@ -109,8 +109,7 @@ int V(tuned_attention_backward)(const T *q, const T *k, const T *v, const T *wei
             const T *vh = MT_HEAD(v, vs, b, h), *g = MT_HEAD(dout, gs, b, h);
             const T *w = weights + b * l * s;
             V(product)(isa, 0, 1, l, s, dv, g, gs[2], vh, vs[2], p, s, scratch);
-            for (int64_t i = 0; i < l; ++i)
-                V(softmax_backward_row)(w + i * s, p + i * s, p + i * s, s, scale);
+            V(softmax_backward_rows)(w, p, p, 0, l, s, scale);
             V(product)(isa, 0, 0, l, d, s, p, s, kh, ks[2], MT_HEAD(dq, dqs, b, h), dqs[2],
                        scratch);
             V(product)(isa, 1, 0, s, d, l, p, s, qh, qs[2], MT_HEAD(dk, dks, b, h), dks[2],

@@ -8,6 +8,7 @@
  * constants are the same (see fast_exp.h). The shift comes in two parts so that callers with a
  * double log-sum-exp (cross-entropy near |x| ~ 1e4) keep its precision in float32.
  */
+#include <math.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
 
@@ -257,6 +258,16 @@ __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x,
     return _mm512_scalef_pd(e, f);
 }
 
+/* The sum of v's 16 lanes in double, as a tree: the lanes widened to two vectors of 8 doubles,
+ * added, then halved three times. (A chain of 16 dependent scalar adds cost more than the exps
+ * of a 32-column attention row.) */
+__attribute__((target("avx512f"))) MT_INLINE static double lanes_total_f32(__m512 v) {
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(
+        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
+}
+
 /* x * scale - shift: one subtract where scale is 1 (the same bits: the FMA's product is exact),
  * which runs beside the FMA pipes instead of on them. ONE is a constant after inlining. */
 #define MT_SCALE_SHIFT_512(suffix, v, ONE, vs, vh) \
@@ -336,11 +347,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_shifted_sum_avx51
         _mm512_mask_storeu_ps(out + j, k, e);
         acc = _mm512_mask_add_ps(acc, k, acc, e);
     }
-    float lanes[16];
-    _mm512_storeu_ps(lanes, acc);
-    double s = 0;
-    for (int l = 0; l < 16; ++l) s += lanes[l];
-    return s;
+    return lanes_total_f32(acc);
 }
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f32(
@@ -370,11 +377,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_shifted_sum_avx51
         _mm512_mask_storeu_pd(out + j, k, e);
         acc = _mm512_mask_add_pd(acc, k, acc, e);
     }
-    double lanes[8];
-    _mm512_storeu_pd(lanes, acc);
-    double s = 0;
-    for (int l = 0; l < 8; ++l) s += lanes[l];
-    return s;
+    return _mm512_reduce_add_pd(acc);
 }
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f64(
@@ -443,11 +446,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
         if (has_next) m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, next + j), m);
     }
     if (has_next) *next_max = _mm512_reduce_max_ps(m);
-    float lanes[16];
-    _mm512_storeu_ps(lanes, acc);
-    double s = 0;
-    for (int l = 0; l < 16; ++l) s += lanes[l];
-    return s;
+    return lanes_total_f32(acc);
 }
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f32(
@@ -523,11 +522,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
         if (has_next) m = _mm512_mask_max_pd(m, k, _mm512_maskz_loadu_pd(k, next + j), m);
     }
     if (has_next) *next_max = _mm512_reduce_max_pd(m);
-    double lanes[8];
-    _mm512_storeu_pd(lanes, acc);
-    double s = 0;
-    for (int l = 0; l < 8; ++l) s += lanes[l];
-    return s;
+    return _mm512_reduce_add_pd(acc);
 }
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f64(
@@ -615,4 +610,42 @@ __attribute__((target("avx512f"))) void exp_axpy_avx512_f64(const double *x, dou
     if (add) exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 1);
     else exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0);
 }
+
+/* softmax rows held in registers whole (softmax_short_rows.h), for each element type */
+#define SR_T float
+#define SR_SFX f32
+#define SR_LANES 16
+#define SR_MASK __mmask16
+#define SR_(op) _mm512_##op##_ps
+#define SR_VEC __m512
+#define SR_TABLE_TYPE mt_exp_table_f32
+#define SR_TABLE exp_table_f32
+#define SR_EXP(v) exp16_avx512(v, tab)
+#define SR_TOTAL(v) lanes_total_f32(v)
+#define SR_ROW_REGISTERS 16
+#include "softmax_short_rows.h"
+#undef SR_T
+#undef SR_SFX
+#undef SR_LANES
+#undef SR_MASK
+#undef SR_
+#undef SR_VEC
+#undef SR_TABLE
+#undef SR_TABLE_TYPE
+#undef SR_EXP
+#undef SR_TOTAL
+#undef SR_ROW_REGISTERS
+
+#define SR_T double
+#define SR_SFX f64
+#define SR_LANES 8
+#define SR_MASK __mmask8
+#define SR_(op) _mm512_##op##_pd
+#define SR_VEC __m512d
+#define SR_TABLE_TYPE mt_exp_table_f64
+#define SR_TABLE exp_table_f64
+#define SR_EXP(v) exp8_avx512(v, tab)
+#define SR_TOTAL(v) _mm512_reduce_add_pd(v)
+#define SR_ROW_REGISTERS 8
+#include "softmax_short_rows.h"
 #endif /* MT_X86 */

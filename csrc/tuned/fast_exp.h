@@ -149,4 +149,20 @@ void exp_axpy_avx512_f32(const float *x, float *out, int64_t n, float hi, float 
 void exp_axpy_avx512_f64(const double *x, double *out, int64_t n, double hi, double lo,
                          double mul, const double *add, double add_const, const double *ahead);
 
+/* AVX-512 only (softmax_short_rows.h): softmax of rows [r0, r1) of a rows x n array, n up to
+ * 8 vectors (128 float32, 64 float64), y = x allowed: y = softmax(x * scale) (scale > 0),
+ * causal_lq > 0 excluding column j > r % causal_lq. Returns the first row it left undone, one
+ * whose max is -inf (all excluded, or a NaN that the general path finds), or r1. The backward:
+ * dx = scale * y * (dy - sum(y * dy)) on such rows. */
+int64_t softmax_short_rows_avx512_f32(const float *x, float *y, int64_t r0, int64_t r1,
+                                      int64_t n, float scale, int64_t causal_lq);
+int64_t softmax_short_rows_avx512_f64(const double *x, double *y, int64_t r0, int64_t r1,
+                                      int64_t n, double scale, int64_t causal_lq);
+void softmax_backward_short_rows_avx512_f32(const float *y, const float *dy, float *dx,
+                                            int64_t r0, int64_t r1, int64_t n, float scale);
+void softmax_backward_short_rows_avx512_f64(const double *y, const double *dy, double *dx,
+                                            int64_t r0, int64_t r1, int64_t n, double scale);
+/* The longest rows they take, in bytes */
+#define MT_SHORT_SOFTMAX_ROW_BYTES 512
+
 #endif /* MT_FAST_EXP_H */

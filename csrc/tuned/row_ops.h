@@ -107,13 +107,15 @@ static T V(row_nan_or_minus_inf)(const T *x, int64_t n, T scale) {
 typedef T V(vec) __attribute__((vector_size(MT_VEC_BYTES)));
 #define LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
 
-/* The sum of a vector's lanes (by pointer: a vector argument's ABI depends on the level). */
+/* The sum of a vector's lanes (by pointer: a vector argument's ABI depends on the level), as
+ * a tree: halves added until one lane is left, not a chain of dependent adds, whose latency
+ * a short row (an attention head's 32 keys) waited on. */
 MT_INLINE static double V(lanes_total)(const V(vec) *v) {
     T lanes[LANES];
     __builtin_memcpy(lanes, v, sizeof(*v));
-    T s = 0;
-    for (int64_t l = 0; l < LANES; ++l) s += lanes[l];
-    return (double)s;
+    for (int64_t half = LANES / 2; half > 0; half /= 2)
+        for (int64_t l = 0; l < half; ++l) lanes[l] += lanes[l + half];
+    return (double)lanes[0];
 }
 
 /* sum_j x[j] * y[j], or sum_j x[j] when y is NULL */

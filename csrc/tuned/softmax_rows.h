@@ -147,14 +147,12 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
     }
 }
 
-/* Rows [r0, r1) of a softmax on the calling thread (x and y: the whole rows x cols array; y
- * may be x, in place): the row bodies above, as tuned_softmax_forward splits rows among its
- * threads and as the fused attention runs them on the scores of one head. */
-static void V(softmax_rows)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
-                            int64_t cols, T scale, const T *mask_add, const uint8_t *mask_bool,
-                            int64_t mask_ndim, const int64_t *row_shape,
-                            const int64_t *mask_row_strides, int64_t mask_col_stride,
-                            int64_t causal_lq) {
+/* softmax_rows by the row bodies above */
+static void V(softmax_rows_general)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
+                                    int64_t cols, T scale, const T *mask_add,
+                                    const uint8_t *mask_bool, int64_t mask_ndim,
+                                    const int64_t *row_shape, const int64_t *mask_row_strides,
+                                    int64_t mask_col_stride, int64_t causal_lq) {
     if (mask_add || mask_bool || causal_lq > 0)
         V(softmax_rows_masked)(x, y, rows, r0, r1, cols, scale, mask_add, mask_bool, mask_ndim,
                                row_shape, mask_row_strides, mask_col_stride, causal_lq);
@@ -167,9 +165,45 @@ static void V(softmax_rows)(const T *x, T *y, int64_t rows, int64_t r0, int64_t 
         V(softmax_rows_plain)(x, y, r0, r1, cols, scale);
 }
 
-static void V(softmax_backward_row)(const T *y, const T *dy, T *dx,
-                                    int64_t n, T scale) {
-    T dot = (T)V(row_dot)(dy, y, n);
+/* Rows [r0, r1) of a softmax on the calling thread (x and y: the whole rows x cols array; y
+ * may be x, in place), as tuned_softmax_forward splits rows among its threads and as the fused
+ * attention runs them on the scores of one head. Unmasked short rows (an attention head's
+ * keys) are held in registers whole at the AVX-512 level (softmax_short_rows.h); a row there
+ * whose max is -inf, and every other row, take the row bodies above. */
+static void V(softmax_rows)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
+                            int64_t cols, T scale, const T *mask_add, const uint8_t *mask_bool,
+                            int64_t mask_ndim, const int64_t *row_shape,
+                            const int64_t *mask_row_strides, int64_t mask_col_stride,
+                            int64_t causal_lq) {
+#if MT_CAT(MT_PIPELINED, ISA)
+    if (!mask_add && !mask_bool && scale > 0 &&
+        cols * (int64_t)sizeof(T) <= MT_SHORT_SOFTMAX_ROW_BYTES) {
+        for (int64_t r = V(softmax_short_rows)(x, y, r0, r1, cols, scale, causal_lq); r < r1;
+             r = V(softmax_short_rows)(x, y, r + 1, r1, cols, scale, causal_lq))
+            V(softmax_rows_general)(x, y, rows, r, r + 1, cols, scale, NULL, NULL, 0, row_shape,
+                                    mask_row_strides, 0, causal_lq);
+        return;
+    }
+#endif
+    V(softmax_rows_general)(x, y, rows, r0, r1, cols, scale, mask_add, mask_bool, mask_ndim,
+                            row_shape, mask_row_strides, mask_col_stride, causal_lq);
+}
+
+/* Rows [r0, r1) of the softmax backward, dx = scale * y * (dy - sum(y * dy)), on a rows x n
+ * array (dx may be dy) */
+static void V(softmax_backward_rows)(const T *y, const T *dy, T *dx, int64_t r0, int64_t r1,
+                                     int64_t n, T scale) {
+#if MT_CAT(MT_PIPELINED, ISA)
+    if (n * (int64_t)sizeof(T) <= MT_SHORT_SOFTMAX_ROW_BYTES) {
+        V(softmax_backward_short_rows)(y, dy, dx, r0, r1, n, scale);
+        return;
+    }
+#endif
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *yr = y + r * n, *dyr = dy + r * n;
+        T *dxr = dx + r * n;
+        T dot = (T)V(row_dot)(dyr, yr, n);
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) dx[j] = scale * y[j] * (dy[j] - dot);
+        for (int64_t j = 0; j < n; ++j) dxr[j] = scale * yr[j] * (dyr[j] - dot);
+    }
 }

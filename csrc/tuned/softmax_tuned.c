@@ -40,9 +40,12 @@ int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T sca
 int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
                               T scale) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r)
-        V(softmax_backward_row)(y + r * cols, dy + r * cols, dx + r * cols, cols, scale);
+#pragma omp parallel num_threads(nt)
+    {
+        const int64_t tid = mt_thread_num(), team = mt_team_size();
+        V(softmax_backward_rows)(y, dy, dx, rows * tid / team, rows * (tid + 1) / team, cols,
+                                 scale);
+    }
     return 0;
 }
 

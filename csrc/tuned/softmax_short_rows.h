@@ -1,0 +1,155 @@
+/* tuned/softmax_short_rows.h — AVX-512 softmax forward and backward for rows short enough to
+ * sit in registers whole: up to 8 vectors (128 float32, 64 float64), an attention head's keys.
+ *
+ * The row loops of fast_exp.c pay per row for what a long row spreads over many vectors: a
+ * call, a horizontal max and sum, a division, and the pipeline that overlaps rows through
+ * memory. On a 32-column row that was most of the time (softmax 4096 x 32 float32: 88 us,
+ * three times the 1024-column rows' time per element). Here a row is loaded once, reduced,
+ * exponentiated and stored from registers, and nothing carries from one row to the next, so
+ * the core overlaps consecutive rows by itself.
+ *
+ * Included by fast_exp.c twice, once per element type, with these defined:
+ *   SR_T, SR_SFX (f32/f64), SR_VEC (its __m512 type), SR_LANES, SR_MASK (its __mmask type),
+ *   SR_(op) (the _mm512_ op of the type), SR_EXP(v) (the table exp of v with table `tab`),
+ *   SR_TABLE_TYPE and SR_TABLE() (that table's type and loader), SR_TOTAL(v) (the sum of v's
+ *   lanes in double), SR_ROW_REGISTERS (vectors of row data the exp leaves room for).
+ */
+#define SR_NAME(name) MT_CAT(MT_CAT(name, avx512), SR_SFX)
+#define SR_MAX_VECTORS 8
+/* Rows in lockstep: up to 4, as many as keep SR_ROW_REGISTERS vectors of row data in registers
+ * beside the exp's (more spilled: float64 rows of 8 vectors two at a time were 15% slower) */
+#define SR_MAX_GROUP 4
+#define SR_GROUP(vectors) \
+    ((vectors) * SR_MAX_GROUP <= SR_ROW_REGISTERS ? SR_MAX_GROUP : SR_ROW_REGISTERS / (vectors))
+/* x * scale - shift, as MT_SCALE_SHIFT_512 */
+#define SR_SCALE_SHIFT(v, ONE, vs, vh) ((ONE) ? SR_(sub)(v, vh) : SR_(fmsub)(v, vs, vh))
+
+/* The lanes of a vector holding elements [0, count) of a row: all lanes for count >= SR_LANES,
+ * none for count <= 0. */
+__attribute__((target("avx512f"))) MT_INLINE static SR_MASK SR_NAME(lanes_below)(int64_t count) {
+    if (count >= SR_LANES) return (SR_MASK)~(SR_MASK)0;
+    return count <= 0 ? (SR_MASK)0 : (SR_MASK)((1u << count) - 1);
+}
+
+/* Rows [r0, r1) with `vectors` vectors each, `group` rows at a time in lockstep (both constants
+ * after inlining): see fast_exp.h. A row's steps form one long chain of latencies (max, its
+ * horizontal reduction, exp, the sum's, the division), and the scheduler's queues hold only
+ * about a row of them; rows side by side in the code fill the wait with each other's work
+ * (4096 x 32 float32 rows: 68 -> 50 us a call). A group holding a row with max -inf is done a
+ * row at a time, up to that row. */
+__attribute__((target("avx512f"))) MT_INLINE static int SR_NAME(softmax_short_group)(
+    const SR_T *x, SR_T *y, int64_t r, int64_t n, SR_T scale, int64_t *query_at,
+    int64_t causal_lq, SR_VEC vs, SR_TABLE_TYPE tab, const int vectors, const int group,
+    const int scale_is_one) {
+    const SR_VEC minus_inf = SR_(set1)(-INFINITY);
+    int64_t query = *query_at;
+    SR_VEC v[SR_MAX_GROUP][SR_MAX_VECTORS], m[SR_MAX_GROUP], sum[SR_MAX_GROUP];
+    SR_T row_max[SR_MAX_GROUP];
+    int empty = 0;
+    for (int g = 0; g < group; ++g) {
+        int64_t live = n; /* the columns that take part: all, or up to the causal limit */
+        if (causal_lq > 0) {
+            live = query + 1 < n ? query + 1 : n;
+            if (++query == causal_lq) query = 0;
+        }
+        /* excluded columns load as -inf, whose exp is 0: they add nothing, are stored as 0 */
+        m[g] = minus_inf;
+        for (int i = 0; i < vectors; ++i) {
+            v[g][i] = SR_(mask_loadu)(minus_inf, SR_NAME(lanes_below)(live - i * SR_LANES),
+                                      x + (r + g) * n + i * SR_LANES);
+            m[g] = SR_(max)(v[g][i], m[g]); /* NaN skipped, as row_max */
+        }
+    }
+    for (int g = 0; g < group; ++g) {
+        row_max[g] = SR_(reduce_max)(m[g]);
+        empty |= row_max[g] == -(SR_T)INFINITY;
+    }
+    if (empty) return 0; /* (*query_at unchanged) */
+    for (int g = 0; g < group; ++g) {
+        const SR_VEC shift = SR_(set1)(row_max[g] * scale);
+        sum[g] = SR_(setzero)();
+        for (int i = 0; i < vectors; ++i) {
+            v[g][i] = SR_EXP(SR_SCALE_SHIFT(v[g][i], scale_is_one, vs, shift));
+            sum[g] = SR_(add)(sum[g], v[g][i]);
+        }
+    }
+    for (int g = 0; g < group; ++g) {
+        const SR_VEC factor = SR_(set1)((SR_T)(1.0 / SR_TOTAL(sum[g])));
+        for (int i = 0; i < vectors; ++i)
+            SR_(mask_storeu)(y + (r + g) * n + i * SR_LANES,
+                             SR_NAME(lanes_below)(n - i * SR_LANES),
+                             SR_(mul)(v[g][i], factor));
+    }
+    *query_at = query;
+    return 1;
+}
+
+__attribute__((target("avx512f"))) MT_INLINE static int64_t SR_NAME(softmax_short_rows_of)(
+    const SR_T *x, SR_T *y, int64_t r0, int64_t r1, int64_t n, SR_T scale, int64_t causal_lq,
+    const int vectors, const int group, const int scale_is_one) {
+    const SR_TABLE_TYPE tab = SR_TABLE();
+    const SR_VEC vs = SR_(set1)(scale);
+    int64_t query = causal_lq > 0 ? r0 % causal_lq : 0, r = r0;
+    for (; r + group <= r1; r += group)
+        if (!SR_NAME(softmax_short_group)(x, y, r, n, scale, &query, causal_lq, vs, tab,
+                                          vectors, group, scale_is_one))
+            break; /* then a row at a time, up to the row with max -inf */
+    for (; r < r1; ++r)
+        if (!SR_NAME(softmax_short_group)(x, y, r, n, scale, &query, causal_lq, vs, tab,
+                                          vectors, 1, scale_is_one))
+            return r;
+    return r1;
+}
+
+__attribute__((target("avx512f"))) int64_t SR_NAME(softmax_short_rows)(
+    const SR_T *x, SR_T *y, int64_t r0, int64_t r1, int64_t n, SR_T scale, int64_t causal_lq) {
+    const int64_t vectors = (n + SR_LANES - 1) / SR_LANES;
+#define SR_ROWS(V, ONE) \
+    return SR_NAME(softmax_short_rows_of)(x, y, r0, r1, n, scale, causal_lq, V, SR_GROUP(V), ONE)
+#define SR_ROWS_SCALED(V)          \
+    do {                           \
+        if (scale == 1) SR_ROWS(V, 1); \
+        SR_ROWS(V, 0);             \
+    } while (0)
+    if (vectors <= 1) SR_ROWS_SCALED(1);
+    if (vectors <= 2) SR_ROWS_SCALED(2);
+    if (vectors <= 4) SR_ROWS_SCALED(4);
+    SR_ROWS_SCALED(8);
+#undef SR_ROWS_SCALED
+#undef SR_ROWS
+}
+
+/* dx = scale * y * (dy - sum(y * dy)) for rows [r0, r1) with `vectors` vectors each */
+__attribute__((target("avx512f"))) MT_INLINE static void SR_NAME(softmax_backward_short_rows_of)(
+    const SR_T *y, const SR_T *dy, SR_T *dx, int64_t r0, int64_t r1, int64_t n, SR_T scale,
+    const int vectors) {
+    const SR_VEC vs = SR_(set1)(scale);
+    for (int64_t r = r0; r < r1; ++r) {
+        SR_VEC yv[SR_MAX_VECTORS], dv[SR_MAX_VECTORS], dot = SR_(setzero)();
+        for (int i = 0; i < vectors; ++i) {
+            const SR_MASK k = SR_NAME(lanes_below)(n - i * SR_LANES);
+            yv[i] = SR_(maskz_loadu)(k, y + r * n + i * SR_LANES);
+            dv[i] = SR_(maskz_loadu)(k, dy + r * n + i * SR_LANES);
+            dot = SR_(fmadd)(yv[i], dv[i], dot);
+        }
+        const SR_VEC total = SR_(set1)((SR_T)SR_TOTAL(dot));
+        for (int i = 0; i < vectors; ++i)
+            SR_(mask_storeu)(dx + r * n + i * SR_LANES, SR_NAME(lanes_below)(n - i * SR_LANES),
+                             SR_(mul)(SR_(mul)(vs, yv[i]), SR_(sub)(dv[i], total)));
+    }
+}
+
+__attribute__((target("avx512f"))) void SR_NAME(softmax_backward_short_rows)(
+    const SR_T *y, const SR_T *dy, SR_T *dx, int64_t r0, int64_t r1, int64_t n, SR_T scale) {
+    const int64_t vectors = (n + SR_LANES - 1) / SR_LANES;
+    if (vectors <= 1) SR_NAME(softmax_backward_short_rows_of)(y, dy, dx, r0, r1, n, scale, 1);
+    else if (vectors <= 2) SR_NAME(softmax_backward_short_rows_of)(y, dy, dx, r0, r1, n, scale, 2);
+    else if (vectors <= 4) SR_NAME(softmax_backward_short_rows_of)(y, dy, dx, r0, r1, n, scale, 4);
+    else SR_NAME(softmax_backward_short_rows_of)(y, dy, dx, r0, r1, n, scale, 8);
+}
+
+#undef SR_MAX_VECTORS
+#undef SR_MAX_GROUP
+#undef SR_GROUP
+#undef SR_SCALE_SHIFT
+#undef SR_NAME
