@@ -328,6 +328,9 @@ ROW_SIZES = [((1024, 512), (1024, 512), [(1024, 1000)], False),
 # rows time the arithmetic alone (the vector exp, mostly); where they are below the copy
 # bandwidth, the larger sizes cannot reach it at that thread count either.
 IN_L2_SHAPE = (64, 1024)
+# A small Transformer's layer-norm rows (bench_transformer's d_model): 512 bytes of float32, where
+# a row's chain of sums costs more than its memory traffic.
+SHORT_LN_SHAPE = (1024, 128)
 
 
 def in_l2_cases(rng, dtype):
@@ -405,6 +408,7 @@ def row_cases(quick):
             cases.append(masked_softmax_case(rng, dtype))
         else:
             cases += in_l2_cases(rng, dtype)
+            cases += layer_norm_cases(rng, dtype, SHORT_LN_SHAPE)
         cases.append((f"log_softmax fwd {sm_name}", dtype, 2 * nb, lambda x=x: mt.log_softmax_forward(x),
                       lambda x=x: np_log_softmax(x),
                       tx is not None and (lambda tx=tx: torch.log_softmax(tx, -1))))

@@ -7,6 +7,9 @@
  */
 #ifndef MT_ROW_OPS_ONCE
 #define MT_ROW_OPS_ONCE
+#ifdef MT_X86
+#include <immintrin.h>
+#endif
 
 /* Row sums use GCC vector types of this many bytes (one AVX2 register; the portable level
  * lowers them to SSE pairs). MT_VLOAD is an unaligned load into one. */
@@ -111,6 +114,17 @@ typedef T V(vec) __attribute__((vector_size(MT_VEC_BYTES)));
  * a tree: halves added until one lane is left, not a chain of dependent adds, whose latency
  * a short row (an attention head's 32 keys) waited on. */
 MT_INLINE static double V(lanes_total)(const V(vec) *v) {
+#if defined(MT_X86) && defined(__AVX__)
+    /* float32: the same tree in registers (through the array below, the compiler stored the
+     * vector and loaded its lanes back one by one, and a short row's chain waited on that) */
+    if (sizeof(T) == 4) {
+        __m256 w;
+        __builtin_memcpy(&w, v, sizeof(w));
+        __m128 s = _mm_add_ps(_mm256_castps256_ps128(w), _mm256_extractf128_ps(w, 1));
+        s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+        return (double)_mm_cvtss_f32(_mm_add_ss(s, _mm_movehdup_ps(s)));
+    }
+#endif
     T lanes[LANES];
     __builtin_memcpy(lanes, v, sizeof(*v));
     for (int64_t half = LANES / 2; half > 0; half /= 2)
