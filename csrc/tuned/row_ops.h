@@ -7,6 +7,7 @@
  */
 #ifndef MT_ROW_OPS_ONCE
 #define MT_ROW_OPS_ONCE
+#include <string.h>
 #ifdef MT_X86
 #include <immintrin.h>
 #endif

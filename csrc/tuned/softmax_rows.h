@@ -51,22 +51,72 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
     V(row_finish)(&pending, n);
 }
 
-/* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
- * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
- * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
-static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
-                                  const T *madd, const uint8_t *mbool,
-                                  int64_t mstride, int64_t live,
-                                  const T *ahead) {
+/* y[j] = x[j]*scale + add (add: madd[j] where madd is not NULL), or -inf where j >= live or
+ * mbool[j] (mbool not NULL), for j < width; returns max_j y[j], NaN skipped. */
+#if MT_CAT(MT_PIPELINED, ISA)
+/* AVX-512: whole vectors, the row's end and the causal limit as lane masks. GCC's loops left
+ * the last (up to 63) columns of a row scalar, a serial max chain, and a causal row ends in a
+ * different column every row. */
+MT_INLINE static T V(masked_scores)(const T *x, T *y, int64_t width, int64_t live, T scale,
+                                   T add, const T *madd, const uint8_t *mbool) {
+    const int64_t lanes = 64 / (int64_t)sizeof(T);
+    const uint32_t all = (1u << lanes) - 1;
+#define MT_LANES_BELOW(count) ((count) >= lanes ? all : (count) <= 0 ? 0u : (1u << (count)) - 1)
+    if (sizeof(T) == 4) {
+        const __m512 vscale = _mm512_set1_ps((float)scale), vadd = _mm512_set1_ps((float)add);
+        const __m512 ninf = _mm512_set1_ps(-INFINITY);
+        __m512 best = ninf;
+        for (int64_t j = 0; j < width; j += lanes) {
+            const __mmask16 in_row = (__mmask16)MT_LANES_BELOW(width - j);
+            __mmask16 excluded = (__mmask16)~MT_LANES_BELOW(live - j);
+            const __m512 addend = madd ? _mm512_maskz_loadu_ps(in_row, (const float *)madd + j)
+                                       : vadd;
+            __m512 z = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(in_row, (const float *)x + j),
+                                       vscale, addend);
+            if (mbool) {
+                const __m128i bytes = _mm_maskz_loadu_epi8(in_row, mbool + j);
+                excluded |= _mm_test_epi8_mask(bytes, bytes);
+            }
+            z = _mm512_mask_mov_ps(z, excluded, ninf);
+            _mm512_mask_storeu_ps((float *)y + j, in_row, z);
+            best = _mm512_mask_max_ps(best, in_row, z, best); /* NaN z: best kept */
+        }
+        return (T)_mm512_reduce_max_ps(best);
+    } else {
+        const __m512d vscale = _mm512_set1_pd((double)scale), vadd = _mm512_set1_pd((double)add);
+        const __m512d ninf = _mm512_set1_pd(-INFINITY);
+        __m512d best = ninf;
+        for (int64_t j = 0; j < width; j += lanes) {
+            const __mmask8 in_row = (__mmask8)MT_LANES_BELOW(width - j);
+            __mmask8 excluded = (__mmask8)~MT_LANES_BELOW(live - j);
+            const __m512d addend = madd ? _mm512_maskz_loadu_pd(in_row, (const double *)madd + j)
+                                        : vadd;
+            __m512d z = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(in_row, (const double *)x + j),
+                                        vscale, addend);
+            if (mbool) {
+                const __m128i bytes = _mm_maskz_loadu_epi8(in_row, mbool + j);
+                excluded |= (__mmask8)_mm_test_epi8_mask(bytes, bytes);
+            }
+            z = _mm512_mask_mov_pd(z, excluded, ninf);
+            _mm512_mask_storeu_pd((double *)y + j, in_row, z);
+            best = _mm512_mask_max_pd(best, in_row, z, best);
+        }
+        return (T)_mm512_reduce_max_pd(best);
+    }
+#undef MT_LANES_BELOW
+}
+#else
+MT_INLINE static T V(masked_scores)(const T *x, T *y, int64_t width, int64_t live, T scale,
+                                   T add, const T *madd, const uint8_t *mbool) {
     T m = -(T)INFINITY;
-    if (madd && mstride == 1) {
+    if (madd) {
 #pragma omp simd reduction(max : m)
         for (int64_t j = 0; j < live; ++j) {
             T z = x[j] * scale + madd[j];
             y[j] = z;
             m = z > m ? z : m;
         }
-    } else if (mbool && mstride == 1) {
+    } else if (mbool) {
         /* (GCC 12 vectorizes this select, with the max, at every level) */
 #pragma omp simd reduction(max : m)
         for (int64_t j = 0; j < live; ++j) {
@@ -75,10 +125,6 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
             m = z > m ? z : m;
         }
     } else {
-        /* A broadcast (stride-0) mask is one value for the whole row. */
-        T add = madd ? madd[0] : 0;
-        int excluded = mbool ? mbool[0] != 0 : 0;
-        if (excluded) live = 0;
 #pragma omp simd reduction(max : m)
         for (int64_t j = 0; j < live; ++j) {
             T z = x[j] * scale + add;
@@ -86,15 +132,37 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
             m = z > m ? z : m;
         }
     }
-    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(y, live, (T)1);
-    if (m == -(T)INFINITY) live = 0; /* fully masked: all zeros, never 0/0 */
-    if (live > 0) {
-        /* (prefetches the next row's first `live` elements: the causal next row needs one
+    for (int64_t j = live; j < width; ++j) y[j] = -(T)INFINITY;
+    return m;
+}
+#endif
+
+/* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
+ * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
+ * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
+static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
+                                  const T *madd, const uint8_t *mbool,
+                                  int64_t mstride, int64_t live,
+                                  const T *ahead) {
+    /* A broadcast (stride-0) mask is one value for the whole row. */
+    const T add = madd && mstride == 0 ? madd[0] : 0;
+    if (mbool && mstride == 0 && mbool[0]) live = 0;
+    /* scored up to the end of live's last vector: those past live are -inf, their exps 0 */
+    const int64_t lanes = (int64_t)(MT_VEC_BYTES / sizeof(T));
+    int64_t width = (live + lanes - 1) / lanes * lanes;
+    if (width > n) width = n;
+    T m = V(masked_scores)(x, y, width, live, scale, add, mstride == 1 ? madd : NULL,
+                           mstride == 1 ? mbool : NULL);
+    if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(y, width, (T)1);
+    if (m == -(T)INFINITY) width = 0; /* fully masked: all zeros, never 0/0 */
+    if (width > 0) {
+        /* (prefetches the next row's first `width` elements: the causal next row needs one
          * more, which the hardware prefetcher adds) */
-        double s = V(row_exp_sum)(y, y, live, (T)1, m, ahead);
-        V(row_scale)(y, live, (T)(1.0 / s));
+        double s = V(row_exp_sum)(y, y, width, (T)1, m, ahead);
+        V(row_scale)(y, width, (T)(1.0 / s));
     }
-    for (int64_t j = live; j < n; ++j) y[j] = 0;
+    /* (memset: GCC left this loop scalar) */
+    if (width < n) memset(y + width, 0, (size_t)(n - width) * sizeof(T));
 }
 
 /* Rows up to this long have their next row prefetched whole before their own work (64 lines

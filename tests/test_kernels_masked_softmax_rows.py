@@ -1,0 +1,111 @@
+"""Masked and causal softmax rows (csrc/tuned/softmax_rows.h: softmax_row_masked) against the
+plain reference level. The tuned levels score a row in whole vectors up to the end of its live
+columns' last vector, the columns past the causal limit as -inf; at AVX-512 the row's end and
+the causal limit are lane masks. So: key counts on both sides of every vector length, every
+causal limit from 1 to the row's length (queries 0 .. L-1, and more queries than keys), a key
+padding mask as bool and as additive floats (stride 1 along the keys) and as one value per row
+(stride 0), and what a masked column hides (+inf, NaN) not mattering. 1 and 2 threads, every
+tuned level.
+
+Tolerances as test_kernels_softmax_short_rows.py's: the tuned exp is within 2 ulp and the sums
+run in T lanes added in double.
+"""
+import numpy as np
+import pytest
+
+from test_kernels import C, needs_c, TUNED_ISAS, c_threads
+
+
+def tight(dtype):
+    return dict(rtol=2e-6, atol=2e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+
+
+def key_counts(dtype):
+    """One element either side of 1, 2 and 4 vectors (of 16 float32 / 8 float64 and of half
+    that), and a long row with a partial last vector."""
+    v = 64 // np.dtype(dtype).itemsize
+    return sorted({1, v // 2 - 1, v // 2 + 1, v - 1, v, v + 1, 2 * v - 1, 2 * v + 1,
+                   4 * v + 3, 1000})
+
+
+def reference_and_tuned(isa, threads, call):
+    with c_threads(threads, "reference"):
+        expected = call()
+    with c_threads(threads, isa):
+        got = call()
+    return expected, got
+
+
+def padding(rng, batch, keys, as_float, dtype):
+    """A key padding mask (batch, 1, 1, keys): each sequence's last keys excluded, at least one
+    key live; as bool, or as an additive float mask (-inf there, small values elsewhere)."""
+    lengths = rng.integers(1, keys + 1, batch)
+    excluded = np.arange(keys)[None, :] >= lengths[:, None]
+    if not as_float:
+        return excluded.reshape(batch, 1, 1, keys)
+    mask = (rng.standard_normal((batch, keys)) * 0.5).astype(dtype)
+    mask[excluded] = -np.inf
+    return mask.reshape(batch, 1, 1, keys)
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mask_kind", ["none", "bool", "float"])
+def test_causal_rows_with_key_padding_match_the_reference_level(mask_kind, dtype, threads, isa):
+    rng = np.random.default_rng(["none", "bool", "float"].index(mask_kind))
+    for keys in key_counts(dtype):
+        queries = min(keys, 40) + 3  # every causal limit up to 40, and queries past the keys
+        x = (rng.standard_normal((3, 2, queries, keys)) * 4).astype(dtype)
+        mask = None if mask_kind == "none" else padding(rng, 3, keys, mask_kind == "float", dtype)
+        expected, got = reference_and_tuned(
+            isa, threads, lambda: C.softmax_forward(x, scale=0.125, mask=mask, causal=True))
+        np.testing.assert_allclose(got, expected, **tight(dtype), err_msg=f"keys {keys}")
+        assert (got[..., np.triu(np.ones((queries, keys), bool), 1)] == 0).all()
+        if mask_kind == "bool":
+            assert (got[np.broadcast_to(mask, got.shape)] == 0).all()
+        np.testing.assert_allclose(got.sum(-1), 1.0, rtol=8 * tight(dtype)["rtol"])
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("causal", [False, True])
+def test_masked_columns_hide_inf_and_nan(causal, dtype, isa):
+    """+inf and NaN under a bool mask's True entries, at every column of a vector and in the
+    tail, leave the softmax of the other columns."""
+    rng = np.random.default_rng(7 + causal)
+    for keys in key_counts(dtype):
+        x = rng.standard_normal((keys + 2, keys)).astype(dtype)
+        mask = rng.random((keys + 2, keys)) < 0.4
+        mask[:, 0] = False
+        hidden = x.copy()
+        hidden[mask] = np.where(rng.random(mask.sum()) < 0.5, np.inf, np.nan)
+        with c_threads(1, "reference"):
+            expected = C.softmax_forward(x, scale=0.5, mask=mask, causal=causal)
+        with c_threads(1, isa):
+            got = C.softmax_forward(hidden, scale=0.5, mask=mask, causal=causal)
+        assert not np.isnan(got).any(), f"keys {keys}"
+        np.testing.assert_allclose(got, expected, **tight(dtype), err_msg=f"keys {keys}")
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_one_mask_value_per_row(dtype, isa):
+    """Masks broadcast along the keys (stride 0): a True row is all zeros, an additive value
+    shifts the whole row and changes nothing; with the causal limit on top."""
+    rng = np.random.default_rng(3)
+    for keys in key_counts(dtype):
+        x = rng.standard_normal((2, keys + 1, keys)).astype(dtype)
+        row_excluded = rng.random((2, keys + 1, 1)) < 0.3
+        row_shift = rng.standard_normal((2, keys + 1, 1)).astype(dtype)
+        with c_threads(1, isa):
+            excluded = C.softmax_forward(x, mask=row_excluded, causal=True)
+            shifted = C.softmax_forward(x, mask=row_shift, causal=True)
+            plain = C.softmax_forward(x, causal=True)
+        assert (excluded[np.broadcast_to(row_excluded, x.shape)] == 0).all()
+        kept = ~row_excluded[..., 0]
+        np.testing.assert_allclose(excluded[kept], plain[kept], **tight(dtype))
+        np.testing.assert_allclose(shifted, plain, **tight(dtype), err_msg=f"keys {keys}")
