@@ -4,9 +4,10 @@ Prints, for 1 and 2 threads, each op's time in microseconds without grad (forwar
 grad (forward + backward), minitorch beside PyTorch and, for the forward, beside the numpy
 composite one would write by hand; then minitorch's time ÷ PyTorch's (> 1: minitorch is
 slower) and ÷ numpy's. The ops: arithmetic (tensor and scalar operand), neg, pow with the
-common constant exponents, unary math and activations, clamp, where, masked_fill, reductions
-over the last dim and over everything, var, softmax, log_softmax, erf, maximum, softplus,
-cumsum, topk, tril, gather, cat, stack, transpose + contiguous, slicing and integer indexing.
+common constant exponents, unary math and activations, dropout (p 0.1), clamp, where,
+masked_fill, reductions over the last dim and over everything, var, softmax, log_softmax, erf,
+maximum, softplus, cumsum, topk, tril, gather, cat, stack, transpose + contiguous, slicing and
+integer indexing.
 
 Each op is one function ``fn(lib, F, inputs)`` called with minitorch and with PyTorch
 (minitorch copies PyTorch's API, so the same code runs on both): what is timed is the same
@@ -68,6 +69,16 @@ def _np_sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
+_DROPOUT_RNG = np.random.default_rng(0)
+
+
+def _np_dropout(t):
+    """Inverted dropout as one writes it in numpy: a uniform draw per element, kept where >= p,
+    scaled by 1/(1-p)."""
+    keep = _DROPOUT_RNG.random(t.x.shape, dtype=np.float32) >= f32(0.1)
+    return t.x * (keep * f32(1 / 0.9))
+
+
 def _np_erf(x):
     """erf for the numpy column: Abramowitz & Stegun 7.1.26 (|error| < 1.5e-7), numpy having
     none; vectorized, so the column is what a numpy user would write."""
@@ -114,6 +125,7 @@ def cases():
         Case("tanh", lambda m, F, t: t.x.tanh(), lambda t: np.tanh(t.x)),
         Case("sigmoid", lambda m, F, t: t.x.sigmoid(), lambda t: _np_sigmoid(t.x)),
         Case("relu", lambda m, F, t: F.relu(t.x), lambda t: np.maximum(t.x, 0)),
+        Case("dropout 0.1", lambda m, F, t: F.dropout(t.x, 0.1), _np_dropout),
         Case("gelu", lambda m, F, t: F.gelu(t.x), lambda t: _np_gelu(t.x)),
         Case("gelu tanh", lambda m, F, t: F.gelu(t.x, approximate="tanh"),
              lambda t: _np_gelu_tanh(t.x)),

@@ -95,6 +95,27 @@ def test_dropout_train_gradient_is_mask_over_keep_probability(backend):
     assert gradcheck(fixed_mask, (rand(3, 4),))
 
 
+@pytest.mark.parametrize("p", [0.05, 0.5, 0.9])
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64])
+def test_dropout_keeps_one_minus_p_scaled_in_the_input_dtype(p, dtype):
+    """Each element is kept with probability 1 - p (within 5 standard deviations over 10^5
+    draws) and scaled by 1/(1-p) rounded once to the input's dtype; odd counts, 0-d and empty
+    inputs take their own draws."""
+    x = mt.ones(317, 331, dtype=dtype)  # an odd count: the last draw's second half unused
+    y = F.dropout(x, p).numpy()
+    scale = np.dtype(y.dtype).type(1.0 / (1.0 - p))
+    assert y.dtype == np.dtype(dtype.name) and set(np.unique(y).tolist()) <= {0.0, float(scale)}
+    kept, n = (y != 0).mean(), y.size
+    assert abs(kept - (1 - p)) < 5 * (p * (1 - p) / n) ** 0.5
+    assert F.dropout(mt.ones(0, 4, dtype=dtype), p).shape == (0, 4)
+    assert F.dropout(mt.tensor(2.0, dtype=dtype), p).numpy() in (0.0, 2 * scale)
+    mt.manual_seed(11)
+    first = F.dropout(x, p).numpy()
+    mt.manual_seed(11)
+    np.testing.assert_array_equal(F.dropout(x, p).numpy(), first)
+    assert (F.dropout(x, p).numpy() != first).any()  # the stream moves on
+
+
 def test_dropout_rejects_bad_p():
     with pytest.raises(ValueError, match="between 0 and 1, but got 1.5"):
         F.dropout(mt.ones(2), 1.5)

@@ -172,8 +172,19 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return input * 0.0
-    keep = generator().random(tuple(input.shape)) >= p  # drawn on the host (device_arrays.py)
-    return input * _make(on_device_of((keep / (1.0 - p)).astype(input._data.dtype), input._data))
+    return input * _make(on_device_of(_keep_mask(tuple(input.shape), p, input._data.dtype),
+                                      input._data))
+
+
+def _keep_mask(shape, p, dtype):
+    """1/(1-p) where an element is kept, with probability 1 - p, else 0, as a ``dtype`` array
+    drawn on the host (device_arrays.py) from the global generator. Each element takes 32 bits
+    of the generator's raw 64-bit outputs, kept where they are at least p·2^32: half the
+    generator's work of a float64 uniform per element, and no float64 array on the way."""
+    count = math.prod(shape)
+    bits = generator().bit_generator.random_raw((count + 1) // 2).view(np.uint32)[:count]
+    keep = bits >= np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1))
+    return np.multiply(keep, 1.0 / (1.0 - p), dtype=dtype).reshape(shape)
 
 
 # ----------------------------------------------------------------------------- losses
