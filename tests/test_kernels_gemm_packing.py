@@ -81,3 +81,28 @@ def test_small_products_last_row_tile_equals_whole_tiles(dtype, threads, isa):
             full = c0[np.arange(36) % m] if m < 36 else c0
             expected = C.gemm(q[0], k[0], beta=0.5, out=np.ascontiguousarray(full))[:m]
             np.testing.assert_array_equal(out, expected)
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_transposed_b_narrower_than_a_sliver_equals_contiguous(dtype, threads, isa):
+    """Attention scores q kᵀ over fewer keys than a B sliver holds: op(B) = kᵀ's columns are k's
+    rows, packed in whole groups of 8 (float32) / 4 (float64) by the vector transpose and the
+    rest one by one, zero-padded; the product equals the one of a contiguous B, and so does
+    the edge tile stored with C read (beta != 0)."""
+    rng = np.random.default_rng(9)
+    for keys in (1, 3, 4, 5, 7, 8, 9, 12, 13, 17, 20, 31, 33, 40):
+        q = rng.standard_normal((6, 13, 24)).astype(dtype)
+        k = strided(rng, 6 * keys, 24, dtype).reshape(6, keys, 24)
+        kt = k.swapaxes(-1, -2)  # transposed view: trans_b in the kernel
+        with c_threads(threads, isa):
+            np.testing.assert_array_equal(C.matmul(q, kt),
+                                          C.matmul(q, np.ascontiguousarray(kt)),
+                                          err_msg=f"keys {keys}")
+            c0 = rng.standard_normal((13, keys)).astype(dtype)
+            out, expected = c0.copy(), c0.copy()
+            C.gemm(q[0], kt[0], alpha=0.75, beta=0.5, out=out)
+            C.gemm(q[0], np.ascontiguousarray(kt[0]), alpha=0.75, beta=0.5, out=expected)
+            np.testing.assert_array_equal(out, expected, err_msg=f"keys {keys}, beta 0.5")

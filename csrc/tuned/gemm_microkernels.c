@@ -50,11 +50,25 @@
 
 DEFINE_PORTABLE_STRIDED_KERNEL(microkernel_portable_f32_strided, float)
 DEFINE_PORTABLE_STRIDED_KERNEL(microkernel_portable_f64_strided, double)
-/* A full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */
+/* Columns [j0, nr) of a transposed-B sliver, one packed row at a time: stored rows j0 .. cols
+ * (op(B)'s columns), zeros past cols. */
+#define DEFINE_PACK_BT_REST(T)                                                                \
+    static inline void mt_pack_bt_rest_##T(int64_t kc, const T *b, int64_t ldb, T *bp,        \
+                                           int nr, int j0, int cols) {                        \
+        for (int64_t p = 0; p < kc; ++p) {                                                    \
+            for (int j = j0; j < cols; ++j) bp[p * nr + j] = b[j * ldb + p];                  \
+            for (int j = cols > j0 ? cols : j0; j < nr; ++j) bp[p * nr + j] = 0;              \
+        }                                                                                     \
+    }
+DEFINE_PACK_BT_REST(float)
+DEFINE_PACK_BT_REST(double)
+#undef DEFINE_PACK_BT_REST
+
+/* An NR-column sliver of a transposed B, its first `cols` columns present:
+ * bp[p*NR + j] = b[j*ldb + p], zero-padded. */
 #define DEFINE_PORTABLE_PACK_BT(NAME, T)                                                      \
-    static void NAME(int64_t kc, const T *b, int64_t ldb, T *bp) {                          \
-        for (int j = 0; j < MT_PORTABLE_NR; ++j)                                              \
-            for (int64_t p = 0; p < kc; ++p) bp[p * MT_PORTABLE_NR + j] = b[j * ldb + p];      \
+    static void NAME(int64_t kc, const T *b, int64_t ldb, T *bp, int cols) {                \
+        mt_pack_bt_rest_##T(kc, b, ldb, bp, MT_PORTABLE_NR, 0, cols);                         \
     }
 DEFINE_PORTABLE_PACK_BT(pack_bt_portable_f32, float)
 DEFINE_PORTABLE_PACK_BT(pack_bt_portable_f64, double)
@@ -206,8 +220,9 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, 6)
  * turned on their side, which element by element costs a small product much of its time. ---- */
 __attribute__((target("avx2,fma"))) static void pack_bt_avx2_f32(int64_t kc, const float *b,
                                                                   int64_t ldb, float *bp,
-                                                                  int nr) {
-    for (int j0 = 0; j0 < nr; j0 += 8) {
+                                                                  int nr, int cols) {
+    int j0 = 0;
+    for (; j0 + 8 <= cols; j0 += 8) {
         const float *src = b + j0 * ldb;
         int64_t p = 0;
         for (; p + 8 <= kc; p += 8) {
@@ -236,12 +251,14 @@ __attribute__((target("avx2,fma"))) static void pack_bt_avx2_f32(int64_t kc, con
         for (; p < kc; ++p)
             for (int j = 0; j < 8; ++j) bp[p * nr + j0 + j] = src[j * ldb + p];
     }
+    if (j0 < nr) mt_pack_bt_rest_float(kc, b, ldb, bp, nr, j0, cols);
 }
 
 __attribute__((target("avx2,fma"))) static void pack_bt_avx2_f64(int64_t kc, const double *b,
                                                                   int64_t ldb, double *bp,
-                                                                  int nr) {
-    for (int j0 = 0; j0 < nr; j0 += 4) {
+                                                                  int nr, int cols) {
+    int j0 = 0;
+    for (; j0 + 4 <= cols; j0 += 4) {
         const double *src = b + j0 * ldb;
         int64_t p = 0;
         for (; p + 4 <= kc; p += 4) {
@@ -258,12 +275,15 @@ __attribute__((target("avx2,fma"))) static void pack_bt_avx2_f64(int64_t kc, con
         for (; p < kc; ++p)
             for (int j = 0; j < 4; ++j) bp[p * nr + j0 + j] = src[j * ldb + p];
     }
+    if (j0 < nr) mt_pack_bt_rest_double(kc, b, ldb, bp, nr, j0, cols);
 }
 
 /* The AVX-512 plans reuse the AVX2 transposes (every AVX-512 CPU has AVX2; packing is not
  * where the time goes). */
 #define DEFINE_PACK_BT(NAME, IMPL, T, NR)                                                   \
-    static void NAME(int64_t kc, const T *b, int64_t ldb, T *bp) { IMPL(kc, b, ldb, bp, NR); }
+    static void NAME(int64_t kc, const T *b, int64_t ldb, T *bp, int cols) {                \
+        IMPL(kc, b, ldb, bp, NR, cols);                                                       \
+    }
 DEFINE_PACK_BT(pack_bt_avx2_f32_nr16, pack_bt_avx2_f32, float, 16)
 DEFINE_PACK_BT(pack_bt_avx512_f32_nr32, pack_bt_avx2_f32, float, 32)
 DEFINE_PACK_BT(pack_bt_avx2_f64_nr8, pack_bt_avx2_f64, double, 8)

@@ -35,8 +35,9 @@ typedef struct {
                           * (AVX2) or L2 (AVX-512, where kc is 512), B panel kc x nc in L3 */
     mt_microkernel_f32 kernel;
     mt_strided_microkernel_f32 strided_kernel; /* for small products: no packing */
-    /* Pack a full NR-column sliver of a transposed B: bp[p*NR + j] = b[j*ldb + p]. */
-    void (*pack_b_transposed)(int64_t kc, const float *b, int64_t ldb, float *bp);
+    /* Pack an NR-column sliver of a transposed B whose first `cols` (<= NR) columns exist:
+     * bp[p*NR + j] = b[j*ldb + p] for j < cols, 0 beyond. */
+    void (*pack_b_transposed)(int64_t kc, const float *b, int64_t ldb, float *bp, int cols);
     /* Pack a full NR-column sliver of a row-major B: bp[p*NR + j] = b[p*ldb + j]. */
     void (*pack_b_rows)(int64_t kc, const float *b, int64_t ldb, float *bp);
     /* Pack a full MR-row sliver of a row-major A: ap[p*MR + r] = a[r*lda + p]. */
@@ -48,7 +49,7 @@ typedef struct {
     int64_t mc, kc, nc;
     mt_microkernel_f64 kernel;
     mt_strided_microkernel_f64 strided_kernel;
-    void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp);
+    void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp, int cols);
     void (*pack_b_rows)(int64_t kc, const double *b, int64_t ldb, double *bp);
     void (*pack_a_rows)(int64_t kc, const double *a, int64_t lda, double *ap);
 } mt_gemm_plan_f64;

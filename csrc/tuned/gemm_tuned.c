@@ -142,15 +142,26 @@ static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t 
             for (int64_t j = 0; j < cols; ++j) bp[p * nr + j] = src[j];
             for (int64_t j = cols; j < nr; ++j) bp[p * nr + j] = 0;
         }
-    } else if (cols == nr) {
-        pr->plan.pack_b_transposed(kc, b + (j0 + col0) * pr->ldb + p0, pr->ldb, bp);
-    } else {
-        for (int64_t j = 0; j < cols; ++j) {
-            const T *src = b + (j0 + col0 + j) * pr->ldb + p0;
-            for (int64_t p = 0; p < kc; ++p) bp[p * nr + j] = src[p];
+    } else { /* transposed; cols < nr: e.g. attention scores' Kᵀ with fewer keys than NR */
+        pr->plan.pack_b_transposed(kc, b + (j0 + col0) * pr->ldb + p0, pr->ldb, bp, (int)cols);
+    }
+}
+
+/* C[0:rows, 0:cols] = alpha * edge + beta * C (C not read when beta is 0): an edge tile the
+ * micro-kernel wrote to `edge` (rows nr apart), a row at a time in vectors (the attention
+ * scores of fewer keys than NR are all edge tiles). */
+static void F(store_edge)(const T *restrict edge, int nr, T *restrict c, int64_t ldc,
+                          int64_t rows, int64_t cols, T alpha, T beta) {
+    for (int64_t r = 0; r < rows; ++r) {
+        const T *e = edge + r * nr;
+        T *cr = c + r * ldc;
+        if (beta == 0) {
+#pragma omp simd
+            for (int64_t q = 0; q < cols; ++q) cr[q] = alpha * e[q];
+        } else {
+#pragma omp simd
+            for (int64_t q = 0; q < cols; ++q) cr[q] = alpha * e[q] + beta * cr[q];
         }
-        for (int64_t j = cols; j < nr; ++j)
-            for (int64_t p = 0; p < kc; ++p) bp[p * nr + j] = 0;
     }
 }
 
@@ -173,11 +184,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
                 pr->plan.kernel(kc, as, bs, ct, ldc, pr->alpha, beta);
             } else {
                 pr->plan.kernel(kc, as, bs, edge, nr, (T)1, (T)0);
-                for (int64_t r = 0; r < rows; ++r)
-                    for (int64_t q = 0; q < cols; ++q)
-                        ct[r * ldc + q] = beta == 0
-                                              ? pr->alpha * edge[r * nr + q]
-                                              : pr->alpha * edge[r * nr + q] + beta * ct[r * ldc + q];
+                F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, beta);
             }
         }
     }
@@ -300,11 +307,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
                 pr->plan.strided_kernel(k, as, rs, cs, bs, ldb, ct, ldc, pr->alpha, pr->beta);
             } else {
                 pr->plan.strided_kernel(k, as, rs, cs, bs, ldb, edge, nr, (T)1, (T)0);
-                for (int64_t r = 0; r < rows; ++r)
-                    for (int64_t q = 0; q < cols; ++q)
-                        ct[r * ldc + q] = pr->beta == 0
-                                              ? pr->alpha * edge[r * nr + q]
-                                              : pr->alpha * edge[r * nr + q] + pr->beta * ct[r * ldc + q];
+                F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, pr->beta);
             }
         }
     }
