@@ -35,18 +35,18 @@ def _vector_norm(array, norm_type):
     """The ``norm_type``-norm of all elements of ``array``, as ``torch.linalg.vector_norm``."""
     if array.size == 0:
         return array.dtype.type(0)
+    if norm_type == 2:  # (the usual one: no array of magnitudes)
+        flat = array.ravel()
+        return np.sqrt(np.dot(flat, flat))
+    if norm_type == 0:
+        return array.dtype.type(np.count_nonzero(array))
     magnitudes = np.abs(array)
     if norm_type == math.inf:
         return magnitudes.max()
     if norm_type == -math.inf:
         return magnitudes.min()
-    if norm_type == 0:
-        return array.dtype.type(np.count_nonzero(array))
     if norm_type == 1:
         return magnitudes.sum(dtype=array.dtype)
-    if norm_type == 2:
-        flat = array.ravel()
-        return np.sqrt(np.dot(flat, flat))
     return (magnitudes ** norm_type).sum(dtype=array.dtype) ** (1.0 / norm_type)
 
 
