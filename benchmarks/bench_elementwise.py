@@ -52,6 +52,7 @@ class Case:
     positive: bool = False  # t.x is |N(0, 1)| + 0.5, not N(0, 1) (sqrt, log, pow 0.5 ...)
     uses_y: bool = False    # t.y is an input that needs its gradient too
     differentiable: bool = True
+    keep_scale: float = 0.0  # dropout: a random draw, each element 0 or x * keep_scale
 
 
 @dataclass
@@ -125,7 +126,8 @@ def cases():
         Case("tanh", lambda m, F, t: t.x.tanh(), lambda t: np.tanh(t.x)),
         Case("sigmoid", lambda m, F, t: t.x.sigmoid(), lambda t: _np_sigmoid(t.x)),
         Case("relu", lambda m, F, t: F.relu(t.x), lambda t: np.maximum(t.x, 0)),
-        Case("dropout 0.1", lambda m, F, t: F.dropout(t.x, 0.1), _np_dropout),
+        Case("dropout 0.1", lambda m, F, t: F.dropout(t.x, 0.1), _np_dropout,
+             keep_scale=1 / 0.9),
         Case("gelu", lambda m, F, t: F.gelu(t.x), lambda t: _np_gelu(t.x)),
         Case("gelu tanh", lambda m, F, t: F.gelu(t.x, approximate="tanh"),
              lambda t: _np_gelu_tanh(t.x)),

@@ -125,6 +125,14 @@ def _as_arrays(result):
     return [r.detach().numpy() if hasattr(r, "detach") else np.asarray(r) for r in result]
 
 
+def _assert_kept_and_scaled(out, x, case):
+    """A random case's output (dropout): each element 0 or x times the case's keep scale."""
+    kept = out != 0
+    assert kept.any(), case.name
+    np.testing.assert_allclose(out[kept], (x * case.keep_scale)[kept], rtol=2e-6,
+                               err_msg=case.name)
+
+
 def test_elementwise_forward_cases_compute_the_same_thing(elementwise_setup):
     data, libs = elementwise_setup
     for case in bench_elementwise.cases():
@@ -133,6 +141,10 @@ def test_elementwise_forward_cases_compute_the_same_thing(elementwise_setup):
         expected = [bench_elementwise.numpy_forward(case, data)()]
         if libs["torch"] is not None:
             expected.append(_as_arrays([libs["torch"].forward(case)()])[0])
+        if case.keep_scale:  # draws differ between libraries: each checked on its own
+            for out in [ours] + expected:
+                _assert_kept_and_scaled(out, data["x"], case)
+            continue
         for other in expected:
             np.testing.assert_allclose(ours, other, rtol=2e-5, atol=2e-6, err_msg=case.name)
 
@@ -147,6 +159,12 @@ def test_elementwise_backward_cases_compute_torchs_gradients(elementwise_setup):
         ours_out, ours_grads = libs["minitorch"].forward_backward(case)()
         torch_out, torch_grads = libs["torch"].forward_backward(case)()
         assert len(ours_grads) == len(torch_grads) == (2 if case.uses_y else 1)
+        if case.keep_scale:  # dropout: the gradient is the same mask and scale as the output
+            for out, (grad,) in ((ours_out, ours_grads), (torch_out, torch_grads)):
+                out, grad = _as_arrays((out, grad))
+                upstream = np.random.default_rng(1).standard_normal(out.shape)  # the call's
+                _assert_kept_and_scaled(grad, upstream.astype(np.float32) * (out != 0), case)
+            continue
         for ours, theirs in zip(_as_arrays((ours_out,) + ours_grads),
                                 _as_arrays((torch_out,) + torch_grads)):
             np.testing.assert_allclose(ours, theirs, rtol=2e-5, atol=2e-6, err_msg=case.name)
