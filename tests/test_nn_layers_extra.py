@@ -212,6 +212,19 @@ def test_smooth_activations_gradcheck(backend, fn):
     assert gradgradcheck(fn, (rand(5),))
 
 
+@pytest.mark.parametrize("dtype", [mt.float32, mt.float64])
+@pytest.mark.parametrize("beta,threshold", [(1.0, 20.0), (2.0, 1.0), (0.5, 0.5)])
+def test_softplus_backward_on_arrays_equals_the_recorded_one(backend, beta, threshold, dtype):
+    """Without a graph to record, softplus' backward runs on the arrays (sigmoid kernel, 1 past
+    the threshold); with create_graph, in Tensor ops: the same gradient bit for bit."""
+    x = mt.tensor(np_rand(4, 51) * 8, dtype=dtype, requires_grad=True)  # past the threshold too
+    g = mt.tensor(np_rand(4, 51, seed=1), dtype=dtype)
+    (on_arrays,) = mt.autograd.grad(F.softplus(x, beta, threshold), x, g)
+    (recorded,) = mt.autograd.grad(F.softplus(x, beta, threshold), x, g, create_graph=True)
+    assert on_arrays.dtype == dtype
+    np.testing.assert_array_equal(on_arrays.numpy(), recorded.detach().numpy())
+
+
 def test_activation_modules_inplace_and_dtype(backend):
     for module in (nn.SiLU(inplace=True), nn.Mish(inplace=True)):
         x = mt.tensor([-1.0, 0.0, 2.0])
