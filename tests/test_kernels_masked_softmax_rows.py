@@ -14,10 +14,7 @@ import numpy as np
 import pytest
 
 from test_kernels import C, needs_c, TUNED_ISAS, c_threads
-
-
-def tight(dtype):
-    return dict(rtol=2e-6, atol=2e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
+from test_kernels_softmax_short_rows import reference_and_tuned, tight
 
 
 def key_counts(dtype):
@@ -26,14 +23,6 @@ def key_counts(dtype):
     v = 64 // np.dtype(dtype).itemsize
     return sorted({1, v // 2 - 1, v // 2 + 1, v - 1, v, v + 1, 2 * v - 1, 2 * v + 1,
                    4 * v + 3, 1000})
-
-
-def reference_and_tuned(isa, threads, call):
-    with c_threads(threads, "reference"):
-        expected = call()
-    with c_threads(threads, isa):
-        got = call()
-    return expected, got
 
 
 def padding(rng, batch, keys, as_float, dtype):

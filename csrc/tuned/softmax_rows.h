@@ -62,47 +62,32 @@ MT_INLINE static T V(masked_scores)(const T *x, T *y, int64_t width, int64_t liv
     const int64_t lanes = 64 / (int64_t)sizeof(T);
     const uint32_t all = (1u << lanes) - 1;
 #define MT_LANES_BELOW(count) ((count) >= lanes ? all : (count) <= 0 ? 0u : (1u << (count)) - 1)
+/* the loop for one element type: VEC its __m512 type, MASK its __mmask, S ps or pd */
+#define MT_MASKED_SCORES(E, VEC, MASK, S)                                                     \
+    const VEC vscale = _mm512_set1_##S((E)scale), vadd = _mm512_set1_##S((E)add);              \
+    const VEC ninf = _mm512_set1_##S(-INFINITY);                                              \
+    VEC best = ninf;                                                                          \
+    for (int64_t j = 0; j < width; j += lanes) {                                              \
+        const MASK in_row = (MASK)MT_LANES_BELOW(width - j);                                  \
+        MASK excluded = (MASK)~MT_LANES_BELOW(live - j);                                      \
+        const VEC addend = madd ? _mm512_maskz_loadu_##S(in_row, (const E *)madd + j) : vadd; \
+        VEC z = _mm512_fmadd_##S(_mm512_maskz_loadu_##S(in_row, (const E *)x + j), vscale,    \
+                                 addend);                                                     \
+        if (mbool) {                                                                          \
+            const __m128i bytes = _mm_maskz_loadu_epi8(in_row, mbool + j);                    \
+            excluded |= (MASK)_mm_test_epi8_mask(bytes, bytes);                               \
+        }                                                                                     \
+        z = _mm512_mask_mov_##S(z, excluded, ninf);                                           \
+        _mm512_mask_storeu_##S((E *)y + j, in_row, z);                                        \
+        best = _mm512_mask_max_##S(best, in_row, z, best); /* NaN z: best kept */             \
+    }                                                                                         \
+    return (T)_mm512_reduce_max_##S(best);
     if (sizeof(T) == 4) {
-        const __m512 vscale = _mm512_set1_ps((float)scale), vadd = _mm512_set1_ps((float)add);
-        const __m512 ninf = _mm512_set1_ps(-INFINITY);
-        __m512 best = ninf;
-        for (int64_t j = 0; j < width; j += lanes) {
-            const __mmask16 in_row = (__mmask16)MT_LANES_BELOW(width - j);
-            __mmask16 excluded = (__mmask16)~MT_LANES_BELOW(live - j);
-            const __m512 addend = madd ? _mm512_maskz_loadu_ps(in_row, (const float *)madd + j)
-                                       : vadd;
-            __m512 z = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(in_row, (const float *)x + j),
-                                       vscale, addend);
-            if (mbool) {
-                const __m128i bytes = _mm_maskz_loadu_epi8(in_row, mbool + j);
-                excluded |= _mm_test_epi8_mask(bytes, bytes);
-            }
-            z = _mm512_mask_mov_ps(z, excluded, ninf);
-            _mm512_mask_storeu_ps((float *)y + j, in_row, z);
-            best = _mm512_mask_max_ps(best, in_row, z, best); /* NaN z: best kept */
-        }
-        return (T)_mm512_reduce_max_ps(best);
+        MT_MASKED_SCORES(float, __m512, __mmask16, ps)
     } else {
-        const __m512d vscale = _mm512_set1_pd((double)scale), vadd = _mm512_set1_pd((double)add);
-        const __m512d ninf = _mm512_set1_pd(-INFINITY);
-        __m512d best = ninf;
-        for (int64_t j = 0; j < width; j += lanes) {
-            const __mmask8 in_row = (__mmask8)MT_LANES_BELOW(width - j);
-            __mmask8 excluded = (__mmask8)~MT_LANES_BELOW(live - j);
-            const __m512d addend = madd ? _mm512_maskz_loadu_pd(in_row, (const double *)madd + j)
-                                        : vadd;
-            __m512d z = _mm512_fmadd_pd(_mm512_maskz_loadu_pd(in_row, (const double *)x + j),
-                                        vscale, addend);
-            if (mbool) {
-                const __m128i bytes = _mm_maskz_loadu_epi8(in_row, mbool + j);
-                excluded |= (__mmask8)_mm_test_epi8_mask(bytes, bytes);
-            }
-            z = _mm512_mask_mov_pd(z, excluded, ninf);
-            _mm512_mask_storeu_pd((double *)y + j, in_row, z);
-            best = _mm512_mask_max_pd(best, in_row, z, best);
-        }
-        return (T)_mm512_reduce_max_pd(best);
+        MT_MASKED_SCORES(double, __m512d, __mmask8, pd)
     }
+#undef MT_MASKED_SCORES
 #undef MT_LANES_BELOW
 }
 #else
