@@ -4,10 +4,14 @@
  *   for every batch row b and head g, with q (l x d), k (s x d), v (s x dv) of that head:
  *     z_ij  = scale * sum_e q_ie k_je + mask_ij        (-inf where excluded)
  *     w_ij  = exp(z_ij - max_j z_ij) / sum_j exp(...)  (weights[b,g,i,j])
- *     out_i = sum_j w_ij v_j
+ *     out_i = sum_j w_ij keep_ij v_j
  *   and, given dout:
- *     p_ij  = sum_e dout_ie v_je ;  dz_ij = scale * w_ij (p_ij - sum_j' p_ij' w_ij')
- *     dq_i  = sum_j dz_ij k_j ;  dk_j = sum_i dz_ij q_i ;  dv_j = sum_i w_ij dout_i
+ *     p_ij  = keep_ij sum_e dout_ie v_je ;  dz_ij = scale * w_ij (p_ij - sum_j' p_ij' w_ij')
+ *     dq_i  = sum_j dz_ij k_j ;  dk_j = sum_i dz_ij q_i ;  dv_j = sum_i w_ij keep_ij dout_i
+ *
+ * keep is dropout on the weights (0 for a dropped weight, 1/(1-p) for a kept one; NULL: all
+ * 1): the output and the gradients are those of dropout's product between the softmax and v,
+ * while weights[] holds the softmax itself, which the backward needs.
  *
  * Excluded: where the bool mask is set, and with causal every key j > i. A query with nothing
  * left gets zero weights (so a zero output and zero gradients), never 0/0.
@@ -33,11 +37,11 @@ MT_DECLARE_TUNED(tuned_attention_forward,
                  (const T *q, const T *k, const T *v, T *out, T *weights, int64_t n, int64_t h,
                   int64_t l, int64_t s, int64_t d, int64_t dv, const int64_t *strides, T scale,
                   const T *mask_add, const uint8_t *mask_bool, const int64_t *mask_row_strides,
-                  int64_t mask_col_stride, int causal))
+                  int64_t mask_col_stride, int causal, const T *keep))
 MT_DECLARE_TUNED(tuned_attention_backward,
                  (const T *q, const T *k, const T *v, const T *weights, const T *dout, T *dq,
                   T *dk, T *dv_out, int64_t n, int64_t h, int64_t l, int64_t s, int64_t d,
-                  int64_t dv, const int64_t *strides, T scale))
+                  int64_t dv, const int64_t *strides, T scale, const T *keep))
 
 /* The first element of head (b / h, b % h) of an array with strides st (batch, head, row). */
 #define MT_HEAD(ptr, st, b, h) ((ptr) + ((b) / (h)) * (st)[0] + ((b) % (h)) * (st)[1])
@@ -71,7 +75,7 @@ int F(mt_attention_forward)(const T *q, const T *k, const T *v, T *out, T *weigh
                             int64_t h, int64_t l, int64_t s, int64_t d, int64_t dv,
                             const int64_t *strides, T scale, const T *mask_add,
                             const uint8_t *mask_bool, const int64_t *mask_row_strides,
-                            int64_t mask_col_stride, int causal) {
+                            int64_t mask_col_stride, int causal, const T *keep) {
     if (n < 0 || h < 0 || l < 0 || s < 0 || d < 0 || dv < 0 || !strides) return MT_ERR_ARGS;
     if ((mask_add || mask_bool) && (!mask_row_strides || (mask_add && mask_bool)))
         return MT_ERR_ARGS;
@@ -80,7 +84,7 @@ int F(mt_attention_forward)(const T *q, const T *k, const T *v, T *out, T *weigh
         if (strides[i] < 0) return MT_ERR_ARGS;
     if (n * h * l == 0) return 0;
     MT_RUN_TUNED(tuned_attention_forward, q, k, v, out, weights, n, h, l, s, d, dv, strides,
-                 scale, mask_add, mask_bool, mask_row_strides, mask_col_stride, causal);
+                 scale, mask_add, mask_bool, mask_row_strides, mask_col_stride, causal, keep);
     const int64_t *qs = strides, *ks = strides + 3, *vs = strides + 6, *os = strides + 9;
     int nt = mt_threads_for(n * h * l * s * (d + dv));
     int failed = 0;
@@ -102,11 +106,15 @@ int F(mt_attention_forward)(const T *q, const T *k, const T *v, T *out, T *weigh
                             mask_add || mask_bool ? mask_row_strides[2] : 0, mask_col_stride,
                             causal, z, w);
             const T *vh = MT_HEAD(v, vs, b, h);
+            const T *kp = keep ? keep + b * l * s : NULL;
             T *o = MT_HEAD(out, os, b, h);
             for (int64_t i = 0; i < l; ++i)
                 for (int64_t e = 0; e < dv; ++e) {
                     double acc = 0;
-                    for (int64_t j = 0; j < s; ++j) acc += (double)w[i * s + j] * vh[j * vs[2] + e];
+                    for (int64_t j = 0; j < s; ++j) {
+                        double kept = (double)w[i * s + j] * (kp ? kp[i * s + j] : 1);
+                        acc += kept * vh[j * vs[2] + e];
+                    }
                     o[i * os[2] + e] = (T)acc;
                 }
         }
@@ -118,13 +126,13 @@ int F(mt_attention_forward)(const T *q, const T *k, const T *v, T *out, T *weigh
 int F(mt_attention_backward)(const T *q, const T *k, const T *v, const T *weights,
                              const T *dout, T *dq, T *dk, T *dv_out, int64_t n, int64_t h,
                              int64_t l, int64_t s, int64_t d, int64_t dv,
-                             const int64_t *strides, T scale) {
+                             const int64_t *strides, T scale, const T *keep) {
     if (n < 0 || h < 0 || l < 0 || s < 0 || d < 0 || dv < 0 || !strides) return MT_ERR_ARGS;
     for (int i = 0; i < 21; ++i)
         if (strides[i] < 0) return MT_ERR_ARGS;
     if (n * h == 0) return 0;
     MT_RUN_TUNED(tuned_attention_backward, q, k, v, weights, dout, dq, dk, dv_out, n, h, l, s, d,
-                 dv, strides, scale);
+                 dv, strides, scale, keep);
     const int64_t *qs = strides, *ks = strides + 3, *vs = strides + 6, *gs = strides + 9;
     const int64_t *dqs = strides + 12, *dks = strides + 15, *dvs = strides + 18;
     int nt = mt_threads_for(n * h * l * s * (2 * d + 2 * dv));
@@ -139,11 +147,13 @@ int F(mt_attention_backward)(const T *q, const T *k, const T *v, const T *weight
             const T *qh = MT_HEAD(q, qs, b, h), *kh = MT_HEAD(k, ks, b, h);
             const T *vh = MT_HEAD(v, vs, b, h), *g = MT_HEAD(dout, gs, b, h);
             const T *w = weights + b * l * s;
+            const T *kp = keep ? keep + b * l * s : NULL;
             for (int64_t i = 0; i < l; ++i) { /* dz = scale * w (p - rowsum(p w)) */
                 double dot = 0;
                 for (int64_t j = 0; j < s; ++j) {
                     double p = 0;
                     for (int64_t e = 0; e < dv; ++e) p += (double)g[i * gs[2] + e] * vh[j * vs[2] + e];
+                    p *= kp ? kp[i * s + j] : 1;
                     dz[i * s + j] = p;
                     dot += p * w[i * s + j];
                 }
@@ -166,7 +176,10 @@ int F(mt_attention_backward)(const T *q, const T *k, const T *v, const T *weight
                 }
                 for (int64_t e = 0; e < dv; ++e) {
                     double acc = 0;
-                    for (int64_t i = 0; i < l; ++i) acc += (double)w[i * s + j] * g[i * gs[2] + e];
+                    for (int64_t i = 0; i < l; ++i) {
+                        double kept = (double)w[i * s + j] * (kp ? kp[i * s + j] : 1);
+                        acc += kept * g[i * gs[2] + e];
+                    }
                     dvh[j * dvs[2] + e] = (T)acc;
                 }
             }

@@ -360,28 +360,32 @@ int mt_attention_step_forward_f64(const double *q, const double *kt, const doubl
  * by mask_col_stride (0 or 1); causal != 0 excludes key j > query i. A query with every key
  * excluded has zero weights, output and gradients. The output arrays must not overlap the
  * inputs; dq, dk and dv may be disjoint parts of one array. The reference body sums in double;
- * the tuned one gives the unfused GEMM and softmax kernels' values, bit for bit. */
+ * the tuned one gives the unfused GEMM and softmax kernels' values, bit for bit.
+ * keep (n x h x l x s, contiguous; NULL for none) is dropout on the weights, 0 or 1/(1-p): out =
+ * (w keep) v, and the backward is that product's (p = keep (dout v^T), dv = (w keep)^T dout);
+ * weights stays the softmax. */
 int mt_attention_forward_f32(const float *q, const float *k, const float *v, float *out,
                              float *weights, int64_t n, int64_t h, int64_t l, int64_t s,
                              int64_t d, int64_t dv, const int64_t *strides, float scale,
                              const float *mask_add, const uint8_t *mask_bool,
                              const int64_t *mask_row_strides, int64_t mask_col_stride,
-                             int causal);
+                             int causal, const float *keep);
 int mt_attention_forward_f64(const double *q, const double *k, const double *v, double *out,
                              double *weights, int64_t n, int64_t h, int64_t l, int64_t s,
                              int64_t d, int64_t dv, const int64_t *strides, double scale,
                              const double *mask_add, const uint8_t *mask_bool,
                              const int64_t *mask_row_strides, int64_t mask_col_stride,
-                             int causal);
+                             int causal, const double *keep);
 int mt_attention_backward_f32(const float *q, const float *k, const float *v,
                               const float *weights, const float *dout, float *dq, float *dk,
                               float *dv_out, int64_t n, int64_t h, int64_t l, int64_t s,
-                              int64_t d, int64_t dv, const int64_t *strides, float scale);
+                              int64_t d, int64_t dv, const int64_t *strides, float scale,
+                              const float *keep);
 int mt_attention_backward_f64(const double *q, const double *k, const double *v,
                               const double *weights, const double *dout, double *dq,
                               double *dk, double *dv_out, int64_t n, int64_t h, int64_t l,
                               int64_t s, int64_t d, int64_t dv, const int64_t *strides,
-                              double scale);
+                              double scale, const double *keep);
 /* ---- gather along a dim (gather.c) and its adjoint, scatter-add (scatter_add.c) ----
  * The arrays are seen as 3-d around the dim: x and out of scatter_add (outer, size, inner),
  * index, src and out of gather (outer, n, inner), all contiguous. An index below 0 counts from

@@ -4,14 +4,15 @@ and ops/linalg.py's LinearPair (the cross-attention's two projections from one p
 as one node).
 
 The fused node equals the chain it replaces (split_heads, the products, the fused softmax,
-merge_heads) bit for bit, forward and backward, float32 and float64, one and two threads; it
-gradchecks and differentiates twice. nn.MultiheadAttention takes it when the weights are not
-wanted: its output and every gradient equal the general path's (need_weights=True) bit for bit,
-and PyTorch's within float tolerance. matmul_into equals np.matmul on strided outputs; LinearPair
+dropout's product, merge_heads) bit for bit, forward and backward, float32 and float64, one and
+two threads; it gradchecks and differentiates twice. nn.MultiheadAttention takes it when the
+weights are not wanted, with dropout in training too: its output and every gradient equal the
+general path's (need_weights=True, the same seed) bit for bit, and PyTorch's within float
+tolerance. matmul_into equals np.matmul on strided outputs; LinearPair
 equals two F.linear calls on the weight's slices bit for bit and gradchecks.
 scaled_dot_product_attention on 4-D heads is one ``Attention`` node on the same kernels: it
-equals the composite, gradchecks, differentiates twice and matches PyTorch; other calls (3-D,
-dropout, a learned or widening mask) keep the composite."""
+equals the composite (with dropout, on the same draws), gradchecks, differentiates twice and
+matches PyTorch; other calls (3-D, a learned or widening mask) keep the composite."""
 import numpy as np
 import pytest
 
@@ -83,10 +84,10 @@ def test_matmul_into_takes_out_by_keyword_only():
 
 # ----------------------------------------------------------------------------- the fused node
 
-def run(fn, q_array, kv_array, num_heads, mask, causal, scale, upstream):
+def run(fn, q_array, kv_array, num_heads, mask, causal, scale, upstream, keep=None):
     q = minitorch.tensor(q_array, requires_grad=True)
     kv = None if kv_array is None else minitorch.tensor(kv_array, requires_grad=True)
-    out = fn(q, kv, num_heads, mask, causal, scale)
+    out = fn(q, kv, num_heads, mask, causal, scale, keep)
     (out * minitorch.tensor(upstream)).sum().backward()
     return out.detach().numpy(), q.grad.numpy(), None if kv is None else kv.grad.numpy()
 
@@ -118,41 +119,47 @@ def test_attention_on_rows_equals_the_chain_it_fuses(dtype, count, packed, n, he
         q_array = rng.standard_normal((n, length, width)).astype(dtype)
         kv_array = rng.standard_normal((n, src_len, 2 * width)).astype(dtype)
     upstream = rng.standard_normal((n, length, width)).astype(dtype)
-    for mask, causal in masks(n, length, src_len, dtype):
-        fused = run(attention_on_rows, q_array, kv_array, heads, mask, causal, 0.3, upstream)
-        chain = run(_attention_on_rows_composite, q_array, kv_array, heads, mask, causal, 0.3,
-                    upstream)
-        assert fused[0].shape == (n, length, width) and fused[0].dtype == dtype
-        for f, c in zip(fused, chain):
-            if c is not None:
-                np.testing.assert_array_equal(f, c)
+    dropped = F._keep_mask((n, heads, length, src_len), 0.25, dtype)
+    for keep in (None, dropped):
+        for mask, causal in masks(n, length, src_len, dtype):
+            fused = run(attention_on_rows, q_array, kv_array, heads, mask, causal, 0.3, upstream,
+                        keep)
+            chain = run(_attention_on_rows_composite, q_array, kv_array, heads, mask, causal,
+                        0.3, upstream, keep)
+            assert fused[0].shape == (n, length, width) and fused[0].dtype == dtype
+            for f, c in zip(fused, chain):
+                if c is not None:
+                    np.testing.assert_array_equal(f, c)
 
 
+@pytest.mark.parametrize("dropout", [False, True])
 @pytest.mark.parametrize("packed", [True, False])
-def test_attention_on_rows_gradchecks_and_differentiates_twice(packed):
+def test_attention_on_rows_gradchecks_and_differentiates_twice(packed, dropout):
     rng = np.random.default_rng(5)
     mask = minitorch.tensor(np.array([[False, False, True]] * 2))  # (L, S) = (2, 3)
+    length, src_len = (3, 3) if packed else (2, 3)
+    keep = F._keep_mask((2, 2, length, src_len), 0.4, np.float64) if dropout else None
     if packed:
         inputs = (minitorch.tensor(rng.standard_normal((2, 3, 12)), requires_grad=True),)
         mask = None
 
         def fn(q):
-            return attention_on_rows(q, None, 2, None, True, 0.7)
+            return attention_on_rows(q, None, 2, None, True, 0.7, keep)
     else:
         inputs = (minitorch.tensor(rng.standard_normal((2, 2, 4)), requires_grad=True),
                   minitorch.tensor(rng.standard_normal((2, 3, 8)), requires_grad=True))
 
         def fn(q, kv):
-            return attention_on_rows(q, kv, 2, mask, False, 0.7)
+            return attention_on_rows(q, kv, 2, mask, False, 0.7, keep)
     assert gradcheck(fn, inputs)
     assert gradgradcheck(fn, inputs)
 
 
 # ----------------------------------------------------------------------------- MultiheadAttention
 
-def attend(need_weights, dtype, cross, batch_first, options, seed=0):
+def attend(need_weights, dtype, cross, batch_first, options, seed=0, dropout=0.0):
     minitorch.manual_seed(seed)
-    module = nn.MultiheadAttention(16, 4, batch_first=batch_first, dtype=dtype)
+    module = nn.MultiheadAttention(16, 4, dropout=dropout, batch_first=batch_first, dtype=dtype)
     rng = np.random.default_rng(seed)
     n, length, src_len = 3, 5, 6 if cross else 5
     shape_q = (n, length, 16) if batch_first else (length, n, 16)
@@ -165,7 +172,9 @@ def attend(need_weights, dtype, cross, batch_first, options, seed=0):
     upstream = minitorch.tensor(rng.standard_normal(out.shape), dtype=dtype)
     (out * upstream).sum().backward()
     grads = [x.grad.numpy()] + ([memory.grad.numpy()] if cross else [])
-    return [out.detach().numpy()] + grads + [p.grad.numpy() for p in module.parameters()], weights
+    after = minitorch.rand(3).numpy()  # the generator's state after the call
+    return ([out.detach().numpy()] + grads + [p.grad.numpy() for p in module.parameters()]
+            + [after], weights)
 
 
 OPTIONS = {
@@ -194,9 +203,24 @@ def test_multihead_attention_without_weights_equals_the_general_path(dtype, cros
         np.testing.assert_array_equal(f, g)
 
 
+@pytest.mark.parametrize("dtype", [minitorch.float32, minitorch.float64])
+@pytest.mark.parametrize("cross", [False, True])
+@pytest.mark.parametrize("option", ["none", "bool mask + causal", "padding"])
+def test_dropout_in_training_takes_the_fused_node_with_the_general_paths_draws(dtype, cross,
+                                                                               option):
+    """The same seed: the same weights dropped, so the output, every gradient and the
+    generator's state after equal the general path's bit for bit; and the drop is real."""
+    fast, _ = attend(False, dtype, cross, True, OPTIONS[option], dropout=0.3)
+    general, _ = attend(True, dtype, cross, True, OPTIONS[option], dropout=0.3)
+    for f, g in zip(fast, general):
+        np.testing.assert_array_equal(f, g)
+    undropped, _ = attend(False, dtype, cross, True, OPTIONS[option])
+    assert not np.array_equal(fast[0], undropped[0])
+
+
 def test_multihead_attention_takes_the_fused_node_only_where_it_applies():
-    """The node appears in the graph for a plain call without weights, not with dropout in
-    training, a learned mask or a cache."""
+    """The node appears in the graph for a call without weights, dropout in training or not,
+    and not with a learned mask."""
     module = nn.MultiheadAttention(8, 2, batch_first=True)
     x = minitorch.randn(2, 3, 8, requires_grad=True)
 
@@ -216,7 +240,7 @@ def test_multihead_attention_takes_the_fused_node_only_where_it_applies():
     out.sum().backward()
     assert learned.grad is not None
     dropping = nn.MultiheadAttention(8, 2, dropout=0.5, batch_first=True)
-    assert not any("AttentionOnRows" in s for s in names(dropping(x, x, x, need_weights=False)[0]))
+    assert any("AttentionOnRows" in s for s in names(dropping(x, x, x, need_weights=False)[0]))
     dropping.eval()
     assert any("AttentionOnRows" in s for s in names(dropping(x, x, x, need_weights=False)[0]))
 
@@ -329,15 +353,17 @@ def sdpa_cases(dtype):
     yield "float", minitorch.tensor(rng.standard_normal((5, 6)).astype(dtype)), False
 
 
-def sdpa_values(fused, backend, dtype, attn_mask, is_causal, upstream, arrays):
+def sdpa_values(fused, backend, dtype, attn_mask, is_causal, upstream, arrays, dropout_p=0.0):
     q, k, v = (minitorch.tensor(a, requires_grad=True) for a in arrays)
+    minitorch.manual_seed(9)
     with backends.using(backend):
         if fused:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, dropout_p=dropout_p,
+                                                 is_causal=is_causal)
             assert out.grad_fn.name().startswith("Attention")
         else:
             mask = F._as_kernel_mask(attn_mask, q.dtype, "mask", true_means_excluded=False)
-            out = F._attention(q, k, v, mask, is_causal, 1 / np.sqrt(q.shape[-1]))[0]
+            out = F._attention(q, k, v, mask, is_causal, 1 / np.sqrt(q.shape[-1]), dropout_p)[0]
         (out * minitorch.tensor(upstream)).sum().backward()
     return [out.detach().numpy(), q.grad.numpy(), k.grad.numpy(), v.grad.numpy()]
 
@@ -345,17 +371,22 @@ def sdpa_values(fused, backend, dtype, attn_mask, is_causal, upstream, arrays):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("count", [1, 2])
-def test_sdpa_on_4d_heads_is_one_node_equal_to_the_chain(backend, dtype, count, threads):
+@pytest.mark.parametrize("dropout_p", [0.0, 0.4, 1.0])
+def test_sdpa_on_4d_heads_is_one_node_equal_to_the_chain(backend, dtype, count, dropout_p,
+                                                         threads):
     """q, k, v as the (N, H, L, D) transposes of (N, L, H, D) arrays (non-contiguous), every
-    mask kind: the fused node's output and gradients equal the composite's."""
+    mask kind, with and without dropout (the same seed): the fused node's output and gradients
+    equal the composite's."""
     threads(count)
     rng = np.random.default_rng(7)
     arrays = [rng.standard_normal((2, length, 3, d)).astype(dtype).swapaxes(1, 2)
               for length, d in ((5, 4), (6, 4), (6, 3))]
     upstream = rng.standard_normal((2, 3, 5, 3)).astype(dtype)
     for name, attn_mask, is_causal in sdpa_cases(dtype):
-        fused = sdpa_values(True, backend, dtype, attn_mask, is_causal, upstream, arrays)
-        chain = sdpa_values(False, backend, dtype, attn_mask, is_causal, upstream, arrays)
+        fused = sdpa_values(True, backend, dtype, attn_mask, is_causal, upstream, arrays,
+                            dropout_p)
+        chain = sdpa_values(False, backend, dtype, attn_mask, is_causal, upstream, arrays,
+                            dropout_p)
         for f, c in zip(fused, chain):
             np.testing.assert_allclose(f, c, rtol=1e-5 if dtype == np.float32 else 1e-12,
                                        atol=1e-6 if dtype == np.float32 else 1e-13,
@@ -371,8 +402,7 @@ def test_sdpa_takes_the_fused_node_only_where_it_applies():
         return out.grad_fn.name()
     assert node(F.scaled_dot_product_attention(q, k, v)).startswith("Attention")
     assert not node(F.scaled_dot_product_attention(q[0], k[0], v[0])).startswith("Attention")
-    assert not node(F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)).startswith(
-        "Attention")
+    assert node(F.scaled_dot_product_attention(q, k, v, dropout_p=0.5)).startswith("Attention")
     learned = minitorch.zeros(3, 3, requires_grad=True)
     assert not node(F.scaled_dot_product_attention(q, k, v, attn_mask=learned)).startswith(
         "Attention")

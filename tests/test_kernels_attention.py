@@ -6,7 +6,8 @@ attention.c and tuned/attention_tuned.c), in the manner of test_kernels_attentio
   and float64, 1 and 2 threads, at every ISA level the CPU runs (the reference level included),
   with no mask, bool and additive masks that broadcast, causal, and fully masked queries;
 - the tuned body equals the unfused C chain it replaces (matmul_into, softmax_forward,
-  softmax_backward) bit for bit, on sizes that take the GEMM's small and blocked paths;
+  softmax_backward, and dropout's product where a ``keep`` is given) bit for bit, on sizes that
+  take the GEMM's small and blocked paths; a keep of ones is no dropout;
 - the heads read and written in place in (N, L, H·D) rows, and strided, misaligned and
   negative-stride inputs, give their contiguous copies' results;
 - bad input raises the same Python error, naming the argument, on both backends, and the C
@@ -55,9 +56,16 @@ def operands(rng, n, h, length, s, d, dv, dtype, kind):
 KINDS = ["none", "padding", "full", "additive", "causal", "causal+padding"]
 
 
-def both_passes(kernels, q, k, v, mask, causal, dout, scale):
-    out, weights = kernels.attention_forward(q, k, v, scale, mask, causal)
-    return (out, weights) + tuple(kernels.attention_backward(q, k, v, weights, dout, scale))
+def dropout_factors(rng, q, k, p=0.3):
+    """A drawn ``keep`` for q and k's scores: 0 with probability p, else 1/(1-p)."""
+    shape = q.shape[:3] + k.shape[2:3]
+    return np.where(rng.random(shape) < p, 0.0, 1.0 / (1.0 - p)).astype(q.dtype)
+
+
+def both_passes(kernels, q, k, v, mask, causal, dout, scale, keep=None):
+    out, weights = kernels.attention_forward(q, k, v, scale, mask, causal, keep=keep)
+    return (out, weights) + tuple(kernels.attention_backward(q, k, v, weights, dout, scale,
+                                                             keep=keep))
 
 
 def assert_close(got, want, dtype, what):
@@ -72,14 +80,16 @@ def assert_close(got, want, dtype, what):
 @pytest.mark.parametrize("dtype", DTYPES)
 @given(n=st.integers(0, 3), h=st.integers(1, 3), length=st.integers(0, 9),
        s=st.integers(0, 40), d=st.integers(0, 20), dv=st.integers(0, 35),
-       seed=st.integers(0, 2 ** 16))
+       seed=st.integers(0, 2 ** 16), dropout=st.booleans())
 def test_c_attention_equals_the_numpy_reference(dtype, threads, isa, n, h, length, s, d, dv,
-                                                seed):
+                                                seed, dropout):
     rng = np.random.default_rng(seed)
     with c_threads(threads, isa):
         for kind in KINDS:
             args = operands(rng, n, h, length, s, d, dv, dtype, kind)
-            assert_close(both_passes(C, *args, 0.3), both_passes(N, *args, 0.3), dtype, kind)
+            keep = dropout_factors(rng, args[0], args[1]) if dropout else None
+            assert_close(both_passes(C, *args, 0.3, keep), both_passes(N, *args, 0.3, keep),
+                         dtype, kind)
 
 
 @needs_c
@@ -91,23 +101,27 @@ def test_sizes_above_the_thread_threshold(dtype, threads):
     rng = np.random.default_rng(1)
     for kind in ("none", "causal+padding", "additive"):
         args = operands(rng, 32, 4, 32, 32, 32, 32, dtype, kind)
-        want = both_passes(N, *args, 0.125)
-        for isa in ISAS:
-            with c_threads(threads, isa):
-                assert_close(both_passes(C, *args, 0.125), want, dtype, f"{kind} at {isa}")
+        for keep in (None, dropout_factors(rng, args[0], args[1], 0.1)):
+            want = both_passes(N, *args, 0.125, keep)
+            for isa in ISAS:
+                with c_threads(threads, isa):
+                    assert_close(both_passes(C, *args, 0.125, keep), want, dtype,
+                                 f"{kind} at {isa}, keep {keep is not None}")
 
 
-def unfused_chain(q, k, v, mask, causal, dout, scale):
-    """The C kernels the fused call replaces: products by matmul_into, the softmax kernels."""
+def unfused_chain(q, k, v, mask, causal, dout, scale, keep=None):
+    """The C kernels the fused call replaces: products by matmul_into, the softmax kernels, and
+    with ``keep`` dropout's products (weights·keep forward, the gradient·keep backward)."""
     scores = C.matmul_into(q, k.swapaxes(-1, -2), out=np.empty(q.shape[:3] + k.shape[2:3],
                                                                 q.dtype))
     weights = C.softmax_forward(scores, scale, mask, causal)
-    out = C.matmul_into(weights, v, out=np.empty(q.shape[:3] + v.shape[3:], q.dtype))
-    dz = C.softmax_backward(weights, C.matmul_into(dout, v.swapaxes(-1, -2),
-                                                   out=np.empty_like(weights)), scale)
+    kept = weights if keep is None else weights * keep
+    out = C.matmul_into(kept, v, out=np.empty(q.shape[:3] + v.shape[3:], q.dtype))
+    kept_grad = C.matmul_into(dout, v.swapaxes(-1, -2), out=np.empty_like(weights))
+    dz = C.softmax_backward(weights, kept_grad if keep is None else kept_grad * keep, scale)
     dq = C.matmul_into(dz, k, out=np.empty_like(q))
     dk = C.matmul_into(dz.swapaxes(-1, -2), q, out=np.empty_like(k))
-    dv = C.matmul_into(weights.swapaxes(-1, -2), dout, out=np.empty_like(v))
+    dv = C.matmul_into(kept.swapaxes(-1, -2), dout, out=np.empty_like(v))
     return out, weights, dq, dk, dv
 
 
@@ -122,8 +136,27 @@ def test_tuned_body_equals_the_unfused_chain_bit_for_bit(dtype, threads, isa, sh
     with c_threads(threads, isa):
         for kind in KINDS:
             args = operands(rng, *shape, dtype, kind)
-            for got, want in zip(both_passes(C, *args, 0.7), unfused_chain(*args, 0.7)):
-                np.testing.assert_array_equal(got, want, err_msg=kind)
+            for keep in (None, dropout_factors(rng, args[0], args[1])):
+                for got, want in zip(both_passes(C, *args, 0.7, keep),
+                                     unfused_chain(*args, 0.7, keep)):
+                    np.testing.assert_array_equal(got, want, err_msg=f"{kind}, keep {keep}")
+
+
+@pytest.mark.parametrize("backend_name", ["numpy", "c"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_keep_of_ones_is_no_dropout_and_zeros_drop_everything(backend_name, dtype):
+    if backend_name == "c" and C is None:
+        pytest.skip("C extension not built")
+    kernels = N if backend_name == "numpy" else C
+    args = operands(np.random.default_rng(5), 2, 3, 7, 9, 4, 5, dtype, "causal+padding")
+    q, k, v = args[:3]
+    ones = np.ones(q.shape[:3] + k.shape[2:3], dtype)
+    for got, want in zip(both_passes(kernels, *args, 0.5, ones), both_passes(kernels, *args, 0.5)):
+        np.testing.assert_array_equal(got, want)
+    out, weights, dq, dk, dv = both_passes(kernels, *args, 0.5, np.zeros_like(ones))
+    for name, g in (("out", out), ("dq", dq), ("dk", dk), ("dv", dv)):
+        assert not g.any(), name
+    np.testing.assert_array_equal(weights, both_passes(kernels, *args, 0.5)[1])
 
 
 def heads(rows, start, width, num_heads):
@@ -220,6 +253,14 @@ def bad_calls():
         ("dk shares k", bwd, (q, k, v, w, g), dict(dk=k), ValueError, "must not share memory"),
         ("dk is dv", bwd, (q, k, np.ones((2, 3, 5, 4)), w, np.ones((2, 3, 1, 4))),
          dict(dk=same, dv=same), ValueError, "dq, dk and dv must be different arrays"),
+        ("keep shape", fwd, (q, k, v), dict(keep=np.ones((2, 3, 1, 4))), ValueError,
+         "keep must have shape (2, 3, 1, 5)"),
+        ("keep dtype", fwd, (q, k, v), dict(keep=np.ones((2, 3, 1, 5), np.float32)), TypeError,
+         "keep must have the same dtype"),
+        ("keep list", bwd, (q, k, v, w, g), dict(keep=[[1.0]]), TypeError,
+         "keep must be a numpy.ndarray"),
+        ("keep broadcast", bwd, (q, k, v, w, g), dict(keep=np.ones((1, 3, 1, 5))), ValueError,
+         "keep must have shape"),
     ]
 
 
@@ -248,7 +289,7 @@ def test_c_entry_points_refuse_bad_sizes_and_strides(suffix):
     def fwd(n=1, length=1, strides=strides, col=0, mask_add=null, mask_bool=null,
             row_strides=null):
         return forward(buf, buf, buf, buf, buf, n, 1, length, 1, 1, 1, strides, 1.0, mask_add,
-                       mask_bool, row_strides, col, 0)
+                       mask_bool, row_strides, col, 0, null)
     assert fwd() == 0
     assert fwd(n=-1) == -2
     assert fwd(length=-3) == -2
@@ -258,6 +299,6 @@ def test_c_entry_points_refuse_bad_sizes_and_strides(suffix):
     assert fwd(mask_add=buf) == -2  # a mask without its row strides
     assert fwd(mask_add=buf, mask_bool=ffi.new("uint8_t[]", 4), row_strides=strides) == -2
     assert backward(buf, buf, buf, buf, buf, buf, buf, buf, 1, 1, 1, 1, 1, -1, strides,
-                    1.0) == -2
+                    1.0, null) == -2
     assert backward(buf, buf, buf, buf, buf, buf, buf, buf, 1, 1, 1, 1, 1, 1,
-                    ffi.new("int64_t[]", [0] * 20 + [-5]), 1.0) == -2
+                    ffi.new("int64_t[]", [0] * 20 + [-5]), 1.0, buf) == -2

@@ -11,6 +11,9 @@
  *   forward, per head:  w = q k^T (into weights), softmax of w in place, out = w v
  *   backward, per head: p = dout v^T, p = softmax backward of (w, p) in place,
  *                       dq = p k, dk = p^T q, dv = w^T dout
+ * With dropout (keep), w v and w^T dout read w keep, made in a scratch square per head, and p
+ * is multiplied by keep before the softmax backward: dropout's own products, so the values
+ * stay those of the chain with the dropout node in it.
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
@@ -40,6 +43,13 @@ static void V(product)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
                       scratch);
 }
 
+/* kept = w keep over a head's n scores: the weights after dropout, or w itself without it. */
+static const T *V(kept_weights)(const T *w, const T *keep, T *kept, int64_t n) {
+    if (!keep) return w;
+    for (int64_t i = 0; i < n; ++i) kept[i] = w[i] * keep[i];
+    return kept;
+}
+
 /* Scratch elements for the largest of the products (m, n, k) listed in `shapes`. */
 static int64_t V(product_scratch)(int isa, const int64_t (*shapes)[3], int count) {
     int64_t most = 0;
@@ -55,18 +65,21 @@ int V(tuned_attention_forward)(const T *q, const T *k, const T *v, T *out, T *we
                                int64_t n, int64_t h, int64_t l, int64_t s, int64_t d,
                                int64_t dv, const int64_t *strides, T scale, const T *mask_add,
                                const uint8_t *mask_bool, const int64_t *mask_row_strides,
-                               int64_t mask_col_stride, int causal) {
+                               int64_t mask_col_stride, int causal, const T *keep) {
     const int isa = mt_get_isa();
     const int64_t *qs = strides, *ks = strides + 3, *vs = strides + 6, *os = strides + 9;
     const int64_t row_shape[3] = {n, h, l};
     const int64_t shapes[2][3] = {{l, s, d}, {l, dv, s}};
-    const int64_t scratch_elems = V(product_scratch)(isa, shapes, 2);
+    /* the scratch of the products, then (with keep) the head's kept weights, 64-byte aligned */
+    const int64_t gemm_elems = (V(product_scratch)(isa, shapes, 2) + 63) / 64 * 64;
+    const int64_t scratch_elems = gemm_elems + (keep ? l * s : 0);
     int nt = mt_threads_for(n * h * l * s * (d + dv));
     int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
         T *scratch = mt_scratch_alloc(scratch_elems * (int64_t)sizeof(T));
         if (!scratch) failed = 1;
+        T *kept = scratch ? scratch + gemm_elems : NULL;
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < n * h; ++b) {
             if (!scratch) continue;
@@ -77,7 +90,8 @@ int V(tuned_attention_forward)(const T *q, const T *k, const T *v, T *out, T *we
                 V(softmax_rows)(weights, weights, n * h * l, b * l, (b + 1) * l, s, scale,
                                 mask_add, mask_bool, 3, row_shape, mask_row_strides,
                                 mask_col_stride, causal ? l : 0);
-            V(product)(isa, 0, 0, l, dv, s, w, s, MT_HEAD(v, vs, b, h), vs[2],
+            const T *wk = V(kept_weights)(w, keep ? keep + b * l * s : NULL, kept, l * s);
+            V(product)(isa, 0, 0, l, dv, s, wk, s, MT_HEAD(v, vs, b, h), vs[2],
                        MT_HEAD(out, os, b, h), os[2], scratch);
         }
         free(scratch);
@@ -88,34 +102,40 @@ int V(tuned_attention_forward)(const T *q, const T *k, const T *v, T *out, T *we
 int V(tuned_attention_backward)(const T *q, const T *k, const T *v, const T *weights,
                                 const T *dout, T *dq, T *dk, T *dv_out, int64_t n, int64_t h,
                                 int64_t l, int64_t s, int64_t d, int64_t dv,
-                                const int64_t *strides, T scale) {
+                                const int64_t *strides, T scale, const T *keep) {
     const int isa = mt_get_isa();
     const int64_t *qs = strides, *ks = strides + 3, *vs = strides + 6, *gs = strides + 9;
     const int64_t *dqs = strides + 12, *dks = strides + 15, *dvs = strides + 18;
     const int64_t shapes[4][3] = {{l, s, dv}, {l, d, s}, {s, d, l}, {s, dv, l}};
-    /* the scratch of the products, then the head's score gradients (64-byte aligned) */
+    /* the scratch of the products, the head's score gradients, then (with keep) its kept
+     * weights, each 64-byte aligned */
     const int64_t gemm_elems = (V(product_scratch)(isa, shapes, 4) + 63) / 64 * 64;
+    const int64_t square = (l * s + 63) / 64 * 64;
     int nt = mt_threads_for(n * h * l * s * (2 * d + 2 * dv));
     int failed = 0;
 #pragma omp parallel num_threads(nt) reduction(| : failed)
     {
-        T *scratch = mt_scratch_alloc((gemm_elems + l * s) * (int64_t)sizeof(T));
+        T *scratch = mt_scratch_alloc((gemm_elems + (keep ? 2 : 1) * square) *
+                                      (int64_t)sizeof(T));
         if (!scratch) failed = 1;
         T *p = scratch ? scratch + gemm_elems : NULL;
+        T *kept = scratch ? p + square : NULL;
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < n * h; ++b) {
             if (!scratch) continue;
             const T *qh = MT_HEAD(q, qs, b, h), *kh = MT_HEAD(k, ks, b, h);
             const T *vh = MT_HEAD(v, vs, b, h), *g = MT_HEAD(dout, gs, b, h);
-            const T *w = weights + b * l * s;
+            const T *w = weights + b * l * s, *kp = keep ? keep + b * l * s : NULL;
             V(product)(isa, 0, 1, l, s, dv, g, gs[2], vh, vs[2], p, s, scratch);
+            if (kp)
+                for (int64_t i = 0; i < l * s; ++i) p[i] *= kp[i];
             V(softmax_backward_rows)(w, p, p, 0, l, s, scale);
             V(product)(isa, 0, 0, l, d, s, p, s, kh, ks[2], MT_HEAD(dq, dqs, b, h), dqs[2],
                        scratch);
             V(product)(isa, 1, 0, s, d, l, p, s, qh, qs[2], MT_HEAD(dk, dks, b, h), dks[2],
                        scratch);
-            V(product)(isa, 1, 0, s, dv, l, w, s, g, gs[2], MT_HEAD(dv_out, dvs, b, h), dvs[2],
-                       scratch);
+            V(product)(isa, 1, 0, s, dv, l, V(kept_weights)(w, kp, kept, l * s), s, g, gs[2],
+                       MT_HEAD(dv_out, dvs, b, h), dvs[2], scratch);
         }
         free(scratch);
     }

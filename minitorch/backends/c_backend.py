@@ -1107,16 +1107,21 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
     return out, weights
 
 
+def _keep_pointer(keep):
+    """The C pointer to attention's dropout factors (checked: the scores' shape), or NULL."""
+    return ffi.NULL if keep is None else _ptr(_contiguous(keep))
+
+
 def _view_strides(x):
     """Element strides of the first three dims of an output view (check_output_view)."""
     return [st // x.itemsize for st in x.strides[:3]]
 
 
-def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None):
+def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None, keep=None):
     """(out, weights) as numpy_backend.attention_forward, in one C call that takes a head at a
     time (csrc/attention.c): q, k, v are read through their strides (copied first only where
     a feature dim is not contiguous), out written through its own."""
-    n, h, length, s, d, dv = check_attention(q, k, v, mask, causal, out)
+    n, h, length, s, d, dv = check_attention(q, k, v, mask, causal, out, keep)
     weights = empty((n, h, length, s), q.dtype)
     if out is None:
         out = empty((n, h, length, dv), q.dtype)
@@ -1136,16 +1141,16 @@ def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None):
     status = _kernel("attention_forward", q.dtype)(
         _base_pointer(q), _base_pointer(k), _base_pointer(v), _base_pointer(out), _ptr(weights),
         n, h, length, s, d, dv, _ptr(strides), float(scale), mask_add, mask_bool, row_strides,
-        col_stride, int(bool(causal)))
+        col_stride, int(bool(causal)), _keep_pointer(keep))
     _check_status(status, "attention_forward")
     return out, weights
 
 
-def attention_backward(q, k, v, weights, dout, scale=1.0, dq=None, dk=None, dv=None):
+def attention_backward(q, k, v, weights, dout, scale=1.0, dq=None, dk=None, dv=None, keep=None):
     """(dq, dk, dv) as numpy_backend.attention_backward, in one C call that takes a head at a
     time; each gradient into its given output view, or a new array."""
-    n, h, length, s, d, d_v = check_attention_backward(q, k, v, weights, dout,
-                                                       (("dq", dq), ("dk", dk), ("dv", dv)))
+    n, h, length, s, d, d_v = check_attention_backward(
+        q, k, v, weights, dout, (("dq", dq), ("dk", dk), ("dv", dv)), keep)
     dq = empty(q.shape, q.dtype) if dq is None else dq
     dk = empty(k.shape, q.dtype) if dk is None else dk
     dv = empty(v.shape, q.dtype) if dv is None else dv
@@ -1159,7 +1164,7 @@ def attention_backward(q, k, v, weights, dout, scale=1.0, dq=None, dk=None, dv=N
     status = _kernel("attention_backward", q.dtype)(
         _base_pointer(q), _base_pointer(k), _base_pointer(v), _ptr(weights), _base_pointer(dout),
         _base_pointer(dq), _base_pointer(dk), _base_pointer(dv), n, h, length, s, d, d_v,
-        _ptr(strides), float(scale))
+        _ptr(strides), float(scale), _keep_pointer(keep))
     _check_status(status, "attention_backward")
     return dq, dk, dv
 

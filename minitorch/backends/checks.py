@@ -421,11 +421,15 @@ def check_attention_step(q, k, v, mask, causal_offset):
     return n, h, lq, s, d, dv
 
 
-def check_attention(q, k, v, mask, causal, out):
+def check_attention(q, k, v, mask, causal, out, keep=None):
     """The (n, h, l, s, d, dv) of attention_forward's operands: q (N, H, L, D), k (N, H, S, D),
     v (N, H, S, Dv) float arrays of one dtype; mask None, bool or of q's dtype, broadcasting to
-    the scores (N, H, L, S); causal a bool; out None or an output view (N, H, L, Dv)."""
+    the scores (N, H, L, S); causal a bool; out None or an output view (N, H, L, Dv); keep (the
+    weights' dropout factors) None or of q's dtype and the scores' shape."""
     n, h, length, s, d, dv = _check_heads(q, k, v)
+    if keep is not None:
+        check_float("keep", keep, q.dtype)
+        check_same_shape("keep", keep, (n, h, length, s))
     if mask is not None:
         if not _is_array(mask) or (mask.dtype != np.bool_ and mask.dtype != q.dtype):
             raise TypeError(f"mask must be a bool or {q.dtype} numpy.ndarray or None, got "
@@ -444,13 +448,13 @@ def check_attention(q, k, v, mask, causal, out):
     return n, h, length, s, d, dv
 
 
-def check_attention_backward(q, k, v, weights, dout, grads):
-    """attention_backward's operands: q, k, v as check_attention; weights (N, H, L, S) and dout
+def check_attention_backward(q, k, v, weights, dout, grads, keep=None):
+    """attention_backward's operands: q, k, v, keep as check_attention; weights (N, H, L, S) and dout
     (N, H, L, Dv) of q's dtype; ``grads`` the (name, array or None) of dq, dk, dv, each None or
     an output view of its input's shape. The three may be views of one array (the heads of a
     packed projection's gradient); the caller keeps them disjoint (an exact overlap test costs
     more than the kernel at small sizes), only the same view twice is refused."""
-    n, h, length, s, d, dv = check_attention(q, k, v, None, False, None)
+    n, h, length, s, d, dv = check_attention(q, k, v, None, False, None, keep)
     check_float("weights", weights, q.dtype)
     check_same_shape("weights", weights, (n, h, length, s))
     check_float("dout", dout, q.dtype)

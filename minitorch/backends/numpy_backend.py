@@ -941,31 +941,40 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
     return xp.ascontiguousarray(out, dtype=q.dtype), weights.astype(q.dtype)
 
 
-def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None):
+def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None, keep=None):
     """(out, weights) of attention over whole sequences, per batch row and head: weights =
     softmax(q kᵀ·scale + mask) (N, H, L, S) as softmax_forward takes its mask (bool True =
     excluded, or added; ``causal``: key j > query i excluded), out = weights v (N, H, L, Dv),
-    into ``out`` if given (a strided view, such as heads seen in place in their rows).
+    into ``out`` if given (a strided view, such as heads seen in place in their rows). With
+    ``keep`` (N, H, L, S), dropout's factors (0 or 1/(1-p)), out = (weights·keep) v; weights
+    stays the softmax.
 
     q (N, H, L, D), k (N, H, S, D), v (N, H, S, Dv): the chain of a batched matmul, the fused
-    softmax and a batched matmul that the C kernels run a head at a time."""
-    n, h, length, s, d, dv = check_attention(q, k, v, mask, causal, out)
+    softmax, the dropout product and a batched matmul that the C kernels run a head at a
+    time."""
+    n, h, length, s, d, dv = check_attention(q, k, v, mask, causal, out, keep)
     weights = softmax_forward(np.matmul(q, k.swapaxes(-1, -2)), scale, mask, causal)
     if out is None:
         out = np.empty((n, h, length, dv), q.dtype)
-    np.matmul(weights, v, out=out)
+    np.matmul(weights if keep is None else weights * keep, v, out=out)
     return out, weights
 
 
-def attention_backward(q, k, v, weights, dout, scale=1.0, dq=None, dk=None, dv=None):
+def attention_backward(q, k, v, weights, dout, scale=1.0, dq=None, dk=None, dv=None, keep=None):
     """(dq, dk, dv) of attention_forward given the gradient ``dout`` of its output and its
-    ``weights``: dz = softmax_backward(weights, dout vᵀ, scale), dq = dz k, dk = dzᵀ q,
-    dv = weightsᵀ dout; each into its given output view, or a new array."""
-    check_attention_backward(q, k, v, weights, dout, (("dq", dq), ("dk", dk), ("dv", dv)))
-    dz = softmax_backward(weights, np.matmul(dout, v.swapaxes(-1, -2)), scale)
+    ``weights`` (and ``keep``, as it was given): dz = softmax_backward(weights, (dout vᵀ)·keep,
+    scale), dq = dz k, dk = dzᵀ q, dv = (weights·keep)ᵀ dout; each into its given output view,
+    or a new array."""
+    check_attention_backward(q, k, v, weights, dout, (("dq", dq), ("dk", dk), ("dv", dv)), keep)
+    scores_grad = np.matmul(dout, v.swapaxes(-1, -2))
+    kept = weights
+    if keep is not None:
+        scores_grad *= keep
+        kept = weights * keep
+    dz = softmax_backward(weights, scores_grad, scale)
     grads = []
     for a, b, given, like in ((dz, k, dq, q), (dz.swapaxes(-1, -2), q, dk, k),
-                              (weights.swapaxes(-1, -2), dout, dv, v)):
+                              (kept.swapaxes(-1, -2), dout, dv, v)):
         target = np.empty(like.shape, q.dtype) if given is None else given
         grads.append(np.matmul(a, b, out=target))
     return tuple(grads)

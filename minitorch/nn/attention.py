@@ -8,11 +8,12 @@ Heads are a reshape/transpose of the projections, (N, L, E) → (N, H, L, E/H), 
 be contiguous (``ops.fused.split_heads`` and ``merge_heads``: one node and one copy each way);
 the scores of all heads are one batched matmul and one fused softmax (scale, combined mask) on
 the kernels. Where the weights are not wanted (``need_weights=False``, as the Transformer
-layers ask) and there is no cache or dropout, ``ops.fused.attention_on_rows`` reads the heads
-in place in the projections' rows instead, and writes its output and gradients in place: no
-copies at all. A cached call for inference (no gradient, no dropout) takes
-``_step`` instead: the projections on the arrays, the new keys/values written into the
-cache's buffers, and the attention as one ``attention_step`` kernel call.
+layers ask) and there is no cache, ``ops.fused.attention_on_rows`` reads the heads in place in
+the projections' rows instead, and writes its output and gradients in place: no copies at all
+(dropout on the weights goes in with them, as factors drawn like the dropout node's). A
+cached call for inference (no gradient, no dropout) takes ``_step`` instead: the projections
+on the arrays, the new keys/values written into the cache's buffers, and the attention as one
+``attention_step`` kernel call.
 May import: ``.module``, ``.parameter``, ``.init``, ``.linear``, ``.functional``, ``minitorch``.
 """
 import math
@@ -393,11 +394,11 @@ class MultiheadAttention(Module):
     # ------------------------------------------------------------------ weights not wanted
     def _attends_on_rows(self, query, key, value):
         """Whether a call whose weights are not wanted (and with no cache) can take
-        ``_attention_on_rows``: packed projection weights, key the same tensor as value, no
-        dropout, numpy arrays of one dtype, float32 or float64 (the kernels write into views
-        of their outputs, which the half dtypes' float32 detour would not), in the inputs and
-        the projection."""
-        if not self._qkv_same_embed_dim or key is not value or (self.training and self.dropout > 0):
+        ``_attention_on_rows``: packed projection weights, key the same tensor as value, numpy
+        arrays of one dtype, float32 or float64 (the kernels write into views of their
+        outputs, which the half dtypes' float32 detour would not), in the inputs and the
+        projection."""
+        if not self._qkv_same_embed_dim or key is not value:
             return False
         weight, bias = self.in_proj_weight, self.in_proj_bias
         dtype = weight.dtype
@@ -421,17 +422,21 @@ class MultiheadAttention(Module):
         mask = self._combined_mask(attn_mask, key_padding_mask, n, tgt_len, src_len, query.dtype)
         causal = bool(is_causal) and attn_mask is None
         scale = 1.0 / math.sqrt(self.head_dim)
+        dropout_p = self.dropout if self.training else 0.0
         E, w, b = self.embed_dim, self.in_proj_weight, self.in_proj_bias
         if mask is not None and mask.requires_grad:
             # A learned additive mask gets its gradient in the general path's graph.
             q, k, v = self._project_heads(query, key, key)
-            rows = merge_heads(F._attention(q, k, v, mask, causal, scale)[0])
-        elif same[0]:
-            rows = attention_on_rows(F.linear(query, w, b), None, self.num_heads, mask, causal,
-                                     scale)
+            rows = merge_heads(F._attention(q, k, v, mask, causal, scale, dropout_p)[0])
+            return self.out_proj(rows)
+        if same[0]:
+            q_rows, kv_rows = F.linear(query, w, b), None
         else:
             q_rows, kv_rows = LinearPair.apply(query, key, w, b, E)  # no slices of w and b
-            rows = attention_on_rows(q_rows, kv_rows, self.num_heads, mask, causal, scale)
+        # drawn after the projections, as the general path's dropout node draws them
+        keep = F._attention_keep((n, self.num_heads, tgt_len, src_len), dropout_p,
+                                 query._data.dtype)
+        rows = attention_on_rows(q_rows, kv_rows, self.num_heads, mask, causal, scale, keep)
         return self.out_proj(rows)
 
     # ------------------------------------------------------------------ one decoding step

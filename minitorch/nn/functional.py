@@ -176,6 +176,16 @@ def dropout(input, p=0.5, training=True, inplace=False):
                                       input._data))
 
 
+def _attention_keep(shape, p, dtype):
+    """Dropout's factors on attention weights of ``shape`` as the fused kernels take them: None
+    for p = 0, zeros for p = 1, else ``_keep_mask`` (the same draws ``dropout`` makes)."""
+    if p == 0.0:
+        return None
+    if p == 1.0:
+        return np.zeros(shape, dtype)
+    return _keep_mask(shape, p, dtype)
+
+
 def _keep_mask(shape, p, dtype):
     """1/(1-p) where an element is kept, with probability 1 - p, else 0, as a ``dtype`` array
     drawn on the host (device_arrays.py) from the global generator. Each element takes 32 bits
@@ -365,11 +375,11 @@ def _scores_shape_with_mask(mask, scores_shape):
                          ) from None
 
 
-def _fused_attention_applies(query, key, value, mask, dropout_p):
+def _fused_attention_applies(query, key, value, mask):
     """Whether scaled_dot_product_attention can be the one ``Attention`` node: 4-D heads of one
-    batch shape, numpy float32/64 arrays of one dtype, no dropout, a mask without gradient that
-    does not widen the scores."""
-    if dropout_p > 0.0 or query.ndim != 4 or key.ndim != 4 or value.ndim != 4:
+    batch shape, numpy float32/64 arrays of one dtype, a mask without gradient that does not
+    widen the scores."""
+    if query.ndim != 4 or key.ndim != 4 or value.ndim != 4:
         return False
     if not query.shape[:2] == key.shape[:2] == value.shape[:2]:
         return False
@@ -437,8 +447,10 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p=0.
         scale = 1.0 / math.sqrt(query.shape[-1]) if query.shape[-1] else 1.0
     mask = _as_kernel_mask(attn_mask, query.dtype, "scaled_dot_product_attention: attn_mask",
                            true_means_excluded=False)
-    if _fused_attention_applies(query, key, value, mask, dropout_p):
-        return Attention.apply(query, key, value, mask, bool(is_causal), float(scale))
+    if _fused_attention_applies(query, key, value, mask):
+        keep = _attention_keep(tuple(query.shape[:3]) + (key.shape[2],), dropout_p,
+                               query._data.dtype)
+        return Attention.apply(query, key, value, mask, bool(is_causal), float(scale), keep)
     out, _ = _attention(query, key, value, mask, bool(is_causal), scale, dropout_p)
     return out
 

@@ -424,10 +424,12 @@ class AttentionOnRows(Function):
 
     ``q_rows`` (N, L, E) holds q, ``kv_rows`` (N, S, 2E) k then v; with ``kv_rows`` None,
     ``q_rows`` (N, L, 3E) holds all three (self-attention's packed projection). ``mask``: the
-    softmax kernel's (bool True = excluded, or float added), no gradient."""
+    softmax kernel's (bool True = excluded, or float added), no gradient. ``keep``: None, or
+    dropout's factors on the weights (an (N, H, L, S) array of 0 and 1/(1-p)), applied between
+    the softmax and v as the dropout node would be."""
 
     @staticmethod
-    def forward(ctx, q_rows, kv_rows, num_heads, mask, causal, scale):
+    def forward(ctx, q_rows, kv_rows, num_heads, mask, causal, scale, keep=None):
         packed = kv_rows is None
         qd = q_rows._data
         kvd = qd if packed else kv_rows._data
@@ -438,22 +440,23 @@ class AttentionOnRows(Function):
         v = _heads(kvd, k_at + width, width, num_heads)
         out = np.empty(qd.shape[:2] + (width,), qd.dtype)
         _, weights = backends.current().attention_forward(
-            q, k, v, scale, _array(mask), causal, out=_heads(out, 0, width, num_heads))
-        ctx.options = (num_heads, causal, scale, width, k_at)
+            q, k, v, scale, _array(mask), causal, out=_heads(out, 0, width, num_heads),
+            keep=keep)
+        ctx.options = (num_heads, causal, scale, width, k_at, keep)
         ctx.weights = weights
         ctx.save_for_backward(q_rows, kv_rows, mask)
         return _make(out)
 
     @staticmethod
     def backward(ctx, grad):
-        num_heads, causal, scale, width, k_at = ctx.options
+        num_heads, causal, scale, width, k_at, keep = ctx.options
         q_rows, kv_rows, mask = ctx.saved_tensors
         if is_grad_enabled():  # create_graph: the composite, which autograd differentiates
             def composite(q_rows, kv_rows):
                 return _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal,
-                                                    scale)
+                                                    scale, keep)
             return _differentiate_composite(composite, (q_rows, kv_rows),
-                                            ctx.needs_input_grad[:2], (grad,)) + (None,) * 4
+                                            ctx.needs_input_grad[:2], (grad,)) + (None,) * 5
         packed = kv_rows is None
         qd = q_rows._data
         kvd = qd if packed else kv_rows._data
@@ -466,8 +469,8 @@ class AttentionOnRows(Function):
         backends.current().attention_backward(
             q, k, v, ctx.weights, g, scale, dq=_heads(d_q_rows, 0, width, num_heads),
             dk=_heads(d_kv_rows, k_at, width, num_heads),
-            dv=_heads(d_kv_rows, k_at + width, width, num_heads))
-        return (_make(d_q_rows), None if packed else _make(d_kv_rows)) + (None,) * 4
+            dv=_heads(d_kv_rows, k_at + width, width, num_heads), keep=keep)
+        return (_make(d_q_rows), None if packed else _make(d_kv_rows)) + (None,) * 5
 
 
 class Attention(Function):
@@ -475,46 +478,54 @@ class Attention(Function):
     v (N, H, S, Dv) float arrays of one dtype (any strides), as one node: the chain of
     ``nn.functional._attention`` (matmul, the fused softmax, matmul), on the backend's attention
     kernels. ``mask``: the softmax kernel's (bool True = excluded, or float added),
-    broadcasting to (N, H, L, S), no gradient."""
+    broadcasting to (N, H, L, S), no gradient. ``keep``: as ``AttentionOnRows``'."""
 
     @staticmethod
-    def forward(ctx, q, k, v, mask, causal, scale):
+    def forward(ctx, q, k, v, mask, causal, scale, keep=None):
         out, ctx.weights = backends.current().attention_forward(
-            q._data, k._data, v._data, scale, _array(mask), causal)
-        ctx.options = (mask, causal, scale)
+            q._data, k._data, v._data, scale, _array(mask), causal, keep=keep)
+        ctx.options = (mask, causal, scale, keep)
         ctx.save_for_backward(q, k, v)
         return _make(out)
 
     @staticmethod
     def backward(ctx, grad):
-        mask, causal, scale = ctx.options
+        mask, causal, scale, keep = ctx.options
         q, k, v = ctx.saved_tensors
         if is_grad_enabled():  # create_graph: the composite, which autograd differentiates
             def composite(q, k, v):
-                return Softmax.apply(q @ k.mT, scale, mask, causal) @ v
+                return _kept(Softmax.apply(q @ k.mT, scale, mask, causal), keep) @ v
             return _differentiate_composite(composite, (q, k, v), ctx.needs_input_grad[:3],
-                                            (grad,)) + (None,) * 3
+                                            (grad,)) + (None,) * 4
         grads = backends.current().attention_backward(q._data, k._data, v._data, ctx.weights,
-                                                      grad._data, scale)
-        return tuple(_make(g) for g in grads) + (None,) * 3
+                                                      grad._data, scale, keep=keep)
+        return tuple(_make(g) for g in grads) + (None,) * 4
 
 
-def _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal, scale):
+def _kept(weights, keep):
+    """The weights after dropout's factors ``keep`` (None: none), as the dropout node's
+    product."""
+    return weights if keep is None else weights * _make(keep)
+
+
+def _attention_on_rows_composite(q_rows, kv_rows, num_heads, mask, causal, scale, keep=None):
     """AttentionOnRows as the chain of nodes it fuses (split_heads, the products, the fused
-    softmax, merge_heads)."""
+    softmax, dropout's product, merge_heads)."""
     if kv_rows is None:
         q, k, v = split_heads(q_rows, 3, num_heads)
     else:
         q, = split_heads(q_rows, 1, num_heads)
         k, v = split_heads(kv_rows, 2, num_heads)
     weights = Softmax.apply(q @ k.mT, scale, mask, causal)
-    return merge_heads(weights @ v)
+    return merge_heads(_kept(weights, keep) @ v)
 
 
-def attention_on_rows(q_rows, kv_rows, num_heads, mask=None, causal=False, scale=1.0):
+def attention_on_rows(q_rows, kv_rows, num_heads, mask=None, causal=False, scale=1.0,
+                      keep=None):
     """Multi-head attention's core on the projections' rows: (N, L, E) from q in ``q_rows``
     (N, L, E) and k, v in ``kv_rows`` (N, S, 2E), or all three in ``q_rows`` (N, L, 3E) when
     ``kv_rows`` is None (see ``AttentionOnRows``); ``mask`` in the softmax kernel's convention,
-    broadcastable to (N, H, L, S), with no gradient. The inputs must be numpy arrays of one
-    float dtype; ``nn.MultiheadAttention`` checks that before it takes this path."""
-    return AttentionOnRows.apply(q_rows, kv_rows, num_heads, mask, causal, float(scale))
+    broadcastable to (N, H, L, S), with no gradient; ``keep`` dropout's factors on the weights
+    or None. The inputs must be numpy arrays of one float dtype; ``nn.MultiheadAttention``
+    checks that before it takes this path."""
+    return AttentionOnRows.apply(q_rows, kv_rows, num_heads, mask, causal, float(scale), keep)
