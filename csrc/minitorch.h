@@ -347,6 +347,13 @@ int mt_attention_step_forward_f64(const double *q, const double *kt, const doubl
                                   const int64_t *q_strides, const int64_t *kt_strides,
                                   const int64_t *v_strides, const int64_t *mask_strides,
                                   double scale, int64_t causal_offset);
+/* ---- dropout's factors (dropout.c) ----
+ * keep[j] = scale where bits j of splitmix64's stream from `seed` (32 per element: the low then
+ * the high half of each 64-bit output) are >= threshold, else 0: dropout with p = threshold /
+ * 2^32 and scale 1 / (1 - p). Element j's bits depend on (seed, j) only. */
+int mt_dropout_keep_f32(float *keep, int64_t n, uint64_t seed, uint32_t threshold, float scale);
+int mt_dropout_keep_f64(double *keep, int64_t n, uint64_t seed, uint32_t threshold,
+                        double scale);
 /* ---- multi-head attention over whole sequences, forward and backward (attention.c) ----
  * For batch row b < n and head g < h, the head's q (l x d), k (s x d), v (s x dv) and out,
  * dout, dq, dk, dv (l or s rows) are read and written through `strides`: three element strides

@@ -20,6 +20,7 @@ import minitorch
 import minitorch.nn.functional as F
 from minitorch import backends, nn
 from minitorch.autograd import gradcheck, gradgradcheck
+from minitorch.ops.dropout import dropout_factors
 from minitorch.ops.fused import _attention_on_rows_composite, attention_on_rows
 from minitorch.ops.linalg import LinearPair
 
@@ -119,7 +120,7 @@ def test_attention_on_rows_equals_the_chain_it_fuses(dtype, count, packed, n, he
         q_array = rng.standard_normal((n, length, width)).astype(dtype)
         kv_array = rng.standard_normal((n, src_len, 2 * width)).astype(dtype)
     upstream = rng.standard_normal((n, length, width)).astype(dtype)
-    dropped = F._keep_mask((n, heads, length, src_len), 0.25, dtype)
+    dropped = dropout_factors((n, heads, length, src_len), 0.25, dtype)
     for keep in (None, dropped):
         for mask, causal in masks(n, length, src_len, dtype):
             fused = run(attention_on_rows, q_array, kv_array, heads, mask, causal, 0.3, upstream,
@@ -138,7 +139,7 @@ def test_attention_on_rows_gradchecks_and_differentiates_twice(packed, dropout):
     rng = np.random.default_rng(5)
     mask = minitorch.tensor(np.array([[False, False, True]] * 2))  # (L, S) = (2, 3)
     length, src_len = (3, 3) if packed else (2, 3)
-    keep = F._keep_mask((2, 2, length, src_len), 0.4, np.float64) if dropout else None
+    keep = dropout_factors((2, 2, length, src_len), 0.4, np.float64) if dropout else None
     if packed:
         inputs = (minitorch.tensor(rng.standard_normal((2, 3, 12)), requires_grad=True),)
         mask = None

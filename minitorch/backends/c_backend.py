@@ -32,7 +32,8 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_attention_step, check_cell_arrays,
                      check_clamp_bounds,
                      check_conv2d, check_conv2d_backward_input, check_conv2d_backward_weight,
-                     check_float, check_gelu_approximate, check_gemm_operands,
+                     check_dropout_keep, check_float, check_gelu_approximate,
+                     check_gemm_operands,
                      check_integer_exponent, check_label_smoothing, check_matmul_operands,
                      check_max_pool2d, check_max_pool2d_backward, check_nonlinearity,
                      check_reduction, check_row_indices, check_same_shape, check_target,
@@ -1105,6 +1106,16 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         float(scale), -1 if causal_offset is None else int(causal_offset))
     _check_status(status, "attention_step")
     return out, weights
+
+
+def dropout_keep(count, seed, threshold, scale, dtype):
+    """As numpy_backend.dropout_keep (the same factors, bit for bit), in one C call."""
+    check_dropout_keep(count, seed, threshold, dtype)
+    keep = empty((count,), np.dtype(dtype))
+    if count:
+        status = _kernel("dropout_keep", keep.dtype)(_ptr(keep), count, seed, threshold, scale)
+        _check_status(status, "dropout_keep")
+    return keep
 
 
 def _keep_pointer(keep):

@@ -421,6 +421,19 @@ def check_attention_step(q, k, v, mask, causal_offset):
     return n, h, lq, s, d, dv
 
 
+def check_dropout_keep(count, seed, threshold, dtype):
+    """dropout_keep's arguments: a count >= 0, a 64-bit seed and a 32-bit threshold (ints), a
+    float32/float64 dtype."""
+    for name, value, bits in (("count", count, 63), ("seed", seed, 64),
+                              ("threshold", threshold, 32)):
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+        if not 0 <= value < 2 ** bits:
+            raise ValueError(f"{name} must be in [0, 2^{bits}), got {value}")
+    if np.dtype(dtype) not in FLOAT_DTYPES:
+        raise TypeError(f"dtype must be float32 or float64, got {np.dtype(dtype)}")
+
+
 def check_attention(q, k, v, mask, causal, out, keep=None):
     """The (n, h, l, s, d, dv) of attention_forward's operands: q (N, H, L, D), k (N, H, S, D),
     v (N, H, S, Dv) float arrays of one dtype; mask None, bool or of q's dtype, broadcasting to

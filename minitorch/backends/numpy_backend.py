@@ -43,7 +43,8 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_arith, check_attention, check_attention_backward,
                      check_attention_step, check_cell_arrays, check_clamp_bounds,
                      check_conv2d,
-                     check_conv2d_backward_input, check_conv2d_backward_weight, check_float,
+                     check_conv2d_backward_input, check_conv2d_backward_weight, check_dropout_keep,
+                     check_float,
                      check_gelu_approximate, check_gemm_operands, check_integer_exponent,
                      check_label_smoothing, check_matmul_operands, check_max_pool2d,
                      check_max_pool2d_backward, check_nonlinearity, check_reduction,
@@ -939,6 +940,23 @@ def attention_step(q, k, v, scale=1.0, mask=None, causal_offset=None):
         weights = e / np.where(total == 0, 1.0, total)
     out = np.matmul(weights, v.astype(np.float64)).transpose(0, 2, 1, 3)
     return xp.ascontiguousarray(out, dtype=q.dtype), weights.astype(q.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dropout's factors
+# ---------------------------------------------------------------------------------------------
+def dropout_keep(count, seed, threshold, scale, dtype):
+    """``count`` factors of ``dtype``: scale where the element's 32 random bits u_j >= threshold,
+    else 0. The bits are splitmix64's stream from ``seed`` (csrc/dropout.c): z_i =
+    mix(seed + (i+1)·γ) gives elements 2i (its low half) and 2i+1 (its high half)."""
+    check_dropout_keep(count, seed, threshold, dtype)
+    pairs = np.arange(1, (count + 1) // 2 + 1, dtype=np.uint64)
+    z = np.uint64(seed) + pairs * np.uint64(0x9E3779B97F4A7C15)  # wraps modulo 2^64
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    bits = np.stack([z & np.uint64(0xFFFFFFFF), z >> np.uint64(32)], axis=1).reshape(-1)[:count]
+    return np.where(bits >= threshold, np.asarray(scale, dtype), np.asarray(0, dtype))
 
 
 def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None, keep=None):

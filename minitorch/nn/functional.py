@@ -25,13 +25,13 @@ import numpy as np
 from .. import ops
 from ..dtype import bool_, int64
 from ..ops import registry as _registry
+from ..ops.dropout import dropout_factors
 from ..ops.fused import Attention, CrossEntropy, Softmax
 from ..ops.linalg import Linear as _LinearFunction
 from ..ops.linalg import FeedForwardReLU as _FeedForwardReLUFunction
 from ..ops.linalg import LinearReLU as _LinearReLUFunction
 from ..ops.losses import reduce_loss, reduction_argument
 from ..device_arrays import on_device_of
-from ..random import generator
 from ..tensor import Tensor
 
 # The ops declared with ``functional=True`` (gelu, tanh, sigmoid, layer_norm, embedding, ...):
@@ -172,29 +172,18 @@ def dropout(input, p=0.5, training=True, inplace=False):
         return input
     if p == 1.0:
         return input * 0.0
-    return input * _make(on_device_of(_keep_mask(tuple(input.shape), p, input._data.dtype),
+    return input * _make(on_device_of(dropout_factors(tuple(input.shape), p, input._data.dtype),
                                       input._data))
 
 
 def _attention_keep(shape, p, dtype):
     """Dropout's factors on attention weights of ``shape`` as the fused kernels take them: None
-    for p = 0, zeros for p = 1, else ``_keep_mask`` (the same draws ``dropout`` makes)."""
+    for p = 0, zeros for p = 1, else ``dropout_factors`` (the same draws ``dropout`` makes)."""
     if p == 0.0:
         return None
     if p == 1.0:
         return np.zeros(shape, dtype)
-    return _keep_mask(shape, p, dtype)
-
-
-def _keep_mask(shape, p, dtype):
-    """1/(1-p) where an element is kept, with probability 1 - p, else 0, as a ``dtype`` array
-    drawn on the host (device_arrays.py) from the global generator. Each element takes 32 bits
-    of the generator's raw 64-bit outputs, kept where they are at least p·2^32: half the
-    generator's work of a float64 uniform per element, and no float64 array on the way."""
-    count = math.prod(shape)
-    bits = generator().bit_generator.random_raw((count + 1) // 2).view(np.uint32)[:count]
-    keep = bits >= np.uint32(min(round(p * 2.0 ** 32), 2 ** 32 - 1))
-    return np.multiply(keep, 1.0 / (1.0 - p), dtype=dtype).reshape(shape)
+    return dropout_factors(shape, p, dtype)
 
 
 # ----------------------------------------------------------------------------- losses

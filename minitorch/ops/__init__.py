@@ -14,6 +14,7 @@
 - ``linalg.py``: matmul, mm, bmm, outer, einsum, linear
 - ``fused.py``: softmax, log_softmax, cross-entropy and layer norm on the backend's kernels
 - ``lookup.py``: rows of a table picked by integer ids (``F.embedding``)
+- ``dropout.py``: dropout's random factors (``F.dropout``, attention's dropout)
 - ``cast.py``: dtype changes (``.to``, ``.float()``, ...)
 - ``fill.py``: in-place fills that carry no gradient (``zero_``, ``fill_``, ``normal_``, ...)
 - ``graph_methods.py``: ``Tensor.backward``
