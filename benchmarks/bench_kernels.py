@@ -482,13 +482,15 @@ def bench_rows(threads_list, quick):
 # ---------------------------------------------------------------------------------------------
 # Attention over whole sequences: the fused kernels against the chain they replace
 # ---------------------------------------------------------------------------------------------
-ATTENTION_COLUMNS = ["dtype", "threads", "heads", "fused GF/s", "unfused GF/s", "numpy GF/s",
-                     "torch GF/s", "fused/unfused", "mt/np", "mt/torch"]
+ATTENTION_COLUMNS = ["dtype", "threads", "heads", "dropout", "fused GF/s", "unfused GF/s",
+                     "numpy GF/s", "torch GF/s", "fused/unfused", "mt/np", "mt/torch"]
 ATTENTION_NOTE = ("forward + backward of softmax(q kᵀ·scale, causal) v over N x H heads of L x L "
-                  "x D, q, k, v read in place in (N, L, 3·H·D) rows; GF/s of the six products' "
-                  "FLOPs; fused = the C attention kernels (a head at a time), unfused = the C "
-                  "chain they replace (batched matmul_into, softmax, matmul_into), numpy = the "
-                  "numpy backend's, torch = PyTorch's scaled_dot_product_attention with its "
+                  "x D, q, k, v read in place in (N, L, 3·H·D) rows, with dropout p on the "
+                  "weights (its mask drawn in every call, as in training); GF/s of the six "
+                  "products' FLOPs; fused = the C attention kernels (a head at a time; dropout's "
+                  "factors made by the C dropout_keep), unfused = the C chain they replace "
+                  "(batched matmul_into, softmax, the factors' product, matmul_into), numpy = "
+                  "the numpy backend's, torch = PyTorch's scaled_dot_product_attention with its "
                   "backward; ratios > 1: minitorch's fused kernels are faster")
 
 
@@ -504,28 +506,42 @@ def _heads_of(rows, part, num_heads):
         n, length, num_heads, width // num_heads).swapaxes(1, 2)  # numpy and torch alike
 
 
-def attention_runs(rows, dout, num_heads, scale):
-    """The four fwd+bwd callables (fused, unfused, numpy, torch or None) on the same operands."""
+def attention_runs(rows, dout, num_heads, scale, dropout=0.0):
+    """The four fwd+bwd callables (fused, unfused, numpy, torch or None) on the same operands;
+    each returns (out, dq, dk, dv) (torch: None). With dropout, each call draws its factors
+    from the seed 0 stream, so the three minitorch runs compute the same values."""
     from minitorch.backends import c_backend as C, numpy_backend as N
     q, k, v = (_heads_of(rows, i, num_heads) for i in range(3))
+    scores = q.shape[:3] + k.shape[2:3]
+
+    def factors(kernels):
+        if not dropout:
+            return None
+        count = int(np.prod(scores))
+        return kernels.dropout_keep(count, 0, round(dropout * 2 ** 32), 1 / (1 - dropout),
+                                    q.dtype).reshape(scores)
 
     def fused():
-        _, w = C.attention_forward(q, k, v, scale, None, True)
-        C.attention_backward(q, k, v, w, dout, scale)
+        keep = factors(C)
+        out, w = C.attention_forward(q, k, v, scale, None, True, keep=keep)
+        return (out,) + C.attention_backward(q, k, v, w, dout, scale, keep=keep)
 
     def unfused():
-        s = C.matmul_into(q, k.swapaxes(-1, -2), out=np.empty(q.shape[:3] + k.shape[2:3],
-                                                               q.dtype))
+        keep = factors(C)
+        s = C.matmul_into(q, k.swapaxes(-1, -2), out=np.empty(scores, q.dtype))
         w = C.softmax_forward(s, scale, None, True)
-        C.matmul_into(w, v, out=np.empty(q.shape, q.dtype))
-        dz = C.softmax_backward(w, C.matmul_into(dout, v.swapaxes(-1, -2),
-                                                 out=np.empty_like(w)), scale)
-        for a, b, like in ((dz, k, q), (dz.swapaxes(-1, -2), q, k), (w.swapaxes(-1, -2), dout, v)):
-            C.matmul_into(a, b, out=np.empty(like.shape, q.dtype))
+        kept = w if keep is None else w * keep
+        out = C.matmul_into(kept, v, out=np.empty(q.shape, q.dtype))
+        dkept = C.matmul_into(dout, v.swapaxes(-1, -2), out=np.empty_like(w))
+        dz = C.softmax_backward(w, dkept if keep is None else dkept * keep, scale)
+        return (out,) + tuple(C.matmul_into(a, b, out=np.empty(like.shape, q.dtype))
+                              for a, b, like in ((dz, k, q), (dz.swapaxes(-1, -2), q, k),
+                                                 (kept.swapaxes(-1, -2), dout, v)))
 
     def with_numpy():
-        _, w = N.attention_forward(q, k, v, scale, None, True)
-        N.attention_backward(q, k, v, w, dout, scale)
+        keep = factors(N)
+        out, w = N.attention_forward(q, k, v, scale, None, True, keep=keep)
+        return (out,) + N.attention_backward(q, k, v, w, dout, scale, keep=keep)
     f_th = None
     if torch is not None:
         t_rows = torch.from_numpy(rows).requires_grad_()
@@ -533,8 +549,8 @@ def attention_runs(rows, dout, num_heads, scale):
 
         def f_th():
             tq, tk, tv = (_heads_of(t_rows, i, num_heads) for i in range(3))
-            out = torch.nn.functional.scaled_dot_product_attention(tq, tk, tv, is_causal=True,
-                                                                   scale=scale)
+            out = torch.nn.functional.scaled_dot_product_attention(
+                tq, tk, tv, dropout_p=dropout, is_causal=True, scale=scale)
             out.backward(t_dout)
             t_rows.grad = None
     return fused, unfused, with_numpy, f_th
@@ -543,8 +559,8 @@ def attention_runs(rows, dout, num_heads, scale):
 def bench_attention(threads_list, quick):
     """Print the attention table; return its rows (strings, in ATTENTION_COLUMNS' order)."""
     print("\n## Attention  (" + ATTENTION_NOTE + ")")
-    header = (f"{'dtype':7} {'thr':>3} {'heads':28} {'fused':>9} {'unfused':>8} {'numpy':>8} "
-              f"{'torch':>8} {'fu/unf':>6} {'mt/np':>6} {'mt/torch':>8}")
+    header = (f"{'dtype':7} {'thr':>3} {'heads':28} {'drop':>4} {'fused':>9} {'unfused':>8} "
+              f"{'numpy':>8} {'torch':>8} {'fu/unf':>6} {'mt/np':>6} {'mt/torch':>8}")
     print(header)
     print("-" * len(header))
     rng = np.random.default_rng(0)
@@ -552,15 +568,17 @@ def bench_attention(threads_list, quick):
     for dtype in (np.float32, np.float64):
         for threads in threads_list:
             set_threads(threads)
-            for name, n, num_heads, length, d in attention_cases(quick):
+            for (name, n, num_heads, length, d), dropout in itertools.product(
+                    attention_cases(quick), (0.0, 0.1)):
                 packed = rng.standard_normal((n, length, 3 * num_heads * d)).astype(dtype)
                 dout = rng.standard_normal((n, num_heads, length, d)).astype(dtype)
                 flops = 6 * 2.0 * n * num_heads * length * length * d
-                times = best_times(list(attention_runs(packed, dout, num_heads, d ** -0.5)),
-                                   budget=0.3 if quick else 0.6, rounds=2 if quick else 3)
+                runs = attention_runs(packed, dout, num_heads, d ** -0.5, dropout)
+                times = best_times(list(runs), budget=0.3 if quick else 0.6,
+                                   rounds=2 if quick else 3)
                 g_fused, g_unf, g_np, g_th = (flops / t / 1e9 if t else None for t in times)
-                row = [np.dtype(dtype).name, str(threads), name, fmt(g_fused, 9), fmt(g_unf),
-                       fmt(g_np), fmt(g_th), fmt(ratio(g_fused, g_unf), 6, 2),
+                row = [np.dtype(dtype).name, str(threads), name, f"{dropout:4}", fmt(g_fused, 9),
+                       fmt(g_unf), fmt(g_np), fmt(g_th), fmt(ratio(g_fused, g_unf), 6, 2),
                        fmt(ratio(g_fused, g_np), 6, 2), fmt(ratio(g_fused, g_th), 8, 2)]
                 show(row, 28)
                 rows.append(row)

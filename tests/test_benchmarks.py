@@ -231,3 +231,23 @@ def test_overhead_chains_compute_the_same_thing(op):
             grad = grad_call().numpy()
             np.testing.assert_allclose(grad, g * y ** 10 if op == "mul" else g, rtol=1e-5,
                                        atol=1e-5, err_msg=f"{lib.__name__} fwd+bwd")
+
+
+@pytest.mark.parametrize("dropout", [0.0, 0.25])
+def test_the_attention_cases_compute_one_thing(dropout):
+    """The fused, unfused and numpy runs give one output and gradients (the dropout factors
+    drawn alike), and PyTorch's runs where it is installed."""
+    rng = np.random.default_rng(5)
+    rows = rng.standard_normal((3, 8, 3 * 2 * 4))
+    dout = rng.standard_normal((3, 2, 8, 4))
+    fused, unfused, with_numpy, with_torch = bench_kernels.attention_runs(rows, dout, 2, 0.5,
+                                                                          dropout)
+    want = with_numpy()
+    for got in (fused(), unfused()):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-10, atol=1e-12)
+    if dropout:  # the factors dropped something, and the gradient of v sees it
+        plain = bench_kernels.attention_runs(rows, dout, 2, 0.5)[2]()
+        assert not np.allclose(plain[3], want[3])
+    if with_torch is not None:
+        with_torch()
