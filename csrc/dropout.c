@@ -5,8 +5,7 @@
  *   u_j    = the low 32 bits of z_(j/2) for even j, the high 32 bits for odd j
  *   keep_j = scale if u_j >= threshold, else 0
  *
- * mix is splitmix64's output function (Steele, Lea and Flood's SplittableRandom), so z_0, z_1,
- * ... is the splitmix64 stream started at `seed`, which passes BigCrush. With threshold =
+ * z_0, z_1, ... is the splitmix64 stream started at `seed` (splitmix64.h). With threshold =
  * round(p 2^32) each element is dropped with probability p; scale = 1 / (1 - p) keeps the
  * expected value. Why counter-based: element j's draw depends on (seed, j) alone, so threads
  * can make any slice of the mask and a mask is the same on 1 or 2 threads. The caller draws
@@ -21,24 +20,13 @@
 
 #else
 #include "tuned/tuned.h"
-
-#ifndef MT_DROPOUT_ONCE
-#define MT_DROPOUT_ONCE
-#define MT_SPLITMIX_GAMMA 0x9E3779B97F4A7C15ull
-
-/* splitmix64's output function: a bijection of 64-bit words that spreads every input bit */
-static inline uint64_t mt_splitmix64_mix(uint64_t z) {
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
-#endif
+#include "splitmix64.h"
 
 int F(mt_dropout_keep)(T *keep, int64_t n, uint64_t seed, uint32_t threshold, T scale) {
     if (n < 0 || (n > 0 && !keep)) return MT_ERR_ARGS;
     MT_RUN_TUNED(tuned_dropout_keep, keep, n, seed, threshold, scale);
     for (int64_t j = 0; j < n; ++j) {
-        uint64_t z = mt_splitmix64_mix(seed + (uint64_t)(j / 2 + 1) * MT_SPLITMIX_GAMMA);
+        uint64_t z = mt_splitmix64_at(seed, j / 2);
         uint32_t u = (uint32_t)(j % 2 == 0 ? z : z >> 32);
         keep[j] = u >= threshold ? scale : 0;
     }

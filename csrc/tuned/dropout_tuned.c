@@ -8,28 +8,21 @@
  */
 #ifndef ISA
 #include "mt_internal.h"
+#include "splitmix64.h"
 #define MT_BODY "tuned/dropout_tuned.c"
 #include "each_isa.h"
 #else
-
-/* the splitmix64 output for pair `pair` (csrc/dropout.c) */
-static inline uint64_t V(splitmix64_at)(uint64_t seed, int64_t pair) {
-    uint64_t z = seed + (uint64_t)(pair + 1) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return z ^ (z >> 31);
-}
 
 int V(tuned_dropout_keep)(T *keep, int64_t n, uint64_t seed, uint32_t threshold, T scale) {
     const int64_t pairs = n / 2;
     const int nt = mt_threads_for(n);
 #pragma omp parallel for simd schedule(static) num_threads(nt)
     for (int64_t i = 0; i < pairs; ++i) {
-        const uint64_t z = V(splitmix64_at)(seed, i);
+        const uint64_t z = mt_splitmix64_at(seed, i);
         keep[2 * i] = (uint32_t)z >= threshold ? scale : 0;
         keep[2 * i + 1] = (uint32_t)(z >> 32) >= threshold ? scale : 0;
     }
-    if (n % 2) keep[n - 1] = (uint32_t)V(splitmix64_at)(seed, pairs) >= threshold ? scale : 0;
+    if (n % 2) keep[n - 1] = (uint32_t)mt_splitmix64_at(seed, pairs) >= threshold ? scale : 0;
     return 0;
 }
 #endif
