@@ -4,7 +4,8 @@ previous row) against the plain reference level and numpy: many rows, so that th
 across rows and across the two threads' ranges; special rows (all -inf, a NaN, +inf, a -inf
 entry) between ordinary ones, where the pipeline must restart; widths that are multiples of the
 vector and not, wider than a sum block (1024), and rows too long to pipeline (softmax above 128
-KiB); float32 and float64, 1 and 2 threads, every tuned ISA level.
+KiB); more than 1 MiB of rows per thread, whose rows ahead are prefetched into L2 instead of L1
+(row_ops.h: MT_AHEAD_TO_L2); float32 and float64, 1 and 2 threads, every tuned ISA level.
 
 Tolerances: the tuned levels' exp is within 2 ulp (fast_exp.h) and their sums run in T lanes
 added in double, against the reference's libm exp and double sums: rtol 2e-6 (float32), 1e-12
@@ -25,7 +26,7 @@ except ImportError:  # extension not built
 
 needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
 TUNED_ISAS = [] if C is None else list(C.ISA_LEVELS[1:C.ISA_LEVELS.index(C.best_isa()) + 1])
-SHAPES = [(40, 16), (37, 33), (64, 512), (33, 1000), (9, 1024), (5, 2500)]
+SHAPES = [(40, 16), (37, 33), (64, 512), (33, 1000), (9, 1024), (5, 2500), (300, 1000)]
 
 
 def tight(dtype):

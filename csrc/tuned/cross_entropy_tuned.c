@@ -42,13 +42,14 @@ static double V(row_sum_below)(const T *x, int64_t n, T m) {
 static void V(cross_entropy_rows)(const T *logits, const int64_t *target, int64_t r0,
                                   int64_t r1, int64_t n, int64_t ignore_index,
                                   double smoothing, T *loss, double *lse) {
+    const int to_l2 = MT_AHEAD_TO_L2((r1 - r0) * n * (int64_t)sizeof(T));
     T m = r0 < r1 ? V(row_max)(logits + r0 * n, n) : 0;
     for (int64_t r = r0; r < r1; ++r) {
         const T *x = logits + r * n;
         T next_max;
         const double log_sum = V(row_log_sum_exp_known_max)(
             x, NULL, n, &m, r + 1 < r1 ? x + n : NULL, &next_max, NULL,
-            MT_ROW_AFTER_NEXT(logits, r, r1, n));
+            MT_ROW_AFTER_NEXT(logits, r, r1, n), to_l2);
         lse[2 * r] = (double)m;
         lse[2 * r + 1] = log_sum;
         const int64_t t = target[r];

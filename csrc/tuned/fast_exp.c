@@ -34,7 +34,8 @@ void exp_shifted_portable_f64(const double *x, double *out, int64_t n, double sc
 double exp_shifted_sum_portable_f32(const float *x, float *out, int64_t n, float scale,
                                           float shift, const float *ahead) {
     (void)ahead;
-    float s = 0;
+    /* in double: one float accumulator over a block of ~1000 terms drifts by tens of ulps */
+    double s = 0;
     for (int64_t j = 0; j < n; ++j) s += out[j] = mt_exp_f32(x[j] * scale - shift);
     return s;
 }
@@ -391,11 +392,26 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f64(
  * skipped, as row_max), finishes the previous row (`prev`: see mt_row_finish in fast_exp.h),
  * and prefetches `ahead` (the row after next, or NULL), whose max the next row's loop loads,
  * and `ahead_out` for writing (the next row's output, or NULL): rows from DRAM keep more misses
- * in flight (float32 softmax 4096x1000, 1 thread: 20 -> 28 GB/s with it).
+ * in flight (float32 softmax 4096x1000, 1 thread: 20 -> 28 GB/s with it). Both go to L1, or
+ * to L2 only where `to_l2` (row_ops.h: MT_AHEAD_TO_L2): rows streamed from beyond L2 then
+ * stop evicting the lines that the loop is still reading and writing in L1.
  * The exp keeps the FMA pipes busy while loads and stores are idle, so a row's max pass and
  * its finishing pass (a zmm store every 2 cycles on Zen 4) ride along for free: a softmax or
  * log-softmax row costs one pass instead of three. ONE (scale is 1), HAS_NEXT and FINISH (0:
  * none, 1: scale, 2: log-softmax's) are constants after inlining. */
+/* The pipelined loops' prefetches of ahead[j] (reading) and ahead_out[j] (writing), each where
+ * its row is given: into L1, or into L2 where to_l2 (the hint must be a constant). */
+#define MT_PREFETCH_AHEAD(in_j, out_j, in_row, out_row, to_l2)                   \
+    do {                                                                        \
+        if (to_l2) {                                                            \
+            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T1);        \
+            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_T1);      \
+        } else {                                                                \
+            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T0);        \
+            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_ET0);     \
+        }                                                                       \
+    } while (0)
+
 __attribute__((target("avx512f"))) MT_INLINE static __m512 finish_f32(
     __m512 y, __m512 x, __m512 factor, __m512 shift, __m512 hi, __m512 lo, const int finish) {
     if (finish == 1) return _mm512_mul_ps(y, factor);
@@ -404,8 +420,8 @@ __attribute__((target("avx512f"))) MT_INLINE static __m512 finish_f32(
 
 __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx512_f32_loop(
     const float *x, float *out, int64_t n, float scale, float shift, const float *next, float *next_max,
-    const mt_row_finish_f32 *prev, const float *ahead, float *ahead_out, const int scale_is_one,
-    const int has_next, const int finish) {
+    const mt_row_finish_f32 *prev, const float *ahead, float *ahead_out, const int to_l2,
+    const int scale_is_one, const int has_next, const int finish) {
     const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(shift);
     float *py = finish ? prev->y : NULL;
     const float *px = finish == 2 ? prev->x : NULL;
@@ -415,8 +431,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
     __m512 acc = _mm512_setzero_ps(), m = _mm512_set1_ps(has_next ? *next_max : 0);
     int64_t j = 0;
     for (; j + 16 <= n; j += 16) {
-        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
-        if (ahead_out) _mm_prefetch((const char *)(ahead_out + j), _MM_HINT_ET0);
+        MT_PREFETCH_AHEAD(ahead + j, ahead_out + j, ahead, ahead_out, to_l2);
         __m512 v = _mm512_loadu_ps(x + j);
         __m512 e = exp16_avx512(MT_SCALE_SHIFT_512(ps, v, scale_is_one, vs, vh), tab);
         /* (the previous row before out: its y[j] lies n elements below out[j], a multiple of
@@ -451,11 +466,16 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f32(
     const float *x, float *out, int64_t n, float scale, float shift, const float *next, float *next_max,
-    const mt_row_finish_f32 *prev, const float *ahead, float *ahead_out) {
+    const mt_row_finish_f32 *prev, const float *ahead, float *ahead_out, int to_l2) {
     const int finish = !prev || !prev->y ? 0 : prev->x ? 2 : 1;
-#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
+#define MT_PIPELINED_TO(TO_L2, ONE, NEXT, FINISH)                                                \
     return exp_sum_pipelined_avx512_f32_loop(x, out, n, scale, shift, next, next_max, prev,     \
-                                             ahead, ahead_out, ONE, NEXT, FINISH)
+                                             ahead, ahead_out, TO_L2, ONE, NEXT, FINISH)
+#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
+    do {                                                                                         \
+        if (to_l2) MT_PIPELINED_TO(1, ONE, NEXT, FINISH);                                        \
+        MT_PIPELINED_TO(0, ONE, NEXT, FINISH);                                                   \
+    } while (0)
 #define MT_PIPELINED_FINISH(ONE, NEXT)                                                           \
     do {                                                                                         \
         if (finish == 0) MT_PIPELINED(ONE, NEXT, 0);                                             \
@@ -470,6 +490,7 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f32(
     MT_PIPELINED_FINISH(0, 0);
 #undef MT_PIPELINED_FINISH
 #undef MT_PIPELINED
+#undef MT_PIPELINED_TO
 }
 
 __attribute__((target("avx512f"))) MT_INLINE static __m512d finish_f64(
@@ -480,8 +501,8 @@ __attribute__((target("avx512f"))) MT_INLINE static __m512d finish_f64(
 
 __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx512_f64_loop(
     const double *x, double *out, int64_t n, double scale, double shift, const double *next, double *next_max,
-    const mt_row_finish_f64 *prev, const double *ahead, double *ahead_out, const int scale_is_one,
-    const int has_next, const int finish) {
+    const mt_row_finish_f64 *prev, const double *ahead, double *ahead_out, const int to_l2,
+    const int scale_is_one, const int has_next, const int finish) {
     const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(shift);
     double *py = finish ? prev->y : NULL;
     const double *px = finish == 2 ? prev->x : NULL;
@@ -491,8 +512,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
     __m512d acc = _mm512_setzero_pd(), m = _mm512_set1_pd(has_next ? *next_max : 0);
     int64_t j = 0;
     for (; j + 8 <= n; j += 8) {
-        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
-        if (ahead_out) _mm_prefetch((const char *)(ahead_out + j), _MM_HINT_ET0);
+        MT_PREFETCH_AHEAD(ahead + j, ahead_out + j, ahead, ahead_out, to_l2);
         __m512d v = _mm512_loadu_pd(x + j);
         __m512d e = exp8_avx512(MT_SCALE_SHIFT_512(pd, v, scale_is_one, vs, vh), tab);
         /* (the previous row before out: its y[j] lies n elements below out[j], a multiple of
@@ -527,11 +547,16 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
 
 __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f64(
     const double *x, double *out, int64_t n, double scale, double shift, const double *next, double *next_max,
-    const mt_row_finish_f64 *prev, const double *ahead, double *ahead_out) {
+    const mt_row_finish_f64 *prev, const double *ahead, double *ahead_out, int to_l2) {
     const int finish = !prev || !prev->y ? 0 : prev->x ? 2 : 1;
-#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
+#define MT_PIPELINED_TO(TO_L2, ONE, NEXT, FINISH)                                                \
     return exp_sum_pipelined_avx512_f64_loop(x, out, n, scale, shift, next, next_max, prev,     \
-                                             ahead, ahead_out, ONE, NEXT, FINISH)
+                                             ahead, ahead_out, TO_L2, ONE, NEXT, FINISH)
+#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
+    do {                                                                                         \
+        if (to_l2) MT_PIPELINED_TO(1, ONE, NEXT, FINISH);                                        \
+        MT_PIPELINED_TO(0, ONE, NEXT, FINISH);                                                   \
+    } while (0)
 #define MT_PIPELINED_FINISH(ONE, NEXT)                                                           \
     do {                                                                                         \
         if (finish == 0) MT_PIPELINED(ONE, NEXT, 0);                                             \
@@ -546,6 +571,7 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f64(
     MT_PIPELINED_FINISH(0, 0);
 #undef MT_PIPELINED_FINISH
 #undef MT_PIPELINED
+#undef MT_PIPELINED_TO
 }
 
 /* out[j] = add[j] + mul * exp(x[j] - hi - lo) (add_const in place of add[j] where add is NULL),

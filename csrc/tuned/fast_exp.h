@@ -132,16 +132,16 @@ typedef struct {
 
 /* AVX-512 only: exp_shifted_sum that also maxes next[0 .. n) into *next_max, finishes the
  * previous row (prev, or NULL), prefetches ahead[0 .. n) and, for writing, ahead_out[0 .. n)
- * in the same loop (next, ahead, ahead_out: NULL for none). The row kernels' other levels do the passes apart (row_ops.h:
- * row_exp_sum_pipelined). */
+ * in the same loop (next, ahead, ahead_out: NULL for none), into L1, or L2 where to_l2. The
+ * row kernels' other levels do the passes apart (row_ops.h: row_exp_sum_pipelined). */
 double exp_shifted_sum_pipelined_avx512_f32(const float *x, float *out, int64_t n, float scale,
                                             float shift, const float *next, float *next_max,
                                             const mt_row_finish_f32 *prev, const float *ahead,
-                                            float *ahead_out);
+                                            float *ahead_out, int to_l2);
 double exp_shifted_sum_pipelined_avx512_f64(const double *x, double *out, int64_t n,
                                             double scale, double shift, const double *next,
                                             double *next_max, const mt_row_finish_f64 *prev,
-                                            const double *ahead, double *ahead_out);
+                                            const double *ahead, double *ahead_out, int to_l2);
 /* AVX-512 only: out[j] = add[j] + mul * exp(x[j] - hi - lo), add_const where add is NULL
  * (row_ops.h: row_exp_axpy; the other levels run exp_shifted and a second pass). */
 void exp_axpy_avx512_f32(const float *x, float *out, int64_t n, float hi, float lo, float mul,

@@ -40,6 +40,13 @@
          ? (base) + ((r) + 2) * (cols)                                                     \
          : NULL)
 
+/* Whether a pipelined row loop prefetches its rows ahead into L2 rather than L1: where one
+ * thread's rows, `bytes` of input and output, stream from beyond L2, so that the prefetched
+ * lines stop evicting from L1 the rows the loop works on; rows that stay in L2 are best
+ * fetched into L1. */
+#define MT_L2_BYTES (1 << 20)
+#define MT_AHEAD_TO_L2(bytes) ((bytes) > MT_L2_BYTES)
+
 /* 4K aliasing: a load whose address equals a pending store's in its low 12 bits waits for
  * that store, as if it read the stored bytes. A pass that stores out[j] and then loads in[j']
  * for j' a little above j meets it on every vector when out lies up to MT_ALIAS_WINDOW bytes
@@ -196,13 +203,14 @@ MT_INLINE static void V(row_finish)(const F(mt_row_finish) *f, int64_t n) {
 
 /* row_exp_sum(x, out, n, scale, shift) (out may be NULL), and meanwhile
  * *next_max = max(*next_max, row_max(next)) (next: NULL for none) and row_finish(prev) (prev:
- * NULL for none), with `ahead` prefetched (MT_ROW_AFTER_NEXT), all n long: a row kernel passes
+ * NULL for none), with `ahead` prefetched (MT_ROW_AFTER_NEXT; into L2 where to_l2:
+ * MT_AHEAD_TO_L2), all n long: a row kernel passes
  * the next row's input and the previous row's output, so that one loop does what three passes
  * did (fast_exp.c). The levels without that loop run the three passes. */
 MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, T scale,
                                                  T shift, const T *next, T *next_max,
                                                  const F(mt_row_finish) *prev, const T *ahead,
-                                                 T *ahead_out) {
+                                                 T *ahead_out, int to_l2) {
 #if MT_CAT(MT_PIPELINED, ISA)
     T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
     F(mt_row_finish) block_prev = prev ? *prev : (F(mt_row_finish)){0};
@@ -217,12 +225,12 @@ MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, 
                                               next ? next + j0 : NULL, next_max,
                                               prev ? &block_prev : NULL,
                                               ahead ? ahead + j0 : NULL,
-                                              ahead_out ? ahead_out + j0 : NULL);
+                                              ahead_out ? ahead_out + j0 : NULL, to_l2);
     }
     return total;
 #else
     /* (the exp pass prefetches the next row, which the max then reads from cache) */
-    (void)ahead, (void)ahead_out;
+    (void)ahead, (void)ahead_out, (void)to_l2;
     const double total = V(row_exp_sum)(x, out, n, scale, shift, next);
     if (next) {
         T m = V(row_max)(next, n);
@@ -258,11 +266,11 @@ MT_INLINE static void V(row_exp_axpy)(const T *x, T *out, int64_t n, T hi, T lo,
  * callers subtract m first. out as in row_exp_sum; meanwhile *next_max = row_max(next) (next:
  * NULL for none), row_finish(prev) (prev: NULL for none) and ahead is prefetched
  * (MT_ROW_AFTER_NEXT); where out and next are given, out's next row (out + n) is prefetched for
- * writing. */
+ * writing (into L2 where to_l2). */
 MT_INLINE static double V(row_log_sum_exp_known_max)(const T *x, T *out, int64_t n, T *m,
                                                      const T *next, T *next_max,
                                                      const F(mt_row_finish) *prev,
-                                                     const T *ahead) {
+                                                     const T *ahead, int to_l2) {
     *next_max = -(T)INFINITY;
     if (*m == -(T)INFINITY) *m = V(row_nan_or_minus_inf)(x, n, (T)1);
     if (*m == -(T)INFINITY) {
@@ -271,7 +279,7 @@ MT_INLINE static double V(row_log_sum_exp_known_max)(const T *x, T *out, int64_t
         return -INFINITY;
     }
     return log(V(row_exp_sum_pipelined)(x, out, n, (T)1, *m, next, next_max, prev, ahead,
-                                        next && out ? out + n : NULL));
+                                        next && out ? out + n : NULL, to_l2));
 }
 
 #undef LANES

@@ -25,6 +25,7 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
                                   T scale) {
     /* the previous row: its exps, still to be divided by their sum */
     F(mt_row_finish) pending = {0};
+    const int to_l2 = MT_AHEAD_TO_L2(2 * (r1 - r0) * n * (int64_t)sizeof(T)); /* x and y */
     T m = r0 < r1 ? V(row_max_scaled)(x + r0 * n, n, scale) : 0;
     for (int64_t r = r0; r < r1; ++r) {
         const T *xr = x + r * n;
@@ -43,7 +44,7 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
         T next_max = -(T)INFINITY;
         double s = V(row_exp_sum_pipelined)(xr, yr, n, scale, m, max_in_loop ? next : NULL,
                                             &next_max, &pending, MT_ROW_AFTER_NEXT(x, r, r1, n),
-                                            next ? yr + n : NULL);
+                                            next ? yr + n : NULL, to_l2);
         pending.y = yr;
         pending.factor = (T)(1.0 / s);
         if (next) m = max_in_loop ? next_max * scale : V(row_max_scaled)(next, n, scale);

@@ -53,6 +53,7 @@ int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int6
  * max and writes the previous row's y = (x - m) - log_sum (row_exp_sum_pipelined). */
 static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n) {
     F(mt_row_finish) pending = {0}; /* the previous row, its y still to write */
+    const int to_l2 = MT_AHEAD_TO_L2(2 * (r1 - r0) * n * (int64_t)sizeof(T)); /* x and y */
     T m = r0 < r1 ? V(row_max)(x + r0 * n, n) : 0;
     for (int64_t r = r0; r < r1; ++r) {
         const T *xr = x + r * n;
@@ -61,7 +62,7 @@ static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_
         /* (out: y's lines are fetched for writing now, and the exps stay in L1) */
         double log_sum = V(row_log_sum_exp_known_max)(xr, yr, n, &m, r + 1 < r1 ? xr + n : NULL,
                                                       &next_max, &pending,
-                                                      MT_ROW_AFTER_NEXT(x, r, r1, n));
+                                                      MT_ROW_AFTER_NEXT(x, r, r1, n), to_l2);
         if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
             for (int64_t j = 0; j < n; ++j) yr[j] = -(T)INFINITY;
             pending.y = NULL;
