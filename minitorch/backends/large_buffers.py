@@ -10,6 +10,10 @@ the last view of the array goes, the block goes back to an idle list, and the ne
 the same size (next training step) takes it with its pages already mapped. A new block is
 advised to use huge pages (``advise_huge_pages``), as numpy's own large arrays are.
 
+``empty_apart(shape, dtype, inputs)`` is ``empty`` for a row kernel's output from
+APART_MIN_BYTES up, placed as far as it can be, modulo 4096, from the arrays that the kernel
+reads while it writes: see ``page_offset_apart``.
+
 ``empty(shape, dtype)`` is ``np.empty`` for the backend's outputs: a writable, C-contiguous,
 64-byte aligned array (a view of the block; ``arr.base`` keeps the block from going back
 while any view lives). It starts ``_PLACE`` bytes past a 4 KiB boundary, just below the next
@@ -86,6 +90,47 @@ def empty(shape, dtype):
     nbytes = math.prod(shape) * dtype.itemsize
     if nbytes < MIN_BYTES:
         return np.empty(shape, dtype)
+    return _from_block(shape, dtype, nbytes, _PLACE)
+
+
+# From this size an output placed apart from its inputs pays for the placement's ~2 us.
+APART_MIN_BYTES = 256 << 10
+
+
+def page_offset_apart(addresses):
+    """The offset in a 4 KiB page, a multiple of 64, farthest from each address's own offset:
+    the middle of the widest gap between them around the page. A row kernel's store whose low
+    12 address bits match a load issued after it holds that load up (4K aliasing: see
+    csrc/tuned/row_ops.h), and an output allocated right after its same-sized input (a size in
+    whole pages) starts 16 bytes from it modulo 4096, where every store of a pass meets a load."""
+    offsets = sorted(a % 4096 for a in addresses)
+    gaps = [(offsets[(i + 1) % len(offsets)] - o) % 4096 or 4096 for i, o in enumerate(offsets)]
+    widest = max(range(len(offsets)), key=gaps.__getitem__)
+    return (offsets[widest] + gaps[widest] // 2) // _ALIGN * _ALIGN % 4096
+
+
+def empty_apart(shape, dtype, inputs):
+    """empty(shape, dtype) for a kernel that reads the arrays ``inputs`` while it writes this
+    one: from APART_MIN_BYTES up (and in every reused block), starting at
+    ``page_offset_apart`` of their addresses in its page."""
+    nbytes = math.prod(shape) * dtype.itemsize
+    if nbytes < MIN_BYTES and nbytes < APART_MIN_BYTES:
+        return np.empty(shape, dtype)
+    place = page_offset_apart([address(a) for a in inputs])
+    if nbytes >= MIN_BYTES:
+        return _from_block(shape, dtype, nbytes, place)
+    raw = np.empty(nbytes + _SLACK, np.uint8)
+    offset = (place - address(raw)) % 4096
+    return raw[offset:offset + nbytes].view(dtype).reshape(shape)
+
+
+def address(array):
+    """Where an array's data starts (ffi's view: cheaper than ``array.ctypes.data``)."""
+    return int(ffi.cast("uintptr_t", ffi.from_buffer(array)))
+
+
+def _from_block(shape, dtype, nbytes, place):
+    """An array of ``nbytes`` in a reused block, starting ``place`` bytes into a 4 KiB page."""
     capacity = -(-nbytes // _GRANULE) * _GRANULE
     block = _idle.take(capacity)
     if block is None:
@@ -94,7 +139,7 @@ def empty(shape, dtype):
     # `owner` lives as long as some view of the array does; its destructor returns the block.
     idle = _idle
     owner = ffi.gc(ffi.cast("char *", block), lambda _: idle.give_back(capacity, block))
-    offset = (_PLACE - int(ffi.cast("uintptr_t", block))) % 4096
+    offset = (place - int(ffi.cast("uintptr_t", block))) % 4096
     raw = np.frombuffer(ffi.buffer(owner, capacity + _SLACK), dtype=np.uint8)
     return raw[offset:offset + nbytes].view(dtype).reshape(shape)
 
