@@ -333,11 +333,12 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
     {
 #pragma omp for schedule(static)
         for (int64_t r = 0; r < rows; ++r) {
-            /* Ask for the whole next row while this one is worked on: the row's passes run
-             * from L1, and one core keeps DRAM busy only with many misses in flight. */
+            /* Ask for the whole next row while this one is worked on: one core keeps DRAM
+             * busy only with many misses in flight. Into L2 (locality 2): in L1 it would evict
+             * the row whose passes run there. */
             if (r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192)
                 for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
-                    __builtin_prefetch(x + (r + 1) * cols + j);
+                    __builtin_prefetch(x + (r + 1) * cols + j, 0, 2);
             V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
                               &rstd[r], streaming);
         }
