@@ -1,10 +1,12 @@
 """Softmax rows short enough to be held in registers whole (csrc/tuned/softmax_short_rows.h:
-up to 512 bytes, i.e. an attention head's keys; AVX-512 only) against the plain reference
-level: widths on each side of every vector count the path compiles (1, 2, 4, 8 vectors, and the
-first width past it, which takes the general path), unmasked and causal, scale 1 and not, the
-backward; row counts that leave a partial group of rows in lockstep; rows whose max is -inf
-(all -inf, or a NaN beside -inf) in every place of a group, which the general path takes over;
-1 and 2 threads, every tuned level (the levels without the path run the same checks).
+up to 512 bytes at the AVX-512 level; softmax_short_rows_avx2.c: up to 128 bytes, the forward,
+at the AVX2 level; i.e. an attention head's keys) against the plain reference level: widths on
+each side of every vector count the paths compile (1, 2, 4, 8 vectors of 64 bytes, 1 to 4 of 32
+bytes, and the first width past each, which takes the general path), unmasked and causal, scale
+1 and not, the backward; row counts that leave a partial group of rows in lockstep; rows whose
+max is -inf (all -inf, or a NaN beside -inf) in every place of a group, which the general path
+takes over; 1 and 2 threads, every tuned level (the levels without the path run the same
+checks).
 
 Tolerances as test_kernels_row_pipeline.py's: the tuned exp is within 2 ulp and the sums run
 in T lanes added in double.
@@ -19,15 +21,16 @@ def tight(dtype):
     return dict(rtol=2e-6, atol=2e-7) if dtype == np.float32 else dict(rtol=1e-12, atol=1e-14)
 
 
-def lanes(dtype):
-    return 64 // np.dtype(dtype).itemsize
+def lanes(dtype, vector_bytes=64):
+    return vector_bytes // np.dtype(dtype).itemsize
 
 
 def widths(dtype):
-    """1 .. 8 vectors and one element either side of each count, then past the longest."""
-    v = lanes(dtype)
+    """1 .. 8 vectors of 64 bytes and 1 .. 4 of 32, one element either side of each count,
+    then past the longest."""
+    v, w = lanes(dtype), lanes(dtype, 32)
     return sorted({1, v - 1, v, v + 1, 2 * v, 2 * v + 1, 3 * v, 4 * v, 4 * v + 1, 7 * v + 3,
-                   8 * v, 8 * v + 1})
+                   8 * v, 8 * v + 1, w - 1, w, w + 1, 2 * w + 3, 3 * w, 4 * w - 1, 4 * w + 1})
 
 
 def reference_and_tuned(isa, threads, call):

@@ -130,24 +130,31 @@ typedef struct {
     double factor, shift, hi, lo;
 } mt_row_finish_f64;
 
-/* AVX-512 only: exp_shifted_sum that also maxes next[0 .. n) into *next_max, finishes the
- * previous row (prev, or NULL), prefetches ahead[0 .. n) and, for writing, ahead_out[0 .. n)
- * in the same loop (next, ahead, ahead_out: NULL for none), into L1, or L2 where to_l2. The
- * row kernels' other levels do the passes apart (row_ops.h: row_exp_sum_pipelined). */
-double exp_shifted_sum_pipelined_avx512_f32(const float *x, float *out, int64_t n, float scale,
-                                            float shift, const float *next, float *next_max,
-                                            const mt_row_finish_f32 *prev, const float *ahead,
-                                            float *ahead_out, int to_l2);
-double exp_shifted_sum_pipelined_avx512_f64(const double *x, double *out, int64_t n,
-                                            double scale, double shift, const double *next,
-                                            double *next_max, const mt_row_finish_f64 *prev,
-                                            const double *ahead, double *ahead_out, int to_l2);
-/* AVX-512 only: out[j] = add[j] + mul * exp(x[j] - hi - lo), add_const where add is NULL
- * (row_ops.h: row_exp_axpy; the other levels run exp_shifted and a second pass). */
-void exp_axpy_avx512_f32(const float *x, float *out, int64_t n, float hi, float lo, float mul,
-                         const float *add, float add_const, const float *ahead);
-void exp_axpy_avx512_f64(const double *x, double *out, int64_t n, double hi, double lo,
-                         double mul, const double *add, double add_const, const double *ahead);
+/* AVX2 and AVX-512 (fast_exp.c, row_pipeline_avx2.c): exp_shifted_sum that also maxes
+ * next[0 .. n) into *next_max, finishes the previous row (prev, or NULL), prefetches
+ * ahead[0 .. n) and, for writing, ahead_out[0 .. n) in the same loop (next, ahead, ahead_out:
+ * NULL for none), into L1, or L2 where to_l2. The portable level does the passes apart
+ * (row_ops.h: row_exp_sum_pipelined). */
+#define MT_DECLARE_PIPELINED(ISA)                                                              \
+    double exp_shifted_sum_pipelined_##ISA##_f32(                                              \
+        const float *x, float *out, int64_t n, float scale, float shift, const float *next,   \
+        float *next_max, const mt_row_finish_f32 *prev, const float *ahead, float *ahead_out,  \
+        int to_l2);                                                                            \
+    double exp_shifted_sum_pipelined_##ISA##_f64(                                              \
+        const double *x, double *out, int64_t n, double scale, double shift,                  \
+        const double *next, double *next_max, const mt_row_finish_f64 *prev,                  \
+        const double *ahead, double *ahead_out, int to_l2);                                    \
+    /* out[j] = add[j] + mul * exp(x[j] - hi - lo), add_const where add is NULL (row_ops.h: \
+     * row_exp_axpy; the portable level runs exp_shifted and a second pass) */              \
+    void exp_axpy_##ISA##_f32(const float *x, float *out, int64_t n, float hi, float lo,      \
+                              float mul, const float *add, float add_const,                   \
+                              const float *ahead);                                             \
+    void exp_axpy_##ISA##_f64(const double *x, double *out, int64_t n, double hi, double lo,  \
+                              double mul, const double *add, double add_const,                \
+                              const double *ahead);
+MT_DECLARE_PIPELINED(avx2)
+MT_DECLARE_PIPELINED(avx512)
+#undef MT_DECLARE_PIPELINED
 
 /* AVX-512 only (softmax_short_rows.h): softmax of rows [r0, r1) of a rows x n array, n up to
  * 8 vectors (128 float32, 64 float64), y = x allowed: y = softmax(x * scale) (scale > 0),
@@ -164,5 +171,11 @@ void softmax_backward_short_rows_avx512_f64(const double *y, const double *dy, d
                                             int64_t r0, int64_t r1, int64_t n, double scale);
 /* The longest rows they take, in bytes */
 #define MT_SHORT_SOFTMAX_ROW_BYTES 512
+/* AVX2 (softmax_short_rows_avx2.c): the forward above for rows of up to 4 vectors (32
+ * float32, 16 float64) */
+int64_t softmax_short_rows_avx2_f32(const float *x, float *y, int64_t r0, int64_t r1, int64_t n,
+                                    float scale, int64_t causal_lq);
+int64_t softmax_short_rows_avx2_f64(const double *x, double *y, int64_t r0, int64_t r1,
+                                    int64_t n, double scale, int64_t causal_lq);
 
 #endif /* MT_FAST_EXP_H */

@@ -53,8 +53,21 @@
  * above in, modulo 4096; streaming stores stay pending longest. */
 #define MT_ALIAS_WINDOW 128
 
-/* The levels with a one-loop row_exp_sum_pipelined (fast_exp.h) */
+/* The levels with a one-loop row_exp_sum_pipelined and row_exp_axpy (fast_exp.h). 2: the
+ * one loop only for long rows (MT_PIPELINE_MIN_BYTES) that stream from beyond L2
+ * (MT_AHEAD_TO_L2), since elsewhere AVX2's separate passes measured as fast or faster: its
+ * vector exp alone fills the 16 ymm registers and the scheduler, and a short row's prefetches
+ * ahead come too late. */
+#define MT_PIPELINED_avx2 2
 #define MT_PIPELINED_avx512 1
+#define MT_PIPELINE_MIN_BYTES 2048
+/* The levels whose softmax rows are scored in vectors with lane masks for the row's end and
+ * the causal limit, and whose backward holds short rows in registers (softmax_rows.h) */
+#define MT_LANE_MASKS_avx512 1
+/* The levels whose softmax forward holds short rows in registers whole (fast_exp.h), and the
+ * longest such row, in bytes */
+#define MT_SHORT_ROWS_avx2 128
+#define MT_SHORT_ROWS_avx512 MT_SHORT_SOFTMAX_ROW_BYTES
 
 /* Whether a forward pass that loads ins[k][j] (NULL: none) and stores out[j], elements of
  * `size` bytes, has a store just below a later load modulo 4096 (see MT_ALIAS_WINDOW). */
@@ -212,23 +225,26 @@ MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, 
                                                  const F(mt_row_finish) *prev, const T *ahead,
                                                  T *ahead_out, int to_l2) {
 #if MT_CAT(MT_PIPELINED, ISA)
-    T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
-    F(mt_row_finish) block_prev = prev ? *prev : (F(mt_row_finish)){0};
-    double total = 0;
-    for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) { /* blocks: see MT_SUM_BLOCK */
-        int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
-        if (prev) {
-            block_prev.y = prev->y ? prev->y + j0 : NULL;
-            block_prev.x = prev->x ? prev->x + j0 : NULL;
+    if (MT_CAT(MT_PIPELINED, ISA) == 1 ||
+        (to_l2 && n * (int64_t)sizeof(T) >= MT_PIPELINE_MIN_BYTES)) { /* see MT_PIPELINED_avx2 */
+        T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
+        F(mt_row_finish) block_prev = prev ? *prev : (F(mt_row_finish)){0};
+        double total = 0;
+        for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) { /* blocks: see MT_SUM_BLOCK */
+            int64_t len = n - j0 < MT_SUM_BLOCK ? n - j0 : MT_SUM_BLOCK;
+            if (prev) {
+                block_prev.y = prev->y ? prev->y + j0 : NULL;
+                block_prev.x = prev->x ? prev->x + j0 : NULL;
+            }
+            total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : buffer, len, scale, shift,
+                                                  next ? next + j0 : NULL, next_max,
+                                                  prev ? &block_prev : NULL,
+                                                  ahead ? ahead + j0 : NULL,
+                                                  ahead_out ? ahead_out + j0 : NULL, to_l2);
         }
-        total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : buffer, len, scale, shift,
-                                              next ? next + j0 : NULL, next_max,
-                                              prev ? &block_prev : NULL,
-                                              ahead ? ahead + j0 : NULL,
-                                              ahead_out ? ahead_out + j0 : NULL, to_l2);
+        return total;
     }
-    return total;
-#else
+#endif
     /* (the exp pass prefetches the next row, which the max then reads from cache) */
     (void)ahead, (void)ahead_out, (void)to_l2;
     const double total = V(row_exp_sum)(x, out, n, scale, shift, next);
@@ -238,7 +254,6 @@ MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, 
     }
     if (prev) V(row_finish)(prev, n);
     return total;
-#endif
 }
 
 /* out[j] = add[j] + mul * exp(x[j] - hi - lo), or add_const + ... where add is NULL; ahead

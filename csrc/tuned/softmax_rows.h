@@ -54,7 +54,7 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
 
 /* y[j] = x[j]*scale + add (add: madd[j] where madd is not NULL), or -inf where j >= live or
  * mbool[j] (mbool not NULL), for j < width; returns max_j y[j], NaN skipped. */
-#if MT_CAT(MT_PIPELINED, ISA)
+#if MT_CAT(MT_LANE_MASKS, ISA)
 /* AVX-512: whole vectors, the row's end and the causal limit as lane masks. GCC's loops left
  * the last (up to 63) columns of a row scalar, a serial max chain, and a causal row ends in a
  * different column every row. */
@@ -222,16 +222,16 @@ static void V(softmax_rows_general)(const T *x, T *y, int64_t rows, int64_t r0, 
 /* Rows [r0, r1) of a softmax on the calling thread (x and y: the whole rows x cols array; y
  * may be x, in place), as tuned_softmax_forward splits rows among its threads and as the fused
  * attention runs them on the scores of one head. Unmasked short rows (an attention head's
- * keys) are held in registers whole at the AVX-512 level (softmax_short_rows.h); a row there
+ * keys) are held in registers whole at the AVX2 and AVX-512 levels (MT_SHORT_ROWS); a row there
  * whose max is -inf, and every other row, take the row bodies above. */
 static void V(softmax_rows)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
                             int64_t cols, T scale, const T *mask_add, const uint8_t *mask_bool,
                             int64_t mask_ndim, const int64_t *row_shape,
                             const int64_t *mask_row_strides, int64_t mask_col_stride,
                             int64_t causal_lq) {
-#if MT_CAT(MT_PIPELINED, ISA)
+#if MT_CAT(MT_SHORT_ROWS, ISA)
     if (!mask_add && !mask_bool && scale > 0 &&
-        cols * (int64_t)sizeof(T) <= MT_SHORT_SOFTMAX_ROW_BYTES) {
+        cols * (int64_t)sizeof(T) <= MT_CAT(MT_SHORT_ROWS, ISA)) {
         for (int64_t r = V(softmax_short_rows)(x, y, r0, r1, cols, scale, causal_lq); r < r1;
              r = V(softmax_short_rows)(x, y, r + 1, r1, cols, scale, causal_lq))
             V(softmax_rows_general)(x, y, rows, r, r + 1, cols, scale, NULL, NULL, 0, row_shape,
@@ -247,7 +247,7 @@ static void V(softmax_rows)(const T *x, T *y, int64_t rows, int64_t r0, int64_t 
  * array (dx may be dy) */
 static void V(softmax_backward_rows)(const T *y, const T *dy, T *dx, int64_t r0, int64_t r1,
                                      int64_t n, T scale) {
-#if MT_CAT(MT_PIPELINED, ISA)
+#if MT_CAT(MT_LANE_MASKS, ISA)
     if (n * (int64_t)sizeof(T) <= MT_SHORT_SOFTMAX_ROW_BYTES) {
         V(softmax_backward_short_rows)(y, dy, dx, r0, r1, n, scale);
         return;
