@@ -64,6 +64,8 @@
 /* The levels whose softmax rows are scored in vectors with lane masks for the row's end and
  * the causal limit, and whose backward holds short rows in registers (softmax_rows.h) */
 #define MT_LANE_MASKS_avx512 1
+/* The level whose masked softmax rows are scored in AVX2 vectors (softmax_rows.h) */
+#define MT_AVX2_SCORES_avx2 1
 /* The levels whose softmax forward holds short rows in registers whole (fast_exp.h), and the
  * longest such row, in bytes */
 #define MT_SHORT_ROWS_avx2 128

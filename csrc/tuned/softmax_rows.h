@@ -91,6 +91,67 @@ MT_INLINE static T V(masked_scores)(const T *x, T *y, int64_t width, int64_t liv
 #undef MT_MASKED_SCORES
 #undef MT_LANES_BELOW
 }
+#elif MT_CAT(MT_AVX2_SCORES, ISA)
+/* AVX2: whole vectors, the live limit and the bool mask as blend masks, the row's last partial
+ * vector scalar. GCC 12 left the bool-mask loop scalar, with a branch per column. */
+MT_INLINE static T V(masked_scores)(const T *x, T *y, int64_t width, int64_t live, T scale,
+                                   T add, const T *madd, const uint8_t *mbool) {
+/* the loop for one element type: VEC its __m256 type, S ps or pd, LANES its lane count;
+ * EXCLUDED_AT(d) the lanes >= d (d in [0, LANES]), BOOL_SET(p) the lanes whose byte p[l] != 0 */
+#define MT_MASKED_SCORES_AVX2(E, VEC, S, LANES, EXCLUDED_AT, BOOL_SET)                        \
+    const VEC vscale = _mm256_set1_##S((E)scale), vadd = _mm256_set1_##S((E)add);           \
+    const VEC ninf = _mm256_set1_##S(-INFINITY);                                            \
+    VEC best = ninf;                                                                        \
+    int64_t j = 0;                                                                          \
+    for (; j + (LANES) <= width; j += (LANES)) {                                            \
+        int64_t d = live - j;                                                               \
+        d = d < 0 ? 0 : d > (LANES) ? (LANES) : d;                                          \
+        VEC excluded = EXCLUDED_AT(d);                                                      \
+        if (mbool) excluded = _mm256_or_##S(excluded, BOOL_SET(mbool + j));                 \
+        const VEC addend = madd ? _mm256_loadu_##S((const E *)madd + j) : vadd;             \
+        VEC z = _mm256_fmadd_##S(_mm256_loadu_##S((const E *)x + j), vscale, addend);       \
+        z = _mm256_blendv_##S(z, ninf, excluded);                                           \
+        _mm256_storeu_##S((E *)y + j, z);                                                   \
+        best = _mm256_max_##S(z, best); /* NaN z: best kept */                              \
+    }                                                                                       \
+    E lanes[LANES], m = -(E)INFINITY;                                                       \
+    _mm256_storeu_##S(lanes, best);                                                         \
+    for (int l = 0; l < (LANES); ++l) m = lanes[l] > m ? lanes[l] : m;                      \
+    for (; j < width; ++j) {                                                                \
+        const int out = j >= live || (mbool && mbool[j]);                                   \
+        const E z = out ? -(E)INFINITY : (E)x[j] * (E)scale + (madd ? (E)madd[j] : (E)add);  \
+        y[j] = z;                                                                           \
+        m = z > m ? z : m;                                                                  \
+    }                                                                                       \
+    return (T)m;
+#define MT_EXCLUDED_AT_F32(d)                                                                  \
+    _mm256_castsi256_ps(_mm256_cmpgt_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7),          \
+                                           _mm256_set1_epi32((int)(d) - 1)))
+#define MT_BOOL_SET_F32(p)                                                                     \
+    _mm256_castsi256_ps(_mm256_cmpgt_epi32(                                                    \
+        _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(p))), _mm256_setzero_si256()))
+#define MT_EXCLUDED_AT_F64(d)                                                                  \
+    _mm256_castsi256_pd(_mm256_cmpgt_epi64(_mm256_setr_epi64x(0, 1, 2, 3),                     \
+                                           _mm256_set1_epi64x((d) - 1)))
+#define MT_BOOL_SET_F64(p)                                                                     \
+    _mm256_castsi256_pd(_mm256_cmpgt_epi64(                                                    \
+        _mm256_cvtepu8_epi64(_mm_cvtsi32_si128(({                                              \
+            int four_;                                                                         \
+            __builtin_memcpy(&four_, (p), 4);                                                  \
+            four_;                                                                             \
+        }))),                                                                                  \
+        _mm256_setzero_si256()))
+    if (sizeof(T) == 4) {
+        MT_MASKED_SCORES_AVX2(float, __m256, ps, 8, MT_EXCLUDED_AT_F32, MT_BOOL_SET_F32)
+    } else {
+        MT_MASKED_SCORES_AVX2(double, __m256d, pd, 4, MT_EXCLUDED_AT_F64, MT_BOOL_SET_F64)
+    }
+#undef MT_MASKED_SCORES_AVX2
+#undef MT_EXCLUDED_AT_F32
+#undef MT_BOOL_SET_F32
+#undef MT_EXCLUDED_AT_F64
+#undef MT_BOOL_SET_F64
+}
 #else
 MT_INLINE static T V(masked_scores)(const T *x, T *y, int64_t width, int64_t live, T scale,
                                    T add, const T *madd, const uint8_t *mbool) {
