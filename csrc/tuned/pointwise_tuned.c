@@ -13,6 +13,10 @@
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
+/* Comparisons may then be turned into selects: with traps assumed possible, GCC 12 left the
+ * clamps and selects of these loops as branches, and so the loops scalar, at every level but
+ * AVX-512's. No value changes: only floating-point exception flags may. */
+#pragma GCC optimize("no-trapping-math")
 #include <math.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
