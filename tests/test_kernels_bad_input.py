@@ -177,6 +177,9 @@ CASES = [
     ("erf int", lambda: C.erf_forward(np.ones(4, np.int64)), TypeError, "x must be"),
     ("erf negative n", lambda: c_status(C.lib.mt_erf_forward_f64, NULL, NULL, -1), ValueError, "rejected"),
     ("erf misaligned", lambda: C.erf_forward(misaligned(f32)), None, ""),
+    ("exp int", lambda: C.exp_forward(np.ones(4, np.int64)), TypeError, "x must be"),
+    ("exp negative n", lambda: c_status(C.lib.mt_exp_forward_f64, NULL, NULL, -1), ValueError, "rejected"),
+    ("exp misaligned", lambda: C.exp_forward(misaligned(f32)), None, ""),
     # cumsum
     ("cumsum_rows int", lambda: C.cumsum_rows(np.ones((2, 3), np.int64)), TypeError, "x must be"),
     ("cumsum_rows negative rows", lambda: c_status(C.lib.mt_cumsum_rows_f32, NULL, NULL, -1, 3),

@@ -24,14 +24,18 @@
 #include "each_isa.h"
 #else
 
-/* exp in T: fast_exp.h's mt_exp_f32 or mt_exp_f64, which clamp their argument below the
- * overflow threshold, and inf above it (sigmoid(-inf) = 0 and silu(-inf) = -inf * 0 = NaN, as
- * in PyTorch) */
+/* exp in T: fast_exp.h's mt_exp_f32 or mt_exp_f64, and inf above the overflow threshold
+ * (sigmoid(-inf) = 0 and silu(-inf) = -inf * 0 = NaN, as in PyTorch). Those build 2^n in the
+ * exponent bits, so they clamp their argument where n would pass the largest exponent (~88.38
+ * in float32, 709 in float64); from just below there up to the threshold, exp(x) = exp(x/2)^2,
+ * within twice their ulps. */
 #define EXP_T MT_CAT(mt_exp, SFX)
 MT_INLINE static T V(exp)(T x) {
     const T overflow = sizeof(T) == sizeof(float) ? (T)88.7228394 : (T)709.782712893384;
-    const T e = EXP_T(x);
-    return x > overflow ? (T)INFINITY : e;
+    const T top = sizeof(T) == sizeof(float) ? (T)88 : (T)708;
+    const int squared = x > top;
+    const T e = EXP_T(squared ? x * (T)0.5 : x);
+    return x > overflow ? (T)INFINITY : (squared ? e * e : e);
 }
 
 #ifndef MT_POINTWISE_SQRT_ONCE
@@ -182,6 +186,13 @@ int V(tuned_erf_forward)(const T *x, T *y, int64_t n) {
     int nt = mt_threads_for(n);
 #pragma omp parallel for simd schedule(static) num_threads(nt)
     for (int64_t j = 0; j < n; ++j) y[j] = V(erf)(x[j]);
+    return 0;
+}
+
+int V(tuned_exp_forward)(const T *x, T *y, int64_t n) {
+    int nt = mt_threads_for(n);
+#pragma omp parallel for simd schedule(static) num_threads(nt)
+    for (int64_t j = 0; j < n; ++j) y[j] = V(exp)(x[j]);
     return 0;
 }
 

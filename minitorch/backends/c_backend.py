@@ -736,6 +736,10 @@ def erf_forward(x):
     return _elementwise("erf_forward", x)
 
 
+def exp_forward(x):
+    return _elementwise("exp_forward", x)
+
+
 def pow_int_forward(x, exponent):
     return _elementwise("pow_int_forward", x, check_integer_exponent(exponent))
 

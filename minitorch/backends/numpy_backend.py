@@ -10,8 +10,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
-  pow_int_forward, abs_backward (elementwise), sum_rows and amax_rows (reductions over the
-  last dim), sum_cols (sums down the columns of a matrix),
+  exp_forward, pow_int_forward, abs_backward (elementwise), sum_rows and amax_rows (reductions
+  over the last dim), sum_cols (sums down the columns of a matrix),
   index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
@@ -501,6 +501,13 @@ def erf_forward(x):
     """y = erf(x), math.erf per element: numpy has no erf."""
     check_float("x", x)
     return _per_element(math.erf, x).astype(x.dtype)
+
+
+def exp_forward(x):
+    """y = e^x."""
+    check_float("x", x)
+    with np.errstate(over="ignore"):  # inf above ~88.7 (float32) or ~709.8 (float64)
+        return np.exp(x)
 
 
 def rsqrt_forward(x):
