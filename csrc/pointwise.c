@@ -16,11 +16,13 @@
  *   rsqrt     y = 1 / sqrt(x)                          (its backward is Tensor ops)
  *   erf       y = 2/sqrt(pi) * integral_0^x exp(-t^2) dt (its backward is Tensor ops)
  *   exp       y = e^x                                  (its backward is Tensor ops)
+ *   softplus  y = x if z = beta x > threshold, else    (its backward is sigmoid's kernel)
+ *             (max(z, 0) + log(1 + e^-|z|)) / beta
  *   pow_int   y = x^k, k an integer in [-64, 64]       (its backward is pow_int again)
  *   abs       (its forward is numpy's)                 dx = dy * sign(x), 0 at 0 and NaN
  *
  * (PyTorch's formulas, with its names: F.relu, torch.sigmoid, F.silu, F.gelu and its
- * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its
+ * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, F.softplus, torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its
  * scalars to the tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n contiguous elements; an output may be the input
  * it is computed from (in place). The reference bodies below evaluate each formula in double
  * with libm; the tuned ones (tuned/pointwise_tuned.c) vectorize them. This file is its own
@@ -152,6 +154,17 @@ int F(mt_exp_forward)(const T *x, T *y, int64_t n) {
     if (n < 0) return MT_ERR_ARGS;
     MT_RUN_TUNED(tuned_exp_forward, x, y, n);
     MT_POINTWISE_LOOP(n, { y[j] = (T)exp((double)x[j]); });
+    return 0;
+}
+
+int F(mt_softplus_forward)(const T *x, T *y, int64_t n, T beta, T threshold) {
+    if (n < 0) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_softplus_forward, x, y, n, beta, threshold);
+    MT_POINTWISE_LOOP(n, {
+        const T z = x[j] * beta;
+        const double smooth = ((z > 0 ? (double)z : 0.0) + log1p(exp(-fabs((double)z)))) / beta;
+        y[j] = z > threshold ? x[j] : (T)smooth;
+    });
     return 0;
 }
 

@@ -54,6 +54,8 @@ def elementwise_calls(rng, n, dtype):
         "rsqrt": ("rsqrt_forward", (positive,)),
         "erf": ("erf_forward", (x / 4,)),
         "exp": ("exp_forward", (x,)),
+        "softplus": ("softplus_forward", (x,)),
+        "softplus beta threshold": ("softplus_forward", (x, 2.0, 3.0)),
         "pow_int 3": ("pow_int_forward", (x, 3)),
         "pow_int -2": ("pow_int_forward", (positive, -2)),
         "pow_int 11": ("pow_int_forward", (x / 4, 11)),
@@ -329,7 +331,7 @@ def test_every_layout_gives_its_contiguous_result(dtype):
              "gelu backward": (C.gelu_backward, [dy, x]), "sigmoid": (C.sigmoid_forward, [x]),
              "silu backward": (C.silu_backward, [dy, x]), "clamp": (C.clamp_forward, [x]),
              "rsqrt": (C.rsqrt_forward, [np.abs(x) + 1]), "erf": (C.erf_forward, [x]),
-             "exp": (C.exp_forward, [x]),
+             "exp": (C.exp_forward, [x]), "softplus": (C.softplus_forward, [x]),
              "cumsum_rows": (C.cumsum_rows, [x]),
              "sum_rows": (C.sum_rows, [x]),
              "amax_rows": (C.amax_rows, [x]),
@@ -492,3 +494,28 @@ def test_exp_is_accurate_over_its_range_and_at_its_edges(isa, dtype):
                                           2 * bottom], dtype))
     assert special[:4].tolist() == [1.0, 1.0, np.inf, 0.0] and np.isnan(special[4])
     assert special[5] == np.inf and special[6] == 0.0
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softplus_is_accurate_relatively_and_linear_past_the_threshold(isa, dtype):
+    """Relative to log1p(exp(z)) / beta in double (the float32 log1p is atanh's series:
+    pointwise_tuned.c), from where it is ~e^z to where it is ~z, for beta 1 and 0.5; x itself
+    where beta x > threshold; NaN kept, -inf to 0."""
+    import math
+    x = np.concatenate([np.linspace(-80.0, 30.0, 20011), np.geomspace(1e-30, 1.0, 501)])
+    x = np.concatenate([x, -x]).astype(dtype)
+    rtol = 8e-7 if dtype == np.float32 else 1e-15
+    for beta, threshold in ((1.0, 20.0), (0.5, 5.0)):
+        z = (x * dtype(beta)).astype(np.float64)
+        exact = np.array([(max(v, 0.0) + math.log1p(math.exp(-abs(v)))) / beta for v in z])
+        exact = np.where(z > threshold, x.astype(np.float64), exact).astype(dtype)
+        with c_threads(1, isa):
+            got = C.softplus_forward(x, beta, threshold)
+        np.testing.assert_allclose(got, exact, rtol=rtol, atol=0, err_msg=f"beta {beta}")
+        assert (got[z > threshold] == x[z > threshold]).all()
+    with c_threads(1, isa):
+        special = C.softplus_forward(np.array([np.nan, -np.inf, np.inf, 0.0], dtype))
+    assert np.isnan(special[0]) and special[1] == 0.0 and special[2] == np.inf
+    assert special[3] == dtype(math.log(2.0))

@@ -10,8 +10,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
-  exp_forward, pow_int_forward, abs_backward (elementwise), sum_rows and amax_rows (reductions
-  over the last dim), sum_cols (sums down the columns of a matrix),
+  exp_forward, softplus_forward, pow_int_forward, abs_backward (elementwise), sum_rows and
+  amax_rows (reductions over the last dim), sum_cols (sums down the columns of a matrix),
   index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
@@ -508,6 +508,17 @@ def exp_forward(x):
     check_float("x", x)
     with np.errstate(over="ignore"):  # inf above ~88.7 (float32) or ~709.8 (float64)
         return np.exp(x)
+
+
+def softplus_forward(x, beta=1.0, threshold=20.0):
+    """y = x where z = beta x > threshold, else log(1 + e^z) / beta = (max(z, 0) +
+    log1p(e^-|z|)) / beta: no overflow for large z (z rounded to x's dtype first, as PyTorch)."""
+    check_float("x", x)
+    z = x * x.dtype.type(beta)
+    smooth = np.maximum(z, 0) + np.log1p(np.exp(-np.abs(z)))
+    if beta != 1.0:
+        smooth /= x.dtype.type(beta)
+    return np.where(z > threshold, x, smooth).astype(x.dtype, copy=False)
 
 
 def rsqrt_forward(x):
