@@ -423,29 +423,11 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f32(
     const float *x, float *out, int64_t n, float scale, float shift, const float *next, float *next_max,
     const mt_row_finish_f32 *prev, const float *ahead, float *ahead_out, int to_l2) {
     const int finish = !prev || !prev->y ? 0 : prev->x ? 2 : 1;
-#define MT_PIPELINED_TO(TO_L2, ONE, NEXT, FINISH)                                                \
-    return exp_sum_pipelined_avx512_f32_loop(x, out, n, scale, shift, next, next_max, prev,     \
+#define MT_LOOP(TO_L2, ONE, NEXT, FINISH)                                               \
+    return exp_sum_pipelined_avx512_f32_loop(x, out, n, scale, shift, next, next_max, prev, \
                                              ahead, ahead_out, TO_L2, ONE, NEXT, FINISH)
-#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
-    do {                                                                                         \
-        if (to_l2) MT_PIPELINED_TO(1, ONE, NEXT, FINISH);                                        \
-        MT_PIPELINED_TO(0, ONE, NEXT, FINISH);                                                   \
-    } while (0)
-#define MT_PIPELINED_FINISH(ONE, NEXT)                                                           \
-    do {                                                                                         \
-        if (finish == 0) MT_PIPELINED(ONE, NEXT, 0);                                             \
-        if (finish == 1) MT_PIPELINED(ONE, NEXT, 1);                                             \
-        MT_PIPELINED(ONE, NEXT, 2);                                                              \
-    } while (0)
-    if (scale == 1) {
-        if (next) MT_PIPELINED_FINISH(1, 1);
-        MT_PIPELINED_FINISH(1, 0);
-    }
-    if (next) MT_PIPELINED_FINISH(0, 1);
-    MT_PIPELINED_FINISH(0, 0);
-#undef MT_PIPELINED_FINISH
-#undef MT_PIPELINED
-#undef MT_PIPELINED_TO
+    MT_PIPELINED_DISPATCH(MT_LOOP, scale, next, finish, to_l2);
+#undef MT_LOOP
 }
 
 __attribute__((target("avx512f"))) MT_INLINE static __m512d finish_f64(
@@ -504,29 +486,11 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f64(
     const double *x, double *out, int64_t n, double scale, double shift, const double *next, double *next_max,
     const mt_row_finish_f64 *prev, const double *ahead, double *ahead_out, int to_l2) {
     const int finish = !prev || !prev->y ? 0 : prev->x ? 2 : 1;
-#define MT_PIPELINED_TO(TO_L2, ONE, NEXT, FINISH)                                                \
-    return exp_sum_pipelined_avx512_f64_loop(x, out, n, scale, shift, next, next_max, prev,     \
+#define MT_LOOP(TO_L2, ONE, NEXT, FINISH)                                               \
+    return exp_sum_pipelined_avx512_f64_loop(x, out, n, scale, shift, next, next_max, prev, \
                                              ahead, ahead_out, TO_L2, ONE, NEXT, FINISH)
-#define MT_PIPELINED(ONE, NEXT, FINISH)                                                          \
-    do {                                                                                         \
-        if (to_l2) MT_PIPELINED_TO(1, ONE, NEXT, FINISH);                                        \
-        MT_PIPELINED_TO(0, ONE, NEXT, FINISH);                                                   \
-    } while (0)
-#define MT_PIPELINED_FINISH(ONE, NEXT)                                                           \
-    do {                                                                                         \
-        if (finish == 0) MT_PIPELINED(ONE, NEXT, 0);                                             \
-        if (finish == 1) MT_PIPELINED(ONE, NEXT, 1);                                             \
-        MT_PIPELINED(ONE, NEXT, 2);                                                              \
-    } while (0)
-    if (scale == 1) {
-        if (next) MT_PIPELINED_FINISH(1, 1);
-        MT_PIPELINED_FINISH(1, 0);
-    }
-    if (next) MT_PIPELINED_FINISH(0, 1);
-    MT_PIPELINED_FINISH(0, 0);
-#undef MT_PIPELINED_FINISH
-#undef MT_PIPELINED
-#undef MT_PIPELINED_TO
+    MT_PIPELINED_DISPATCH(MT_LOOP, scale, next, finish, to_l2);
+#undef MT_LOOP
 }
 
 /* out[j] = add[j] + mul * exp(x[j] - hi - lo) (add_const in place of add[j] where add is NULL),

@@ -156,6 +156,30 @@ MT_DECLARE_PIPELINED(avx2)
 MT_DECLARE_PIPELINED(avx512)
 #undef MT_DECLARE_PIPELINED
 
+/* How an exp_shifted_sum_pipelined runs the copy of its loop with its run-time flags as
+ * constants: LOOP(TO_L2, ONE, NEXT, FINISH) is a macro that returns that copy's result; scale,
+ * next, finish (0, 1, 2) and to_l2 are the call's values. */
+#define MT_PIPELINED_BY_L2(LOOP, to_l2, ONE, NEXT, FINISH) \
+    do {                                                   \
+        if (to_l2) LOOP(1, ONE, NEXT, FINISH);             \
+        LOOP(0, ONE, NEXT, FINISH);                        \
+    } while (0)
+#define MT_PIPELINED_BY_FINISH(LOOP, to_l2, finish, ONE, NEXT)                  \
+    do {                                                                        \
+        if ((finish) == 0) MT_PIPELINED_BY_L2(LOOP, to_l2, ONE, NEXT, 0);       \
+        if ((finish) == 1) MT_PIPELINED_BY_L2(LOOP, to_l2, ONE, NEXT, 1);       \
+        MT_PIPELINED_BY_L2(LOOP, to_l2, ONE, NEXT, 2);                          \
+    } while (0)
+#define MT_PIPELINED_DISPATCH(LOOP, scale, next, finish, to_l2)                 \
+    do {                                                                        \
+        if ((scale) == 1) {                                                     \
+            if (next) MT_PIPELINED_BY_FINISH(LOOP, to_l2, finish, 1, 1);        \
+            MT_PIPELINED_BY_FINISH(LOOP, to_l2, finish, 1, 0);                  \
+        }                                                                       \
+        if (next) MT_PIPELINED_BY_FINISH(LOOP, to_l2, finish, 0, 1);            \
+        MT_PIPELINED_BY_FINISH(LOOP, to_l2, finish, 0, 0);                      \
+    } while (0)
+
 /* AVX-512 only (softmax_short_rows.h): softmax of rows [r0, r1) of a rows x n array, n up to
  * 8 vectors (128 float32, 64 float64), y = x allowed: y = softmax(x * scale) (scale > 0),
  * causal_lq > 0 excluding column j > r % causal_lq. Returns the first row it left undone, one

@@ -137,29 +137,11 @@ __attribute__((target("avx2,fma"))) double RP(exp_shifted_sum_pipelined)(
     const RP_T *x, RP_T *out, int64_t n, RP_T scale, RP_T shift, const RP_T *next,
     RP_T *next_max, const RP_ROW_FINISH *prev, const RP_T *ahead, RP_T *ahead_out, int to_l2) {
     const int finish = !prev || !prev->y ? 0 : prev->x ? 2 : 1;
-#define RP_LOOP_TO(TO_L2, ONE, NEXT, FINISH)                                                \
+#define RP_LOOP(TO_L2, ONE, NEXT, FINISH)                                                   \
     return RP(exp_sum_pipelined_loop)(x, out, n, scale, shift, next, next_max, prev, ahead, \
                                       ahead_out, TO_L2, ONE, NEXT, FINISH)
-#define RP_LOOP(ONE, NEXT, FINISH)               \
-    do {                                         \
-        if (to_l2) RP_LOOP_TO(1, ONE, NEXT, FINISH); \
-        RP_LOOP_TO(0, ONE, NEXT, FINISH);        \
-    } while (0)
-#define RP_LOOP_FINISH(ONE, NEXT)                   \
-    do {                                            \
-        if (finish == 0) RP_LOOP(ONE, NEXT, 0);     \
-        if (finish == 1) RP_LOOP(ONE, NEXT, 1);     \
-        RP_LOOP(ONE, NEXT, 2);                      \
-    } while (0)
-    if (scale == 1) {
-        if (next) RP_LOOP_FINISH(1, 1);
-        RP_LOOP_FINISH(1, 0);
-    }
-    if (next) RP_LOOP_FINISH(0, 1);
-    RP_LOOP_FINISH(0, 0);
-#undef RP_LOOP_FINISH
+    MT_PIPELINED_DISPATCH(RP_LOOP, scale, next, finish, to_l2);
 #undef RP_LOOP
-#undef RP_LOOP_TO
 }
 
 /* out[j] = add[j] + mul * exp(x[j] - hi - lo), add_const in place of add[j] where add is
