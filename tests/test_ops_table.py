@@ -795,7 +795,8 @@ BINARY_LOSS_CASES = [case((2, 3), (2, 3)), case(T(2, 3), step(2, 3), reduction="
 NN_OPS = [
     _unary("mish", F.mish, lambda x: x * np.tanh(_np_softplus(x))),
     Op("softplus", lambda a, **k: F.softplus(a, **k), _np_softplus,
-       UNARY_SHAPES + [case((2, 3), beta=2.0, threshold=1.0), case(T(3, 2), beta=0.5)]),
+       UNARY_SHAPES + [case((2, 3), beta=2.0, threshold=1.0), case(T(3, 2), beta=0.5)],
+       kernel=True),
     Op("pad", lambda a, **k: F.pad(a, **k), _np_pad,
        [case((2, 3), pad=(1, 2)), case((2, 3), pad=(-1, 2, 1, 0), value=1.5),
         case(T(2, 3), pad=(2, 1), mode="reflect"), case(step(2, 4), pad=(3, 1), mode="replicate"),
@@ -852,7 +853,7 @@ OPS = [
     # unary math and activations
     _unary("neg", lambda a: -a, np.negative),
     _unary("abs", mt.abs, np.abs, domain="nonzero", kernel=True),
-    _unary("exp", mt.exp, np.exp),
+    _unary("exp", mt.exp, np.exp, kernel=True),
     _unary("log", mt.log, np.log, domain="positive"),
     _unary("sqrt", mt.sqrt, np.sqrt, domain="positive"),
     _unary("rsqrt", mt.rsqrt, lambda x: 1 / np.sqrt(x), domain="positive", kernel=True),
