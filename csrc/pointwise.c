@@ -16,13 +16,14 @@
  *   rsqrt     y = 1 / sqrt(x)                          (its backward is Tensor ops)
  *   erf       y = 2/sqrt(pi) * integral_0^x exp(-t^2) dt (its backward is Tensor ops)
  *   exp       y = e^x                                  (its backward is Tensor ops)
+ *   log       y = ln x (NaN below 0, -inf at 0)        (its backward is Tensor ops)
  *   softplus  y = x if z = beta x > threshold, else    (its backward is sigmoid's kernel)
  *             (max(z, 0) + log(1 + e^-|z|)) / beta
  *   pow_int   y = x^k, k an integer in [-64, 64]       (its backward is pow_int again)
  *   abs       (its forward is numpy's)                 dx = dy * sign(x), 0 at 0 and NaN
  *
  * (PyTorch's formulas, with its names: F.relu, torch.sigmoid, F.silu, F.gelu and its
- * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, F.softplus, torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its
+ * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, torch.log, F.softplus, torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its
  * scalars to the tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n contiguous elements; an output may be the input
  * it is computed from (in place). The reference bodies below evaluate each formula in double
  * with libm; the tuned ones (tuned/pointwise_tuned.c) vectorize them. This file is its own
@@ -154,6 +155,13 @@ int F(mt_exp_forward)(const T *x, T *y, int64_t n) {
     if (n < 0) return MT_ERR_ARGS;
     MT_RUN_TUNED(tuned_exp_forward, x, y, n);
     MT_POINTWISE_LOOP(n, { y[j] = (T)exp((double)x[j]); });
+    return 0;
+}
+
+int F(mt_log_forward)(const T *x, T *y, int64_t n) {
+    if (n < 0) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_log_forward, x, y, n);
+    MT_POINTWISE_LOOP(n, { y[j] = (T)log((double)x[j]); });
     return 0;
 }
 

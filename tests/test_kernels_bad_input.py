@@ -180,6 +180,8 @@ CASES = [
     ("exp int", lambda: C.exp_forward(np.ones(4, np.int64)), TypeError, "x must be"),
     ("exp negative n", lambda: c_status(C.lib.mt_exp_forward_f64, NULL, NULL, -1), ValueError, "rejected"),
     ("exp misaligned", lambda: C.exp_forward(misaligned(f32)), None, ""),
+    ("log int", lambda: C.log_forward(np.ones(4, np.int64)), TypeError, "x must be"),
+    ("log negative n", lambda: c_status(C.lib.mt_log_forward_f64, NULL, NULL, -1), ValueError, "rejected"),
     ("softplus int", lambda: C.softplus_forward(np.ones(4, np.int64)), TypeError, "x must be"),
     ("softplus negative n",
      lambda: c_status(C.lib.mt_softplus_forward_f64, NULL, NULL, -1, 1.0, 20.0), ValueError,

@@ -854,7 +854,7 @@ OPS = [
     _unary("neg", lambda a: -a, np.negative),
     _unary("abs", mt.abs, np.abs, domain="nonzero", kernel=True),
     _unary("exp", mt.exp, np.exp, kernel=True),
-    _unary("log", mt.log, np.log, domain="positive"),
+    _unary("log", mt.log, np.log, domain="positive", kernel=True),
     _unary("sqrt", mt.sqrt, np.sqrt, domain="positive"),
     _unary("rsqrt", mt.rsqrt, lambda x: 1 / np.sqrt(x), domain="positive", kernel=True),
     _unary("sin", mt.sin, np.sin),

@@ -70,6 +70,7 @@ MT_DECLARE_TUNED(tuned_gelu_backward,
 MT_DECLARE_TUNED(tuned_rsqrt_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_erf_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_exp_forward, (const T *x, T *y, int64_t n))
+MT_DECLARE_TUNED(tuned_log_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_softplus_forward, (const T *x, T *y, int64_t n, T beta, T threshold))
 MT_DECLARE_TUNED(tuned_pow_int_forward, (const T *x, T *y, int64_t n, int exponent))
 MT_DECLARE_TUNED(tuned_abs_backward, (const T *dy, const T *x, T *dx, int64_t n))

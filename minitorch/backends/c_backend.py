@@ -740,6 +740,10 @@ def exp_forward(x):
     return _elementwise("exp_forward", x)
 
 
+def log_forward(x):
+    return _elementwise("log_forward", x)
+
+
 def softplus_forward(x, beta=1.0, threshold=20.0):
     return _elementwise("softplus_forward", x, float(beta), float(threshold))
 

@@ -10,9 +10,9 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
-  exp_forward, softplus_forward, pow_int_forward, abs_backward (elementwise), sum_rows and
-  amax_rows (reductions over the last dim), sum_cols (sums down the columns of a matrix),
-  index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
+  exp_forward, log_forward, softplus_forward, pow_int_forward, abs_backward (elementwise),
+  sum_rows and amax_rows (reductions over the last dim), sum_cols (sums down the columns of a
+  matrix), index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
@@ -508,6 +508,13 @@ def exp_forward(x):
     check_float("x", x)
     with np.errstate(over="ignore"):  # inf above ~88.7 (float32) or ~709.8 (float64)
         return np.exp(x)
+
+
+def log_forward(x):
+    """y = ln x: NaN below 0, -inf at 0."""
+    check_float("x", x)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log(x)
 
 
 def softplus_forward(x, beta=1.0, threshold=20.0):

@@ -270,7 +270,7 @@ class Log(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return _make(np.log(a._data))
+        return _make(_kernels().log_forward(a._data))
 
     @staticmethod
     def backward(ctx, grad):
