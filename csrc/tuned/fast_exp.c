@@ -354,18 +354,6 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f64(
  * its finishing pass (a zmm store every 2 cycles on Zen 4) ride along for free: a softmax or
  * log-softmax row costs one pass instead of three. ONE (scale is 1), HAS_NEXT and FINISH (0:
  * none, 1: scale, 2: log-softmax's) are constants after inlining. */
-/* The pipelined loops' prefetches of ahead[j] (reading) and ahead_out[j] (writing), each where
- * its row is given: into L1, or into L2 where to_l2 (the hint must be a constant). */
-#define MT_PREFETCH_AHEAD(in_j, out_j, in_row, out_row, to_l2)                   \
-    do {                                                                        \
-        if (to_l2) {                                                            \
-            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T1);        \
-            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_T1);      \
-        } else {                                                                \
-            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T0);        \
-            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_ET0);     \
-        }                                                                       \
-    } while (0)
 
 __attribute__((target("avx512f"))) MT_INLINE static __m512 finish_f32(
     __m512 y, __m512 x, __m512 factor, __m512 shift, __m512 hi, __m512 lo, const int finish) {

@@ -156,6 +156,19 @@ MT_DECLARE_PIPELINED(avx2)
 MT_DECLARE_PIPELINED(avx512)
 #undef MT_DECLARE_PIPELINED
 
+/* The pipelined loops' prefetches of ahead[j] (reading) and ahead_out[j] (writing), each where
+ * its row is given: into L1, or into L2 where to_l2 (the hint must be a constant). */
+#define MT_PREFETCH_AHEAD(in_j, out_j, in_row, out_row, to_l2)                   \
+    do {                                                                        \
+        if (to_l2) {                                                            \
+            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T1);        \
+            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_T1);      \
+        } else {                                                                \
+            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T0);        \
+            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_ET0);     \
+        }                                                                       \
+    } while (0)
+
 /* How an exp_shifted_sum_pipelined runs the copy of its loop with its run-time flags as
  * constants: LOOP(TO_L2, ONE, NEXT, FINISH) is a macro that returns that copy's result; scale,
  * next, finish (0, 1, 2) and to_l2 are the call's values. */

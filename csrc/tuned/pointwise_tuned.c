@@ -196,9 +196,28 @@ int V(tuned_exp_forward)(const T *x, T *y, int64_t n) {
     return 0;
 }
 
+/* 2 atanh(s) for |s| <= 1/3, by atanh's series to s^15 (the next term is below 1.5e-8 of the
+ * sum): the float32 log and log1p below */
+MT_INLINE static T V(two_atanh)(T s) {
+    const T s2 = s * s;
+    T p = (T)(1.0 / 15);
+    p = p * s2 + (T)(1.0 / 13);
+    p = p * s2 + (T)(1.0 / 11);
+    p = p * s2 + (T)(1.0 / 9);
+    p = p * s2 + (T)(1.0 / 7);
+    p = p * s2 + (T)(1.0 / 5);
+    p = p * s2 + (T)(1.0 / 3);
+    return (T)2 * s + (T)2 * s * s2 * p;
+}
+
+/* log(1 + t) for t in [0, 1]: 2 atanh(t / (2 + t)); float64: libm's log1p */
+MT_INLINE static T V(log1p_unit)(T t) {
+    if (sizeof(T) == sizeof(double)) return (T)log1p((double)t);
+    return V(two_atanh)(t / ((T)2 + t));
+}
+
 /* ln x for float32: x = 2^e m with m in [sqrt(1/2), sqrt(2)) (subnormal x scaled by 2^23
- * first), ln x = e ln2 + 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.172, atanh by its series
- * to s^11 (the next term is below 2e-9 of the sum); e ln2 in two parts, the first exact. NaN
+ * first), ln x = e ln2 + 2 atanh((m - 1) / (m + 1)), e ln2 in two parts, the first exact. NaN
  * below 0 and for NaN, -inf at 0, inf at inf. float64: libm's log. */
 MT_INLINE static T V(log)(T x) {
     if (sizeof(T) == sizeof(double)) return (T)log((double)x);
@@ -211,14 +230,9 @@ MT_INLINE static T V(log)(T x) {
     const uint32_t m_bits = bits - ((uint32_t)e << 23);
     float m;
     __builtin_memcpy(&m, &m_bits, 4);
-    const float s = (m - 1.0f) / (m + 1.0f), s2 = s * s;
-    float p = 1.0f / 11;
-    p = p * s2 + 1.0f / 9;
-    p = p * s2 + 1.0f / 7;
-    p = p * s2 + 1.0f / 5;
-    p = p * s2 + 1.0f / 3;
     const float k = (float)(e - (subnormal ? 23 : 0));
-    const float ln = k * MT_LN2_F32_HI + (k * MT_LN2_F32_LO + (2.0f * s + 2.0f * s * s2 * p));
+    const float ln = k * MT_LN2_F32_HI +
+                     (k * MT_LN2_F32_LO + (float)V(two_atanh)((m - 1.0f) / (m + 1.0f)));
     return x > 0 ? (x == (T)INFINITY ? x : (T)ln) : (x == 0 ? -(T)INFINITY : (T)NAN);
 }
 
@@ -227,21 +241,6 @@ int V(tuned_log_forward)(const T *x, T *y, int64_t n) {
 #pragma omp parallel for simd schedule(static) num_threads(nt)
     for (int64_t j = 0; j < n; ++j) y[j] = V(log)(x[j]);
     return 0;
-}
-
-/* log(1 + t) for t in [0, 1]: 2 atanh(s), s = t / (2 + t) <= 1/3, by atanh's series to s^15
- * (the next term is below 1.5e-8 of the sum); float64: libm's log1p */
-MT_INLINE static T V(log1p_unit)(T t) {
-    if (sizeof(T) == sizeof(double)) return (T)log1p((double)t);
-    const T s = t / ((T)2 + t), s2 = s * s;
-    T p = (T)(1.0 / 15);
-    p = p * s2 + (T)(1.0 / 13);
-    p = p * s2 + (T)(1.0 / 11);
-    p = p * s2 + (T)(1.0 / 9);
-    p = p * s2 + (T)(1.0 / 7);
-    p = p * s2 + (T)(1.0 / 5);
-    p = p * s2 + (T)(1.0 / 3);
-    return (T)2 * s + (T)2 * s * s2 * p;
 }
 
 int V(tuned_softplus_forward)(const T *x, T *y, int64_t n, T beta, T threshold) {

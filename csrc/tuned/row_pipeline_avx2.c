@@ -16,19 +16,6 @@
 #ifdef MT_X86
 #include "exp_avx2.h"
 
-/* The prefetches of ahead[j] (reading) and ahead_out[j] (writing), each where its row is
- * given: into L1, or into L2 where to_l2 (a constant after inlining: the hint must be one). */
-#define RP_PREFETCH(in_j, out_j, in_row, out_row, to_l2)                        \
-    do {                                                                        \
-        if (to_l2) {                                                            \
-            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T1);        \
-            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_T1);      \
-        } else {                                                                \
-            if (in_row) _mm_prefetch((const char *)(in_j), _MM_HINT_T0);        \
-            if (out_row) _mm_prefetch((const char *)(out_j), _MM_HINT_ET0);     \
-        }                                                                       \
-    } while (0)
-
 /* The sum of a vector's lanes in double, and their max, as trees in registers: a short row
  * (an attention head's 32 keys) waits on these chains once per row. */
 __attribute__((target("avx2,fma"))) MT_INLINE static double rp_total_f32(__m256 v) {
@@ -104,7 +91,7 @@ __attribute__((target("avx2,fma"))) MT_INLINE static double RP(exp_sum_pipelined
     RP_VEC acc = RP_(setzero)(), m = RP_(set1)(has_next ? *next_max : 0);
     int64_t j = 0;
     for (; j + RP_LANES <= n; j += RP_LANES) {
-        RP_PREFETCH(ahead + j, ahead_out + j, ahead, ahead_out, to_l2);
+        MT_PREFETCH_AHEAD(ahead + j, ahead_out + j, ahead, ahead_out, to_l2);
         const RP_VEC v = RP_(loadu)(x + j);
         const RP_VEC e = RP_EXP(scale_is_one ? RP_(sub)(v, vh) : RP_(fmsub)(v, vs, vh));
         /* (the previous row before out: a load after the store to out[j] could wait on it,
