@@ -270,7 +270,9 @@ def test_softmax_module_without_dim_matches_torch():
     (lambda m: m.Flatten(), None, (2, 3, 4)), (lambda m: m.Flatten(0, -2), None, (2, 3, 4)),
     (lambda m: m.Flatten(0), None, ()), (lambda m: m.Unflatten(1, (2, -1)), None, (3, 6)),
     (lambda m: m.Unflatten(-1, [2, 2]), None, (3, 4)),
-    (lambda m: m.Identity(3, foo=4), None, (2, 3))], ids=str)
+    (lambda m: m.Identity(3, foo=4), None, (2, 3))],
+    ids=["Flatten()", "Flatten(0,-2)", "Flatten(0)", "Unflatten(1,(2,-1))", "Unflatten(-1,[2,2])",
+         "Identity(3,foo=4)"])
 def test_reshaping_layers_match_torch(ours, theirs, shape):
     mine, ref = ours(nn), ours(torch.nn)
     assert repr(mine) == repr(ref) and list(mine.state_dict()) == []

@@ -448,7 +448,8 @@ def test_a_half_model_state_dict_round_trips(tmp_path):
 # ------------------------------------------------------------------ torch.load's arguments
 @pytest.mark.parametrize("map_location", [
     None, "cpu", "cpu:0", minitorch.device("cpu"), {"cuda:0": "cpu"}, {"cpu": "cpu"},
-    lambda storage, location: storage], ids=repr)
+    lambda storage, location: storage],
+    ids=lambda value: "a function" if callable(value) else repr(value))
 def test_load_accepts_cpu_map_locations(tmp_path, map_location):
     minitorch.save({"w": minitorch.ones(2), "n": 3}, tmp_path / "c")
     loaded = minitorch.load(tmp_path / "c", map_location=map_location, weights_only=True)

@@ -300,7 +300,7 @@ def test_test_size_zero_holds_nothing_out_and_bad_sizes_are_refused():
     (gzip.compress(b"1,2,3\n4,5,6\n"), "64 pixels and a label"),
     (gzip.compress(("0," * 64 + "12\n").encode()), "labels in 0..9"),
     (gzip.compress(("17," * 64 + "1\n").encode()), "pixels must be in 0..16"),
-])
+], ids=["not-gzip", "short-rows", "bad-label", "bad-pixel"])
 def test_a_damaged_digits_file_is_a_value_error_naming_it(tmp_path, content, message):
     path = tmp_path / "digits.csv.gz"
     path.write_bytes(content)
