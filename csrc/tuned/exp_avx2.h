@@ -1,6 +1,6 @@
 /* tuned/exp_avx2.h — the AVX2+FMA vector exps, exp(x) for 8 floats or 4 doubles: fast_exp.h's
- * algorithm and constants in intrinsics, inlined into the AVX2 loops of fast_exp.c and
- * row_pipeline_avx2.c.
+ * algorithm and constants in intrinsics, inlined into the AVX2 loops of fast_exp.c,
+ * row_pipeline_avx2.c and softmax_short_rows_avx2.c; and the lane sum and max those rows end on.
  */
 #ifndef MT_EXP_AVX2_H
 #define MT_EXP_AVX2_H
@@ -52,6 +52,28 @@ __attribute__((target("avx2,fma"))) static inline __m256d exp4_avx2(__m256d x) {
 #undef C
     __m256d s = _mm256_castsi256_pd(_mm256_slli_epi64(_mm256_castpd_si256(shifted), 52));
     return _mm256_fmadd_pd(_mm256_mul_pd(r, s), p, s);
+}
+
+/* The sum of a vector's lanes in double, and their max, as trees in registers: a short row
+ * (an attention head's 32 keys) waits on these chains once per row. */
+__attribute__((target("avx2,fma"))) MT_INLINE static double lanes_total_avx2_f32(__m256 v) {
+    const __m256d wide = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
+                                       _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
+    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(wide), _mm256_extractf128_pd(wide, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+__attribute__((target("avx2,fma"))) MT_INLINE static double lanes_total_avx2_f64(__m256d v) {
+    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
+}
+__attribute__((target("avx2,fma"))) MT_INLINE static float lanes_max_avx2_f32(__m256 v) {
+    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
+    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
+}
+__attribute__((target("avx2,fma"))) MT_INLINE static double lanes_max_avx2_f64(__m256d v) {
+    const __m128d m = _mm_max_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
+    return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
 }
 
 #endif /* MT_X86 */

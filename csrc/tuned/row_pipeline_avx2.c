@@ -16,28 +16,6 @@
 #ifdef MT_X86
 #include "exp_avx2.h"
 
-/* The sum of a vector's lanes in double, and their max, as trees in registers: a short row
- * (an attention head's 32 keys) waits on these chains once per row. */
-__attribute__((target("avx2,fma"))) MT_INLINE static double rp_total_f32(__m256 v) {
-    const __m256d wide = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
-                                       _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(wide), _mm256_extractf128_pd(wide, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
-__attribute__((target("avx2,fma"))) MT_INLINE static double rp_total_f64(__m256d v) {
-    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
-__attribute__((target("avx2,fma"))) MT_INLINE static float rp_max_f32(__m256 v) {
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-}
-__attribute__((target("avx2,fma"))) MT_INLINE static double rp_max_f64(__m256d v) {
-    const __m128d m = _mm_max_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
-}
-
 #define RP_T float
 #define RP_SFX f32
 #define RP_LANES 8
@@ -106,9 +84,9 @@ __attribute__((target("avx2,fma"))) MT_INLINE static double RP(exp_sum_pipelined
         /* max(v, m) is m where v is NaN: NaN skipped, as row_max */
         if (has_next) m = RP_(max)(RP_(loadu)(next + j), m);
     }
-    double total = MT_CAT(rp_total, RP_SFX)(acc);
+    double total = MT_CAT(lanes_total_avx2, RP_SFX)(acc);
     /* (no lane is NaN: the loop's max skips them) */
-    RP_T tail_max = has_next ? MT_CAT(rp_max, RP_SFX)(m) : 0;
+    RP_T tail_max = has_next ? MT_CAT(lanes_max_avx2, RP_SFX)(m) : 0;
     for (; j < n; ++j) {
         const RP_T e = RP_SCALAR_EXP(scale_is_one ? x[j] - shift : x[j] * scale - shift);
         if (finish == 1) py[j] *= f;

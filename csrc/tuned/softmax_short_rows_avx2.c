@@ -56,29 +56,6 @@
 #define SR(name) MT_CAT(MT_CAT(name, avx2), SR_SFX)
 #define SR_MAX_VECTORS 4
 
-/* sum of a vector's lanes in double, max of its lanes: trees in registers */
-__attribute__((target("avx2,fma"))) MT_INLINE static double SR(total)(SR_VEC v) {
-#if SR_LANES == 8
-    const __m256d wide = _mm256_add_pd(_mm256_cvtps_pd(_mm256_castps256_ps128(v)),
-                                       _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1)));
-#else
-    const __m256d wide = v;
-#endif
-    const __m128d s = _mm_add_pd(_mm256_castpd256_pd128(wide), _mm256_extractf128_pd(wide, 1));
-    return _mm_cvtsd_f64(_mm_add_sd(s, _mm_unpackhi_pd(s, s)));
-}
-
-__attribute__((target("avx2,fma"))) MT_INLINE static SR_T SR(lanes_max)(SR_VEC v) {
-#if SR_LANES == 8
-    __m128 m = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
-    m = _mm_max_ps(m, _mm_movehl_ps(m, m));
-    return _mm_cvtss_f32(_mm_max_ss(m, _mm_movehdup_ps(m)));
-#else
-    const __m128d m = _mm_max_pd(_mm256_castpd256_pd128(v), _mm256_extractf128_pd(v, 1));
-    return _mm_cvtsd_f64(_mm_max_sd(m, _mm_unpackhi_pd(m, m)));
-#endif
-}
-
 /* Row r (`vectors` vectors, a constant after inlining; `live` columns take part): 0, with
  * nothing stored, where its max is -inf (every column excluded, or a NaN the general path
  * finds); else 1. The max skips NaN (max(v, m) is m where v is NaN), as row_max. */
@@ -99,7 +76,7 @@ __attribute__((target("avx2,fma"))) MT_INLINE static int SR(softmax_short_row)(
         }
         m = SR_(max)(v[i], m);
     }
-    const SR_T row_max = SR(lanes_max)(m);
+    const SR_T row_max = MT_CAT(lanes_max_avx2, SR_SFX)(m);
     if (row_max == -(SR_T)INFINITY) return 0;
     const SR_VEC shift = SR_(set1)(row_max * scale);
     SR_VEC sum = SR_(setzero)();
@@ -107,7 +84,7 @@ __attribute__((target("avx2,fma"))) MT_INLINE static int SR(softmax_short_row)(
         v[i] = SR_EXP(scale_is_one ? SR_(sub)(v[i], shift) : SR_(fmsub)(v[i], vs, shift));
         sum = SR_(add)(sum, v[i]);
     }
-    const SR_VEC factor = SR_(set1)((SR_T)(1.0 / SR(total)(sum)));
+    const SR_VEC factor = SR_(set1)((SR_T)(1.0 / MT_CAT(lanes_total_avx2, SR_SFX)(sum)));
     for (int i = 0; i < vectors; ++i) {
         const int64_t first = i * SR_LANES;
         if (n - first >= SR_LANES) SR_(storeu)(y + first, SR_(mul)(v[i], factor));
