@@ -16,8 +16,12 @@ Prints µs per op for each library and the ratio minitorch ÷ PyTorch (> 1: mini
 issue 19 asks for at most 2 with the graph) and minitorch ÷ numpy, at 1 and 2 threads. Each
 library runs the same program (minitorch copies PyTorch's API); the times are each library's
 best call, measured in interleaved rounds (bench_kernels.best_times), so that load from other
-processes hits every column alike. PyTorch's columns are empty ("-") where ``import torch``
-fails. The table also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report.
+processes hits every column alike. A shared machine's speed also drifts within a round (on the
+2-core VM the same minitorch chain measured 10 µs per op one minute and 17 the next), so a
+second ratio, ``paired``, is the median over call pairs run back to back, minitorch's call then
+PyTorch's, of their ratio: both libraries timed at the same moment. PyTorch's columns are
+empty ("-") where ``import torch`` fails. The table also goes to docs/benchmarks.md
+(benchmarks/report.py) unless --no-report.
 
 Run from the repository root:
     PYTHONPATH=. python benchmarks/bench_overhead.py            # 3 rounds: ~1 minute
@@ -38,10 +42,11 @@ SHAPES = [(4, 4), (32, 32, 128)]
 OPS = ["mul", "add"]
 MODES = ["no-grad", "graph", "fwd+bwd"]
 COLUMNS = ["threads", "shape", "op", "mode", "minitorch µs/op", "numpy µs/op", "PyTorch µs/op",
-           "mt/PyTorch", "mt/numpy"]
+           "mt/PyTorch", "paired", "mt/numpy"]
 NOTE = (f"µs per op of a chain of {CHAIN} elementwise ops on float32 (z = z * y or z = z + y); "
         "mt/PyTorch = minitorch's time ÷ PyTorch's (> 1: minitorch slower), mt/numpy likewise "
-        "(no-grad forward only); graph: forward with the graph kept; fwd+bwd: forward and "
+        "(no-grad forward only); paired: the median of minitorch's time ÷ PyTorch's over call "
+        "pairs run back to back; graph: forward with the graph kept; fwd+bwd: forward and "
         "z.backward(g)")
 
 
@@ -100,6 +105,20 @@ def numpy_chain(op, data, length=CHAIN):
     return call
 
 
+def paired_ratio(first, second, budget):
+    """Median of first's time ÷ second's over pairs of calls run back to back, for ``budget``
+    seconds (at least 11 pairs)."""
+    first(), second()
+    ratios, end = [], time.perf_counter() + budget
+    while len(ratios) < 11 or time.perf_counter() < end:
+        t0 = time.perf_counter()
+        first()
+        t1 = time.perf_counter()
+        second()
+        ratios.append((t1 - t0) / (time.perf_counter() - t1))
+    return float(np.median(ratios))
+
+
 def _fmt(seconds):
     return bk.fmt(None if seconds is None else seconds / CHAIN * 1e6, 8, 2)
 
@@ -118,9 +137,11 @@ def bench(threads_list, rounds, budget):
                              numpy_chain(op, data) if mode == "no-grad" else None,
                              chain(bk.torch, op, mode, data) if bk.torch is not None else None]
                     t_mt, t_np, t_th = bk.best_times(calls, budget, rounds)
+                    paired = None if calls[2] is None else paired_ratio(calls[0], calls[2],
+                                                                        budget)
                     row = [str(threads), "x".join(map(str, shape)), op, mode, _fmt(t_mt),
                            _fmt(t_np), _fmt(t_th), bk.fmt(bk.ratio(t_mt, t_th), 6, 2),
-                           bk.fmt(bk.ratio(t_mt, t_np), 6, 2)]
+                           bk.fmt(paired, 6, 2), bk.fmt(bk.ratio(t_mt, t_np), 6, 2)]
                     print(f"{row[0]:>3} {row[1]:12} {row[2]:4} {row[3]:8} "
                           + " ".join(f"{c:>13}" for c in row[4:]), flush=True)
                     rows.append(row)

@@ -241,6 +241,17 @@ def test_overhead_chains_compute_the_same_thing(op):
                                        atol=1e-5, err_msg=f"{lib.__name__} fwd+bwd")
 
 
+def test_the_paired_ratio_is_the_median_of_each_pairs_ratio(monkeypatch):
+    """On a fake clock that each call advances: first 3 then 1 units, except one slow pair."""
+    clock = [0.0]
+    durations = iter([3, 1] * 5 + [30, 1] + [3, 1] * 100)
+
+    def call():
+        clock[0] += next(durations)
+    monkeypatch.setattr(bench_overhead.time, "perf_counter", lambda: clock[0])
+    assert bench_overhead.paired_ratio(call, call, budget=0) == 3.0
+
+
 @pytest.mark.parametrize("dropout", [0.0, 0.25])
 def test_the_attention_cases_compute_one_thing(dropout):
     """The fused, unfused and numpy runs give one output and gradients (the dropout factors
