@@ -23,9 +23,10 @@
  *   abs       (its forward is numpy's)                 dx = dy * sign(x), 0 at 0 and NaN
  *
  * (PyTorch's formulas, with its names: F.relu, torch.sigmoid, F.silu, F.gelu and its
- * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, torch.log, F.softplus, torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its
- * scalars to the tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n contiguous elements; an output may be the input
- * it is computed from (in place). The reference bodies below evaluate each formula in double
+ * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, torch.log, F.softplus,
+ * torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its scalars to the
+ * tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n
+ * contiguous elements; an output may be the input it is computed from (in place). The reference bodies below evaluate each formula in double
  * with libm; the tuned ones (tuned/pointwise_tuned.c) vectorize them. This file is its own
  * body, compiled once per element type T (each_dtype.h).
  */
