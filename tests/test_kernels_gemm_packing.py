@@ -106,3 +106,25 @@ def test_transposed_b_narrower_than_a_sliver_equals_contiguous(dtype, threads, i
             C.gemm(q[0], kt[0], alpha=0.75, beta=0.5, out=out)
             C.gemm(q[0], np.ascontiguousarray(kt[0]), alpha=0.75, beta=0.5, out=expected)
             np.testing.assert_array_equal(out, expected, err_msg=f"keys {keys}, beta 0.5")
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_product_with_b_rows_kibs_apart_equals_contiguous(dtype, threads, isa):
+    """A head of attention read in place from a fused projection: B's rows 1536 elements apart
+    (6 or 12 KiB, a few L1 sets), which the small-product path packs rather than reading in
+    place; the values are those of the contiguous B, with C overwritten and with C read."""
+    rng = np.random.default_rng(10)
+    for m, n, k in [(64, 64, 64), (13, 40, 64), (64, 16, 24), (7, 5, 96)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        b = rng.standard_normal((k, 1536)).astype(dtype)[:, 512:512 + n]
+        with c_threads(threads, isa):
+            np.testing.assert_array_equal(C.matmul(a, b), C.matmul(a, np.ascontiguousarray(b)),
+                                          err_msg=f"{m}x{n}x{k}")
+            c0 = rng.standard_normal((m, n)).astype(dtype)
+            out, expected = c0.copy(), c0.copy()
+            C.gemm(a, b, alpha=0.75, beta=0.5, out=out)
+            C.gemm(a, np.ascontiguousarray(b), alpha=0.75, beta=0.5, out=expected)
+            np.testing.assert_array_equal(out, expected, err_msg=f"{m}x{n}x{k}, beta 0.5")

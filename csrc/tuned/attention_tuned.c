@@ -29,6 +29,15 @@
 
 #define MT_HEAD(ptr, st, b, h) ((ptr) + ((b) / (h)) * (st)[0] + ((b) % (h)) * (st)[1])
 
+/* Ask for a head's rows x cols operand (rows ld apart) in L2, a head ahead of its products: read
+ * in place from a projection, its rows are KiBs apart, which the hardware prefetchers do not
+ * follow, and each line missed would stall the micro-kernel that reads it. */
+static void V(prefetch_head)(const T *x, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
+            __builtin_prefetch(x + r * ld + j, 0, 2);
+}
+
 /* c = op(a) op(b) (m x n, inner dim k) on this thread; an empty sum is 0, as in mt_gemm. */
 static void V(product)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                        const T *a, int64_t lda, const T *b, int64_t ldb, T *c, int64_t ldc,
@@ -83,6 +92,11 @@ int V(tuned_attention_forward)(const T *q, const T *k, const T *v, T *out, T *we
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < n * h; ++b) {
             if (!scratch) continue;
+            if (b + 1 < n * h) {
+                V(prefetch_head)(MT_HEAD(q, qs, b + 1, h), l, d, qs[2]);
+                V(prefetch_head)(MT_HEAD(k, ks, b + 1, h), s, d, ks[2]);
+                V(prefetch_head)(MT_HEAD(v, vs, b + 1, h), s, dv, vs[2]);
+            }
             T *w = weights + b * l * s;
             V(product)(isa, 0, 1, l, s, d, MT_HEAD(q, qs, b, h), qs[2], MT_HEAD(k, ks, b, h),
                        ks[2], w, s, scratch);
@@ -123,6 +137,12 @@ int V(tuned_attention_backward)(const T *q, const T *k, const T *v, const T *wei
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < n * h; ++b) {
             if (!scratch) continue;
+            if (b + 1 < n * h) {
+                V(prefetch_head)(MT_HEAD(q, qs, b + 1, h), l, d, qs[2]);
+                V(prefetch_head)(MT_HEAD(k, ks, b + 1, h), s, d, ks[2]);
+                V(prefetch_head)(MT_HEAD(v, vs, b + 1, h), s, dv, vs[2]);
+                V(prefetch_head)(MT_HEAD(dout, gs, b + 1, h), l, dv, gs[2]);
+            }
             const T *qh = MT_HEAD(q, qs, b, h), *kh = MT_HEAD(k, ks, b, h);
             const T *vh = MT_HEAD(v, vs, b, h), *g = MT_HEAD(dout, gs, b, h);
             const T *w = weights + b * l * s, *kp = keep ? keep + b * l * s : NULL;

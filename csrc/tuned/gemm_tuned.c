@@ -268,10 +268,21 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
  * the tile kernel multiplies (e.g. the 32x32x32 per-head attention products), so the strided kernel
  * reads A where it lies and B rows in place when they are contiguous. Only the pieces the kernel
  * cannot read directly are packed, zero-padded: B slivers of a transposed B or past the last full
- * sliver, and the last partial A row tile. */
+ * sliver, or of a B whose rows would crowd L1 (rows_crowd_l1), and the last partial A row tile. */
 static int F(is_small)(const PROBLEM *pr) {
     const int64_t l1_elems = 32 * 1024 / (int64_t)sizeof(T);
     return pr->k <= pr->plan.kc && pr->m * pr->k + pr->k * pr->n <= l1_elems;
+}
+
+/* Whether `rows` rows `stride` elements apart crowd into a few of the 64 sets of a 32 KiB,
+ * 8-way L1 (64-byte lines): more than half the ways of each set they use. A head of attention
+ * read in place from a (batch, length, 3 x heads x 64) projection has rows 6 KiB apart, all in
+ * 2 sets, so a kernel walking down its columns would miss L1 at every step. */
+static int F(rows_crowd_l1)(int64_t stride, int64_t rows) {
+    const int64_t bytes = stride * (int64_t)sizeof(T);
+    uint64_t sets = 0;
+    for (int64_t p = 0; p < rows && p < 64; ++p) sets |= (uint64_t)1 << (p * bytes / 64 % 64);
+    return rows > 4 * __builtin_popcountll(sets);
 }
 
 static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
@@ -285,6 +296,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
      * the full tile of the last MR rows: the rows it repeats get the same values again (each
      * row's sums run alone, in the same order), and the tail needs no packing and no copy. */
     const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
+    const int pack_b = pr->trans_b || F(rows_crowd_l1)(pr->ldb, k);
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
         F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack);
@@ -292,7 +304,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
         int64_t cols = n - j < nr ? n - j : nr;
         const T *bs = b + j;
         int64_t ldb = pr->ldb;
-        if (pr->trans_b || cols < nr) {
+        if (pack_b || cols < nr) {
             F(pack_b_sliver)(pr, b, 0, k, j, cols, 0, bpack);
             bs = bpack;
             ldb = nr;
