@@ -15,10 +15,16 @@ release or after a kernel change). A test's own ``@settings`` may still set othe
 """
 import os
 
-import pytest
-from hypothesis import HealthCheck, settings
+# README's command runs the suite on pytest-xdist workers, one per core: one OpenMP thread each
+# (unless the environment says otherwise), so that they share the cores instead of fighting over
+# them; tests that want more threads ask for them. Set before minitorch loads its kernels.
+if os.environ.get("PYTEST_XDIST_WORKER"):
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
-import minitorch
+import pytest  # noqa: E402
+from hypothesis import HealthCheck, settings  # noqa: E402
+
+import minitorch  # noqa: E402
 
 _COMMON = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("quick", max_examples=12, derandomize=True, **_COMMON)
