@@ -26,9 +26,10 @@
  * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, torch.log, F.softplus,
  * torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its scalars to the
  * tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n
- * contiguous elements; an output may be the input it is computed from (in place). The reference bodies below evaluate each formula in double
- * with libm; the tuned ones (tuned/pointwise_tuned.c) vectorize them. This file is its own
- * body, compiled once per element type T (each_dtype.h).
+ * contiguous elements; an output may be the input it is computed from (in place). The
+ * reference bodies below evaluate each formula in double with libm; the tuned ones
+ * (tuned/pointwise_tuned.c) vectorize them. This file is its own body, compiled once per
+ * element type T (each_dtype.h).
  */
 #ifndef T
 #define MT_BODY "pointwise.c"

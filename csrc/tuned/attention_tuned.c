@@ -29,9 +29,9 @@
 
 #define MT_HEAD(ptr, st, b, h) ((ptr) + ((b) / (h)) * (st)[0] + ((b) % (h)) * (st)[1])
 
-/* Ask for a head's rows x cols operand (rows ld apart) in L2, a head ahead of its products: read
- * in place from a projection, its rows are KiBs apart, which the hardware prefetchers do not
- * follow, and each line missed would stall the micro-kernel that reads it. */
+/* Ask for a head's rows x cols operand (rows ld apart) in L2, a head ahead of its products:
+ * read in place from a projection, its rows are KiBs apart, and each line the micro-kernel
+ * misses stalls it (with gemm_small's packing of such rows, the heads ran faster: 8f0a06b). */
 static void V(prefetch_head)(const T *x, int64_t rows, int64_t cols, int64_t ld) {
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
