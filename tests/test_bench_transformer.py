@@ -1,7 +1,9 @@
 """The training-step benchmarks measure what they say: bench_transformer.py's GEMM floor counts
-the FLOPs of the products a step makes, and profile_step.py files each shared object under its
-group. (Timings are never asserted.)"""
+the FLOPs of the products a step makes, profile_step.py files each shared object under its
+group, and compare_builds.py runs each step on one build's kernels, in turn. (Timings are never
+asserted.)"""
 import pathlib
+import shutil
 import sys
 
 import pytest
@@ -11,6 +13,7 @@ import minitorch
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "benchmarks"))
 bench_transformer = pytest.importorskip("bench_transformer")
 profile_step = pytest.importorskip("profile_step")
+compare_builds = pytest.importorskip("compare_builds")
 
 pytestmark = pytest.mark.skipif("c" not in minitorch.backends.available,
                                 reason="the C extension is not built")
@@ -69,3 +72,34 @@ def test_rounds_keep_the_fastest_step_and_the_fastest_replays():
     ("libfoo.so", "other")])
 def test_profile_groups_shared_objects(dso, group):
     assert profile_step.category(dso) == group
+
+
+def test_compared_builds_take_turns_and_leave_the_values_alone(tmp_path):
+    """Two builds (here a copy of this one's extension, loaded a second time): every step runs on
+    one build's GEMM and attention kernels, both builds' run, and the losses are those of the
+    same steps on the extension alone."""
+    from minitorch.backends import c_backend
+    tiny = dict(bench_transformer.SIZES["small"], layers=1, batch=4, src_len=6, tgt_len=5,
+                vocab=50)
+    _, plain = bench_transformer.training_step("minitorch", tiny, 1)
+    want = [plain() for _ in range(4)]
+    copy = tmp_path / "_C.abi3.so"
+    shutil.copy(minitorch._C.__file__, copy)
+    builds = [compare_builds.Timed(c_backend.lib),
+              compare_builds.Timed(compare_builds.load_build(str(copy), 1,
+                                                             c_backend.lib.mt_get_isa()))]
+    _, step = bench_transformer.training_step("minitorch", tiny, 1)
+    losses = []
+    saved_gemm, saved = dict(c_backend._GEMM_KERNELS), dict(c_backend._KERNELS)
+    try:
+        times = compare_builds.paired_rounds(lambda: losses.append(step()), builds, c_backend,
+                                             rounds=2)
+    finally:
+        c_backend._GEMM_KERNELS.clear()
+        c_backend._GEMM_KERNELS.update(saved_gemm)
+        c_backend._KERNELS.clear()
+        c_backend._KERNELS.update(saved)
+    assert losses == want
+    assert all(build.calls > 0 for build in builds)
+    assert [len(t["step"]) for t in times] == [2, 2]
+    assert all(seconds > 0 for t in times for seconds in t["gemm"] + t["attention"])
