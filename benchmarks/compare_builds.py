@@ -100,13 +100,17 @@ def main():
         parser.error(f"{args.other}: no such file")
     if args.threads < 1 or args.rounds < 1 or args.warmup < 0:
         parser.error("--threads and --rounds must be >= 1, --warmup >= 0")
+    sys.path.append(bench_transformer.ROOT)  # this checkout's minitorch, installed or not
     import minitorch
     from minitorch.backends import c_backend
     if "c" not in minitorch.backends.available:
         sys.exit("the C extension is not built: nothing to compare")
     minitorch.set_num_threads(args.threads)
-    other = load_build(args.other, args.threads, c_backend.lib.mt_get_isa())
-    builds = [Timed(c_backend.lib), Timed(other)]
+    try:
+        other = Timed(load_build(args.other, args.threads, c_backend.lib.mt_get_isa()))
+    except (ImportError, OSError, AttributeError, RuntimeError) as error:
+        sys.exit(f"{args.other}: not a build of this extension's kernels ({error})")
+    builds = [Timed(c_backend.lib), other]
     _, step = bench_transformer.training_step("minitorch", args.size, args.threads)
     for _ in range(args.warmup):
         step()
