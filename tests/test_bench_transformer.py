@@ -81,17 +81,18 @@ def test_compared_builds_take_turns_and_leave_the_values_alone(tmp_path):
     from minitorch.backends import c_backend
     tiny = dict(bench_transformer.SIZES["small"], layers=1, batch=4, src_len=6, tgt_len=5,
                 vocab=50)
-    _, plain = bench_transformer.training_step("minitorch", tiny, 1)
-    want = [plain() for _ in range(4)]
     copy = tmp_path / "_C.abi3.so"
     shutil.copy(minitorch._C.__file__, copy)
-    builds = [compare_builds.Timed(c_backend.lib),
-              compare_builds.Timed(compare_builds.load_build(str(copy), 1,
-                                                             c_backend.lib.mt_get_isa()))]
-    _, step = bench_transformer.training_step("minitorch", tiny, 1)
     losses = []
+    threads = minitorch.get_num_threads()  # training_step sets 1: put it back after
     saved_gemm, saved = dict(c_backend._GEMM_KERNELS), dict(c_backend._KERNELS)
     try:
+        _, plain = bench_transformer.training_step("minitorch", tiny, 1)
+        want = [plain() for _ in range(4)]
+        builds = [compare_builds.Timed(c_backend.lib),
+                  compare_builds.Timed(compare_builds.load_build(str(copy), 1,
+                                                                 c_backend.lib.mt_get_isa()))]
+        _, step = bench_transformer.training_step("minitorch", tiny, 1)
         times = compare_builds.paired_rounds(lambda: losses.append(step()), builds, c_backend,
                                              rounds=2)
     finally:
@@ -99,6 +100,7 @@ def test_compared_builds_take_turns_and_leave_the_values_alone(tmp_path):
         c_backend._GEMM_KERNELS.update(saved_gemm)
         c_backend._KERNELS.clear()
         c_backend._KERNELS.update(saved)
+        minitorch.set_num_threads(threads)
     assert losses == want
     assert all(build.calls > 0 for build in builds)
     assert [len(t["step"]) for t in times] == [2, 2]
