@@ -4,20 +4,21 @@ A kernel change worth a few percent of a step cannot be seen by timing one build
 on a shared VM the speed of one process differs from the next by 10-40%. Here this checkout's
 extension and another build of it (a copy of its minitorch/_C.abi3.so made before rebuilding)
 are loaded into one process; bench_transformer.py's step runs with this checkout's Python layer
-and takes the GEMM and fused-attention kernels from each build in turn, step after step (the
-order reversed every round). The time inside those kernels and the whole step are summed per
-step, and the script prints the median over the rounds of each step's ratio: other build ÷ this
-one. Two copies of one build read 0.98-1.02 here (a paired median), where two processes of one
+and takes every kernel from each build in turn, step after step (the order reversed every round).
+The time inside the GEMM calls, inside the fused attention, inside the other kernels (by name with
+--kernels) and the whole step are summed per step, and the script prints the median over the
+rounds of each step's ratio: other build ÷ this one. Two copies of one build read 0.98-1.02 here (a paired median), where two processes of one
 build differ by 10% and more.
 
     python benchmarks/compare_builds.py OTHER_SO [--size small|big] [--threads 1]
-        [--rounds 16] [--warmup 2]
+        [--rounds 16] [--warmup 2] [--kernels bias_relu_backward,sum_cols]
 
-OTHER_SO must export the GEMM and attention entry points of this checkout's minitorch.h with the
-same arguments (a build of a kernel change, not of a change to the C API). Nothing is written to
+OTHER_SO must export the entry points of this checkout's minitorch.h with the same arguments (a
+build of a kernel change, not of a change to the C API). Nothing is written to
 docs/benchmarks.md: this is a tool for deciding whether a kernel change is worth keeping.
 """
 import argparse
+import contextlib
 import importlib.util
 import os
 import sys
@@ -27,9 +28,11 @@ import numpy as np
 
 import bench_transformer
 
-# The kernels each build supplies, by their c_backend lookup: GEMM by dtype, the fused attention
-# by (name, dtype).
-ATTENTION = ("attention_forward", "attention_backward")
+# What the step's time inside the kernels is split into, by the kernel's name (mt_<name>_<dtype>)
+GROUPS = {"gemm": ("gemm",), "attention": ("attention_forward", "attention_backward",
+                                            "attention_step_forward")}
+# Entry points that set or report the runtime's state: not kernels, not timed
+CONTROL = ("mt_get_", "mt_set_", "mt_has_", "mt_max_threads", "mt_best_isa")
 DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
@@ -45,38 +48,81 @@ def load_build(path, threads, isa):
     return module.lib
 
 
+def kernel_name(entry_point):
+    """``mt_bias_relu_backward_f32`` -> ``bias_relu_backward``."""
+    name = entry_point[3:]
+    return name[:-4] if name.endswith(("_f32", "_f64")) else name
+
+
 class Timed:
-    """The kernels of one build, each call timed into ``seconds[kind]`` ("gemm", "attention")."""
+    """The kernels of one build, each call timed into ``seconds``: "gemm", "attention", each
+    name in ``kernels``, and "other kernels" for the rest."""
 
-    def __init__(self, lib):
-        self.seconds = {"gemm": 0.0, "attention": 0.0}
+    def __init__(self, lib, kernels=()):
+        self.lib = lib
+        self.groups = dict(GROUPS, **{name: (name,) for name in kernels})
+        self.seconds = dict.fromkeys(list(self.groups) + ["other kernels"], 0.0)
         self.calls = 0
-        self.gemm = {dtype: self._timed(getattr(lib, f"mt_gemm_{sfx}"), "gemm")
-                     for dtype, sfx in DTYPES.items()}
-        self.attention = {(name, dtype): self._timed(getattr(lib, f"mt_{name}_{sfx}"),
-                                                     "attention")
-                          for name in ATTENTION for dtype, sfx in DTYPES.items()}
+        self.wrapped = {}
+        self.cache = {}  # c_backend._KERNELS while this build is installed
+        self.gemm = {dtype: self.entry(f"mt_gemm_{sfx}") for dtype, sfx in DTYPES.items()}
+        self.step_kernels = {dtype: self.entry(f"mt_attention_step_forward_{sfx}")
+                             for dtype, sfx in DTYPES.items()}
 
-    def _timed(self, kernel, kind):
+    def group(self, entry_point):
+        name = kernel_name(entry_point)
+        return next((group for group, names in self.groups.items() if name in names),
+                    "other kernels")
+
+    def entry(self, entry_point):
+        """This build's ``entry_point``, timed unless it only reads or sets the runtime's state."""
+        if entry_point not in self.wrapped:
+            function = getattr(self.lib, entry_point)
+            if entry_point.startswith(CONTROL) or not callable(function):
+                self.wrapped[entry_point] = function
+            else:
+                self.wrapped[entry_point] = self._timed(function, self.group(entry_point))
+        return self.wrapped[entry_point]
+
+    def __getattr__(self, entry_point):  # c_backend.lib.mt_...: this build's, timed
+        if entry_point.startswith("mt_"):
+            return self.entry(entry_point)
+        raise AttributeError(entry_point)
+
+    def _timed(self, kernel, group):
         def call(*args):
             start = time.perf_counter()
             status = kernel(*args)
-            self.seconds[kind] += time.perf_counter() - start
+            self.seconds[group] += time.perf_counter() - start
             self.calls += 1
             return status
         return call
 
     def install(self, c_backend):
-        """Make ``c_backend`` call this build's kernels; zero the step's sums."""
-        c_backend._GEMM_KERNELS.update(self.gemm)
-        c_backend._KERNELS.update(self.attention)
+        """Make ``c_backend`` call this build's kernels (all of them: its ``lib`` and the lookup
+        caches that hold kernels); zero the step's sums."""
+        c_backend.lib = self
+        c_backend._KERNELS = self.cache
+        c_backend._GEMM_KERNELS = self.gemm
+        c_backend._STEP_KERNELS = self.step_kernels
         self.seconds = dict.fromkeys(self.seconds, 0.0)
 
 
+@contextlib.contextmanager
+def kernels_restored(c_backend):
+    """Within: builds may be installed; after: ``c_backend`` calls its own kernels again."""
+    saved = c_backend.lib, c_backend._KERNELS, c_backend._GEMM_KERNELS, c_backend._STEP_KERNELS
+    try:
+        yield
+    finally:
+        (c_backend.lib, c_backend._KERNELS, c_backend._GEMM_KERNELS,
+         c_backend._STEP_KERNELS) = saved
+
+
 def paired_rounds(step, builds, c_backend, rounds):
-    """{build index: {"gemm", "attention", "step": [seconds per round]}}: each round runs one step
-    with each build's kernels, in turn (the order reversed every other round)."""
-    times = [{"gemm": [], "attention": [], "step": []} for _ in builds]
+    """{build index: {each group of kernels and "step": [seconds per round]}}: each round runs
+    one step with each build's kernels, in turn (the order reversed every other round)."""
+    times = [{kind: [] for kind in list(build.seconds) + ["step"]} for build in builds]
     for r in range(rounds):
         for i in (range(len(builds)) if r % 2 == 0 else reversed(range(len(builds)))):
             builds[i].install(c_backend)
@@ -95,7 +141,10 @@ def main():
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--rounds", type=int, default=16)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--kernels", default="",
+                        help="comma-separated kernel names (as in mt_<name>_f32) to time apart")
     args = parser.parse_args()
+    kernels = [name for name in args.kernels.split(",") if name]
     if not os.path.isfile(args.other):
         parser.error(f"{args.other}: no such file")
     if args.threads < 1 or args.rounds < 1 or args.warmup < 0:
@@ -105,24 +154,29 @@ def main():
     from minitorch.backends import c_backend
     if "c" not in minitorch.backends.available:
         sys.exit("the C extension is not built: nothing to compare")
+    unknown = [name for name in kernels if not hasattr(c_backend.lib, f"mt_{name}_f32")]
+    if unknown:
+        parser.error(f"--kernels: no such kernel: {', '.join(unknown)}")
     minitorch.set_num_threads(args.threads)
     try:
-        other = Timed(load_build(args.other, args.threads, c_backend.lib.mt_get_isa()))
+        other = Timed(load_build(args.other, args.threads, c_backend.lib.mt_get_isa()), kernels)
     except (ImportError, OSError, AttributeError, RuntimeError) as error:
         sys.exit(f"{args.other}: not a build of this extension's kernels ({error})")
-    builds = [Timed(c_backend.lib), other]
+    builds = [Timed(c_backend.lib, kernels), other]
     _, step = bench_transformer.training_step("minitorch", args.size, args.threads)
     for _ in range(args.warmup):
         step()
-    times = paired_rounds(step, builds, c_backend, args.rounds)
+    with kernels_restored(c_backend):
+        times = paired_rounds(step, builds, c_backend, args.rounds)
     print(f"{args.size} step, {args.threads} thread(s), {args.rounds} rounds; this: "
           f"{os.path.dirname(minitorch.__file__)}, other: {args.other}")
-    print(f"{'':10} {'this ms':>9} {'other ms':>9} {'other/this':>11}  (medians; the ratio is "
-          f"the median of each round's)")
-    for kind in ("gemm", "attention", "step"):
+    width = max(map(len, times[0]))
+    print(f"{'':{width}} {'this ms':>9} {'other ms':>9} {'other/this':>11}  (medians; the ratio "
+          f"is the median of each round's)")
+    for kind in times[0]:
         this, that = np.array(times[0][kind]), np.array(times[1][kind])
         ratio = np.median(that / this) if this.all() else float("nan")
-        print(f"{kind:10} {1000 * np.median(this):9.1f} {1000 * np.median(that):9.1f} "
+        print(f"{kind:{width}} {1000 * np.median(this):9.1f} {1000 * np.median(that):9.1f} "
               f"{ratio:11.3f}")
 
 

@@ -1,6 +1,6 @@
 """The training-step benchmarks measure what they say: bench_transformer.py's GEMM floor counts
 the FLOPs of the products a step makes, profile_step.py files each shared object under its
-group, and compare_builds.py runs each step on one build's kernels, in turn. (Timings are never
+group, and compare_builds.py runs each step on one build's kernels (all of them), in turn. (Timings are never
 asserted.)"""
 import pathlib
 import shutil
@@ -76,8 +76,8 @@ def test_profile_groups_shared_objects(dso, group):
 
 def test_compared_builds_take_turns_and_leave_the_values_alone(tmp_path):
     """Two builds (here a copy of this one's extension, loaded a second time): every step runs on
-    one build's GEMM and attention kernels, both builds' run, and the losses are those of the
-    same steps on the extension alone."""
+    one build's kernels, both builds' run, each group of kernels is timed, the losses are those
+    of the same steps on the extension alone, and c_backend has its own kernels back after."""
     from minitorch.backends import c_backend
     tiny = dict(bench_transformer.SIZES["small"], layers=1, batch=4, src_len=6, tgt_len=5,
                 vocab=50)
@@ -85,23 +85,31 @@ def test_compared_builds_take_turns_and_leave_the_values_alone(tmp_path):
     shutil.copy(minitorch._C.__file__, copy)
     losses = []
     threads = minitorch.get_num_threads()  # training_step sets 1: put it back after
-    saved_gemm, saved = dict(c_backend._GEMM_KERNELS), dict(c_backend._KERNELS)
+    own = c_backend.lib, c_backend._GEMM_KERNELS
     try:
         _, plain = bench_transformer.training_step("minitorch", tiny, 1)
         want = [plain() for _ in range(4)]
-        builds = [compare_builds.Timed(c_backend.lib),
-                  compare_builds.Timed(compare_builds.load_build(str(copy), 1,
-                                                                 c_backend.lib.mt_get_isa()))]
+        other = compare_builds.load_build(str(copy), 1, c_backend.lib.mt_get_isa())
+        builds = [compare_builds.Timed(c_backend.lib, ["layer_norm_forward"]),
+                  compare_builds.Timed(other, ["layer_norm_forward"])]
         _, step = bench_transformer.training_step("minitorch", tiny, 1)
-        times = compare_builds.paired_rounds(lambda: losses.append(step()), builds, c_backend,
-                                             rounds=2)
+        with compare_builds.kernels_restored(c_backend):
+            times = compare_builds.paired_rounds(lambda: losses.append(step()), builds,
+                                                 c_backend, rounds=2)
     finally:
-        c_backend._GEMM_KERNELS.clear()
-        c_backend._GEMM_KERNELS.update(saved_gemm)
-        c_backend._KERNELS.clear()
-        c_backend._KERNELS.update(saved)
         minitorch.set_num_threads(threads)
+    assert (c_backend.lib, c_backend._GEMM_KERNELS) == own
     assert losses == want
     assert all(build.calls > 0 for build in builds)
     assert [len(t["step"]) for t in times] == [2, 2]
-    assert all(seconds > 0 for t in times for seconds in t["gemm"] + t["attention"])
+    assert all(seconds > 0 for t in times for kind in
+               ("gemm", "attention", "layer_norm_forward", "other kernels") for seconds in t[kind])
+
+
+def test_compare_builds_names_an_unknown_kernel(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["compare_builds.py", minitorch._C.__file__,
+                                      "--kernels", "sum_cols,no_such_kernel"])
+    with pytest.raises(SystemExit) as exit:
+        compare_builds.main()
+    assert exit.value.code == 2
+    assert "--kernels: no such kernel: no_such_kernel" in capsys.readouterr().err
