@@ -13,7 +13,9 @@ import pytest
 from minitorch.backends import numpy_backend as N
 from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c
 
-SHAPES = [(0, 5), (5, 0), (1, 1), (1, 300), (7, 1), (97, 33), (300, 257), (3, 4100),
+# (300, 257), (1001, 96), (64, 2048): a team's backward takes dx in blocks of rows (float32: 3, 3 and 4
+# of them, the last one short); (3, 4100) and wider rows: in column ranges, one pass
+SHAPES = [(0, 5), (5, 0), (1, 1), (1, 300), (7, 1), (97, 33), (300, 257), (1001, 96), (3, 4100),
           (64, 2048)]
 
 
@@ -85,8 +87,9 @@ def test_c_kernels_equal_numpy_and_the_unfused_kernels(dtype, threads, isa):
 
 @needs_c
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_results_do_not_depend_on_the_thread_count(dtype):
-    x, bias, dy = data((513, 4133), dtype, 7)
+@pytest.mark.parametrize("shape", [(513, 4133), (700, 1500)])  # column ranges; row blocks
+def test_results_do_not_depend_on_the_thread_count(dtype, shape):
+    x, bias, dy = data(shape, dtype, 7)
     results = []
     for threads in THREADS:
         with c_threads(threads):
