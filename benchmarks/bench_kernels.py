@@ -6,8 +6,9 @@ Prints, for 1 and 2 threads:
     with ratio columns and % of the FMA peak measured in the same rounds,
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
     and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, and % of the copy
-    bandwidth timed in the same rounds; softmax and log-softmax also on rows that stay in L2,
-    which time the exp alone (see IN_L2_SHAPE),
+    bandwidth timed in the same rounds; for the exp-bound ones also their floor, the vector exp
+    alone over as many elements (exp_floor.c), and % of the lower of the two; softmax and
+    log-softmax also on rows that stay in L2 (see IN_L2_SHAPE),
   - attention forward + backward over whole sequences in GFLOP/s: the fused C kernels vs the C
     chain they replace vs the numpy backend vs PyTorch's scaled_dot_product_attention.
 PyTorch's columns are empty ("-") where ``import torch`` fails. The tables also go to
@@ -225,6 +226,65 @@ GEMM_NOTE = ("mt/np, mt/torch = minitorch GFLOP/s ÷ numpy's, PyTorch's (> 1: mi
              "rounds")
 
 
+# The exp-bound row kernels, by the start of their row's name: (exps per element, arrays of the
+# kernel's shape counted in its bytes). Their exp pass alone (exp_floor.c) is their floor.
+EXP_BOUND = {"softmax fwd": (1, 2), "log_softmax fwd": (1, 2), "log_softmax bwd": (1, 3),
+             "masked+causal softmax": (1, 2), "cross_entropy fwd+bwd": (2, 3)}
+
+
+@functools.lru_cache(maxsize=None)
+def _exp_floor_lib():
+    """exp_floor.c (beside this file, with csrc/tuned/fast_exp.c) compiled with cffi into a
+    temporary directory and loaded; None if that fails: the table then prints no exp floor."""
+    try:
+        from cffi import FFI
+        ffi = FFI()
+        prototypes = ("void exp_pass_f32(int isa, int threads, const float *x, float *out, "
+                      "int64_t n);\n"
+                      "void exp_pass_f64(int isa, int threads, const double *x, double *out, "
+                      "int64_t n);\n")
+        ffi.cdef(prototypes)
+        here = os.path.dirname(os.path.abspath(__file__))
+        csrc = os.path.join(os.path.dirname(here), "csrc")
+        ffi.set_source("_minitorch_exp_floor", "#include <stdint.h>\n" + prototypes,
+                       sources=[os.path.join(here, "exp_floor.c")],
+                       include_dirs=[csrc, os.path.join(csrc, "tuned")],
+                       extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fopenmp"],
+                       extra_link_args=["-fopenmp"])
+        path = ffi.compile(tmpdir=tempfile.mkdtemp(prefix="minitorch_exp_floor_"), verbose=False)
+        spec = importlib.util.spec_from_file_location("_minitorch_exp_floor", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    except Exception as exc:  # noqa: BLE001 - no compiler, no OpenMP, no csrc/: no exp column
+        print(f"NOTE: exp floor not measured (benchmarks/exp_floor.c did not build: {exc})")
+        return None
+
+
+def exp_floor_call(name, dtype, nbytes, threads):
+    """For an exp-bound row (EXP_BOUND), a call running the row kernels' exp pass alone over as
+    many elements, as many times as the kernel takes exps, on ``threads`` threads, at the ISA
+    level the kernels run; None for other rows, at the reference level (libm's exp) or where
+    exp_floor.c did not build."""
+    bound = next((v for prefix, v in EXP_BOUND.items() if name.startswith(prefix)), None)
+    isa = mt.ISA_LEVELS.index(mt.get_isa())
+    module = _exp_floor_lib() if bound else None
+    if module is None or isa == 0:
+        return None
+    passes, arrays = bound
+    dtype = np.dtype(dtype)
+    x = -np.abs(np.random.default_rng(0).standard_normal(nbytes // arrays // dtype.itemsize))
+    x, out = x.astype(dtype), np.empty(x.size, dtype)
+    kind = "float" if dtype == np.float32 else "double"
+    run = module.lib.exp_pass_f32 if dtype == np.float32 else module.lib.exp_pass_f64
+    px, pout = module.ffi.from_buffer(f"{kind}[]", x), module.ffi.from_buffer(f"{kind}[]", out)
+
+    def call():
+        for _ in range(passes):
+            run(isa, threads, px, pout, x.size)
+    return call
+
+
 def show(row, name_width):
     """Print one table row (dtype, threads, name, then figures) in aligned columns."""
     dtype, threads, name, *figures = row
@@ -325,8 +385,8 @@ ROW_SIZES = [((1024, 512), (1024, 512), [(1024, 1000)], False),
 
 
 # Rows that stay in a core's L2 (256 KiB in float32) between calls: no memory traffic, so these
-# rows time the arithmetic alone (the vector exp, mostly); where they are below the copy
-# bandwidth, the larger sizes cannot reach it at that thread count either.
+# rows time the arithmetic alone, the kernel's passes over a row with the exp in one of them;
+# the exp floor column times that exp alone.
 IN_L2_SHAPE = (64, 1024)
 # A small Transformer's layer-norm rows (bench_transformer's d_model): 512 bytes of float32, where
 # a row's chain of sums costs more than its memory traffic.
@@ -334,7 +394,7 @@ SHORT_LN_SHAPE = (1024, 128)
 
 
 def in_l2_cases(rng, dtype):
-    """Softmax and log-softmax forward on IN_L2_SHAPE: the exp-throughput limit."""
+    """Softmax and log-softmax forward on IN_L2_SHAPE: their arithmetic alone."""
     x = rng.standard_normal(IN_L2_SHAPE).astype(dtype)
     tx = torch.from_numpy(x) if torch is not None else None
     name = "x".join(map(str, IN_L2_SHAPE)) + " in L2"
@@ -446,17 +506,20 @@ def row_cases(quick):
 
 
 ROW_COLUMNS = ["dtype", "threads", "kernel", "minitorch GB/s", "numpy GB/s", "torch GB/s",
-               "mt/np", "mt/torch", "copy GB/s", "%copy"]
+               "mt/np", "mt/torch", "copy GB/s", "%copy", "exp GB/s", "%roof"]
 ROW_NOTE = ("GB/s of compulsory traffic; mt/np, mt/torch = minitorch GB/s ÷ the numpy composite's, "
             "PyTorch's (> 1: minitorch is faster); %copy = minitorch ÷ copy, a copy through the "
-            "cache on as many threads timed in the same rounds")
+            "cache on as many threads timed in the same rounds; exp = the exp-bound kernels' "
+            "floor, their vector exp alone over as many elements (benchmarks/exp_floor.c), as "
+            "GB/s of the kernel's traffic, timed in the same rounds; %roof = minitorch ÷ the "
+            "lower of copy and exp")
 
 
 def bench_rows(threads_list, quick):
     """Print the row-kernel table; return its rows (strings, in ROW_COLUMNS' order)."""
     print("\n## Row kernels  (" + ROW_NOTE + ")")
     header = (f"{'dtype':7} {'thr':>3} {'kernel':40} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
-              f"{'mt/np':>6} {'mt/torch':>8} {'copy':>6} {'%copy':>6}")
+              f"{'mt/np':>6} {'mt/torch':>8} {'copy':>6} {'%copy':>6} {'exp':>6} {'%roof':>6}")
     print(header)
     print("-" * len(header))
     cases = row_cases(quick)
@@ -465,15 +528,18 @@ def bench_rows(threads_list, quick):
         set_threads(threads)
         f_copy = copy_through_cache(*copy_arrays(), threads)
         for name, dtype, nbytes, f_mt, f_np, f_th in cases:
-            t_mt, t_np, t_th, t_copy = best_times([f_mt, f_np, f_th, f_copy],
-                                                  budget=0.3 if quick else 0.6,
-                                                  rounds=2 if quick else 3)
+            f_exp = exp_floor_call(name, dtype, nbytes, threads)
+            t_mt, t_np, t_th, t_copy, t_exp = best_times([f_mt, f_np, f_th, f_copy, f_exp],
+                                                         budget=0.3 if quick else 0.6,
+                                                         rounds=2 if quick else 3)
             g_mt, g_np = nbytes / t_mt / 1e9, nbytes / t_np / 1e9
             g_th = nbytes / t_th / 1e9 if t_th else None
             g_copy = 2 * COPY_BYTES / t_copy / 1e9
+            g_exp = nbytes / t_exp / 1e9 if t_exp else None
+            roof = min(g_copy, g_exp) if g_exp else g_copy
             row = [np.dtype(dtype).name, str(threads), name, fmt(g_mt, 9), fmt(g_np), fmt(g_th),
                    fmt(ratio(g_mt, g_np), 6, 2), fmt(ratio(g_mt, g_th), 8, 2), fmt(g_copy, 6),
-                   fmt(100 * g_mt / g_copy, 6, 0)]
+                   fmt(100 * g_mt / g_copy, 6, 0), fmt(g_exp, 6), fmt(100 * g_mt / roof, 6, 0)]
             show(row, 40)
             rows.append(row)
     return rows

@@ -25,6 +25,14 @@ def _first(result):
     return result.numpy() if hasattr(result, "numpy") else np.asarray(result)
 
 
+def _tuned_isas():
+    """The tuned ISA levels this CPU runs ([] without the C extension)."""
+    if "c" not in minitorch.backends.available:
+        return []
+    from minitorch.backends import c_backend
+    return list(c_backend.ISA_LEVELS[1:c_backend.ISA_LEVELS.index(c_backend.best_isa()) + 1])
+
+
 @pytest.fixture(scope="module")
 def row_cases():
     return bench_kernels.row_cases(quick=True)
@@ -63,6 +71,34 @@ def test_the_copy_yardstick_copies(threads):
     dst = np.zeros_like(src)
     bench_kernels.copy_through_cache(src, dst, threads)()
     np.testing.assert_array_equal(dst, src)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("isa", _tuned_isas())
+def test_the_exp_floor_is_the_row_kernels_exp(dtype, isa):
+    """benchmarks/exp_floor.c (compiled on first use, outside the library) runs the exp that
+    softmax runs, on 1 and 2 threads, over every element; rows without an exp get no floor."""
+    module = bench_kernels._exp_floor_lib()
+    if module is None:
+        pytest.skip("benchmarks/exp_floor.c did not build here")
+    c_backend = minitorch.backends.c_backend
+    kind = "float" if dtype == np.float32 else "double"
+    run = module.lib.exp_pass_f32 if dtype == np.float32 else module.lib.exp_pass_f64
+    x = -np.abs(np.random.default_rng(3).standard_normal(1001) * 20).astype(dtype)
+    with c_backend.isa(isa):
+        through_softmax = c_backend.softmax_forward(
+            np.concatenate([np.zeros((len(x), 1), dtype), x[:, None]], axis=1))[:, 1]
+        for threads in (1, 2):
+            out = np.full_like(x, np.nan)
+            run(c_backend.ISA_LEVELS.index(isa), threads, module.ffi.from_buffer(f"{kind}[]", x),
+                module.ffi.from_buffer(f"{kind}[]", out), x.size)
+            np.testing.assert_allclose(out, np.exp(x), rtol=4 * np.finfo(dtype).eps, atol=0)
+            # (softmax of [0, x] is exp(x) / (1 + exp(x)): equal up to that rounding)
+            np.testing.assert_allclose(out / (1 + out), through_softmax,
+                                       rtol=8 * np.finfo(dtype).eps)
+        assert bench_kernels.exp_floor_call("softmax bwd 4x4", dtype, 1, 1) is None
+        bench_kernels.exp_floor_call("cross_entropy fwd+bwd 4x1000", dtype,
+                                     3 * 4000 * np.dtype(dtype).itemsize, 2)()
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
