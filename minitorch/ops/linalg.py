@@ -8,6 +8,7 @@ so the gradient is differentiable again. ``einsum``'s forward is ``numpy.einsum`
 is one more einsum per operand (with identity matrices for repeated subscripts and ones for
 subscripts summed away), so it differentiates again too.
 """
+import math
 import string
 
 import numpy as np
@@ -57,7 +58,7 @@ class Linear(Function):
                               weight if ctx.needs_input_grad[0] else None)
         ctx.x_shape = x.shape
         # Row count spelled out, not -1: with zero in_features a reshape cannot infer it.
-        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        rows = x._data.reshape(math.prod(x._data.shape[:-1]), x._data.shape[-1])
         if rows.shape[1] == 0:  # an empty sum: x Wᵀ is zeros and the result is the bias
             out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
         else:
@@ -70,7 +71,7 @@ class Linear(Function):
     def backward(ctx, grad):
         x, weight = ctx.saved_tensors
         need_x, need_weight, need_bias = ctx.needs_input_grad
-        n_rows = int(np.prod(ctx.x_shape[:-1]))
+        n_rows = math.prod(ctx.x_shape[:-1])
         if not is_grad_enabled() and _same_float_dtype(grad, x, weight):
             # No graph to record: the same products on the arrays, without a Function per
             # reshape and transpose (nine of them per call).
@@ -98,7 +99,7 @@ class LinearReLU(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias):
-        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        rows = x._data.reshape(math.prod(x._data.shape[:-1]), x._data.shape[-1])
         if rows.shape[1] == 0:  # an empty sum: the result is relu(b) on every row
             out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
         else:
@@ -114,7 +115,7 @@ class LinearReLU(Function):
     def backward(ctx, grad):
         x, weight, out = ctx.saved_tensors
         need_x, need_weight, need_bias = ctx.needs_input_grad
-        n_rows = int(np.prod(ctx.x_shape[:-1]))
+        n_rows = math.prod(ctx.x_shape[:-1])
         if is_grad_enabled():  # create_graph: relu's mask, then Linear's backward, in Tensor ops
             from .elementwise import ReLUBackward
             rows = ReLUBackward.apply(grad, out.detach()).reshape(n_rows, grad.shape[-1])
@@ -143,7 +144,7 @@ class FeedForwardReLU(Function):
     @staticmethod
     def forward(ctx, x, weight1, bias1, weight2, bias2):
         kernels = backends.current()
-        rows = x._data.reshape(int(np.prod(x._data.shape[:-1])), x._data.shape[-1])
+        rows = x._data.reshape(math.prod(x._data.shape[:-1]), x._data.shape[-1])
         if rows.shape[1] == 0:
             hidden = np.zeros((rows.shape[0], weight1._data.shape[0]), dtype=rows.dtype)
         else:
@@ -158,7 +159,7 @@ class FeedForwardReLU(Function):
     def backward(ctx, grad):
         x, weight1, bias1, weight2 = ctx.saved_tensors
         need_x, need_w1, need_b1, need_w2, need_b2 = ctx.needs_input_grad
-        n_rows, width = int(np.prod(ctx.x_shape[:-1])), grad.shape[-1]
+        n_rows, width = math.prod(ctx.x_shape[:-1]), grad.shape[-1]
         x_rows = x.reshape(n_rows, x.shape[-1])
         if is_grad_enabled():  # create_graph: the same steps in Tensor ops
             from .elementwise import ReLUBackward
@@ -185,7 +186,7 @@ class FeedForwardReLU(Function):
 
 def _linear_rows(x, weight, bias):
     """x Wᵀ + b on arrays, over all leading dims of x, as ``Linear.forward`` computes it."""
-    rows = x.reshape(int(np.prod(x.shape[:-1])), x.shape[-1])
+    rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
     if rows.shape[1] == 0:
         out = np.zeros((rows.shape[0], weight.shape[0]), dtype=rows.dtype)
     else:
@@ -219,7 +220,7 @@ class LinearPair(Function):
         x, y, weight = ctx.saved_tensors
         need_x, need_y, need_weight, need_bias = ctx.needs_input_grad[:4]
         split, (x_shape, y_shape) = ctx.split, ctx.shapes
-        n_x, n_y = int(np.prod(x_shape[:-1])), int(np.prod(y_shape[:-1]))
+        n_x, n_y = math.prod(x_shape[:-1]), math.prod(y_shape[:-1])
         if is_grad_enabled():  # create_graph: the slices and products in Tensor ops
             from .shape import cat
             rows_x = grad_x_out.reshape(n_x, grad_x_out.shape[-1])
