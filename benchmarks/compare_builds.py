@@ -5,10 +5,10 @@ on a shared VM the speed of one process differs from the next by 10-40%. Here th
 extension and another build of it (a copy of its minitorch/_C.abi3.so made before rebuilding)
 are loaded into one process; bench_transformer.py's step runs with this checkout's Python layer
 and takes every kernel from each build in turn, step after step (the order reversed every round).
-The time inside the GEMM calls, inside the fused attention, inside the other kernels (by name with
---kernels) and the whole step are summed per step, and the script prints the median over the
-rounds of each step's ratio: other build ÷ this one. Two copies of one build read 0.98-1.02 here (a paired median), where two processes of one
-build differ by 10% and more.
+The time inside the GEMM calls, inside the fused attention, inside the kernels named with
+--kernels, inside the rest, and the whole step are summed per step, and the script prints the
+median over the rounds of each step's ratio: other build ÷ this one. Two copies of one build read
+0.98-1.02 here (a paired median), where two processes of one build differ by 10% and more.
 
     python benchmarks/compare_builds.py OTHER_SO [--size small|big] [--threads 1]
         [--rounds 16] [--warmup 2] [--kernels bias_relu_backward,sum_cols]

@@ -1,7 +1,7 @@
 """The training-step benchmarks measure what they say: bench_transformer.py's GEMM floor counts
 the FLOPs of the products a step makes, profile_step.py files each shared object under its
-group, and compare_builds.py runs each step on one build's kernels (all of them), in turn. (Timings are never
-asserted.)"""
+group, and compare_builds.py runs each step on one build's kernels (all of them), in turn.
+(Timings are never asserted.)"""
 import pathlib
 import shutil
 import sys

@@ -13,8 +13,8 @@ import pytest
 from minitorch.backends import numpy_backend as N
 from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c
 
-# (300, 257), (1001, 96), (64, 2048): a team's backward takes dx in blocks of rows (float32: 3, 3 and 4
-# of them, the last one short); (3, 4100) and wider rows: in column ranges, one pass
+# (300, 257), (1001, 96), (64, 2048): a team's backward takes dx in blocks of rows (float32:
+# 3, 3 and 4 of them, the last one short); (3, 4100) and wider rows: column ranges, one pass
 SHAPES = [(0, 5), (5, 0), (1, 1), (1, 300), (7, 1), (97, 33), (300, 257), (1001, 96), (3, 4100),
           (64, 2048)]
 
