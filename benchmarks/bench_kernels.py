@@ -6,8 +6,8 @@ Prints, for 1 and 2 threads:
     with ratio columns and % of the FMA peak measured in the same rounds,
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
     and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, and % of the copy
-    bandwidth timed in the same rounds; for the exp-bound ones also their floor, the vector exp
-    alone over as many elements (exp_floor.c), and % of the lower of the two; softmax and
+    bandwidth timed in the same rounds; for the exp-bound ones (EXP_BOUND) also their floor, the
+    vector exp alone over as many elements (exp_floor.c), and % of the lower of the two; softmax and
     log-softmax also on rows that stay in L2 (see IN_L2_SHAPE),
   - attention forward + backward over whole sequences in GFLOP/s: the fused C kernels vs the C
     chain they replace vs the numpy backend vs PyTorch's scaled_dot_product_attention.
@@ -227,9 +227,10 @@ GEMM_NOTE = ("mt/np, mt/torch = minitorch GFLOP/s ÷ numpy's, PyTorch's (> 1: mi
 
 
 # The exp-bound row kernels, by the start of their row's name: (exps per element, arrays of the
-# kernel's shape counted in its bytes). Their exp pass alone (exp_floor.c) is their floor.
+# kernel's shape counted in its bytes). Their exp pass alone (exp_floor.c) is their floor. (Not
+# the causal softmax: its exp pass stops at the causal limit, about half of a row.)
 EXP_BOUND = {"softmax fwd": (1, 2), "log_softmax fwd": (1, 2), "log_softmax bwd": (1, 3),
-             "masked+causal softmax": (1, 2), "cross_entropy fwd+bwd": (2, 3)}
+             "cross_entropy fwd+bwd": (2, 3)}
 
 
 @functools.lru_cache(maxsize=None)
