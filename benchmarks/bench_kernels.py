@@ -174,27 +174,36 @@ def gemm_cases(quick):
     return cases
 
 
-@functools.lru_cache(maxsize=None)
-def _fma_peak_lib():
-    """fma_peak.c (beside this file) compiled with cffi into a temporary directory and loaded;
-    None if that fails (no compiler): the tables then print no peak."""
+def _compile_yardstick(name, prototypes, compile_args, include_dirs=()):
+    """benchmarks/<name>.c compiled with cffi (``prototypes`` its C declarations) into a
+    temporary directory and loaded as a module; None, with a note, if that fails (no compiler,
+    no OpenMP, ...): the tables then go without that column."""
     try:
         from cffi import FFI
         ffi = FFI()
-        prototypes = ("double fma_peak_gflops_f32(int num_threads, int64_t iterations);\n"
-                      "double fma_peak_gflops_f64(int num_threads, int64_t iterations);\n")
         ffi.cdef(prototypes)
-        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), "fma_peak.c")
-        ffi.set_source("_minitorch_fma_peak", "#include <stdint.h>\n" + prototypes, sources=[source],
-                       extra_compile_args=["-O2", "-fopenmp"], extra_link_args=["-fopenmp"])
-        path = ffi.compile(tmpdir=tempfile.mkdtemp(prefix="minitorch_fma_peak_"), verbose=False)
-        spec = importlib.util.spec_from_file_location("_minitorch_fma_peak", path)
+        source = os.path.join(os.path.dirname(os.path.abspath(__file__)), f"{name}.c")
+        ffi.set_source(f"_minitorch_{name}", "#include <stdint.h>\n" + prototypes,
+                       sources=[source], include_dirs=list(include_dirs),
+                       extra_compile_args=compile_args, extra_link_args=["-fopenmp"])
+        path = ffi.compile(tmpdir=tempfile.mkdtemp(prefix=f"minitorch_{name}_"), verbose=False)
+        spec = importlib.util.spec_from_file_location(f"_minitorch_{name}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        return module.lib
-    except Exception as exc:  # noqa: BLE001 - no compiler, no OpenMP, ...: no peak column
-        print(f"NOTE: FMA peak not measured (benchmarks/fma_peak.c did not build: {exc})")
+        return module
+    except Exception as exc:  # noqa: BLE001 - whatever stops the build: no column
+        print(f"NOTE: benchmarks/{name}.c did not build ({exc}): its column is left out")
         return None
+
+
+@functools.lru_cache(maxsize=None)
+def _fma_peak_lib():
+    """fma_peak.c's functions, or None where it does not build: the tables then print no peak."""
+    module = _compile_yardstick(
+        "fma_peak", "double fma_peak_gflops_f32(int num_threads, int64_t iterations);\n"
+                    "double fma_peak_gflops_f64(int num_threads, int64_t iterations);\n",
+        ["-O2", "-fopenmp"])
+    return None if module is None else module.lib
 
 
 def fma_peak_gflops(dtype=np.float32, num_threads=1, iterations=50_000_000):
@@ -235,31 +244,16 @@ EXP_BOUND = {"softmax fwd": (1, 2), "log_softmax fwd": (1, 2), "log_softmax bwd"
 
 @functools.lru_cache(maxsize=None)
 def _exp_floor_lib():
-    """exp_floor.c (beside this file, with csrc/tuned/fast_exp.c) compiled with cffi into a
-    temporary directory and loaded; None if that fails: the table then prints no exp floor."""
-    try:
-        from cffi import FFI
-        ffi = FFI()
-        prototypes = ("void exp_pass_f32(int isa, int threads, const float *x, float *out, "
-                      "int64_t n);\n"
-                      "void exp_pass_f64(int isa, int threads, const double *x, double *out, "
-                      "int64_t n);\n")
-        ffi.cdef(prototypes)
-        here = os.path.dirname(os.path.abspath(__file__))
-        csrc = os.path.join(os.path.dirname(here), "csrc")
-        ffi.set_source("_minitorch_exp_floor", "#include <stdint.h>\n" + prototypes,
-                       sources=[os.path.join(here, "exp_floor.c")],
-                       include_dirs=[csrc, os.path.join(csrc, "tuned")],
-                       extra_compile_args=["-O3", "-std=gnu11", "-fno-math-errno", "-fopenmp"],
-                       extra_link_args=["-fopenmp"])
-        path = ffi.compile(tmpdir=tempfile.mkdtemp(prefix="minitorch_exp_floor_"), verbose=False)
-        spec = importlib.util.spec_from_file_location("_minitorch_exp_floor", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module
-    except Exception as exc:  # noqa: BLE001 - no compiler, no OpenMP, no csrc/: no exp column
-        print(f"NOTE: exp floor not measured (benchmarks/exp_floor.c did not build: {exc})")
-        return None
+    """exp_floor.c (with csrc/tuned/fast_exp.c) as a module, or None where it does not build:
+    the table then prints no exp floor."""
+    csrc = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "csrc")
+    return _compile_yardstick(
+        "exp_floor", "void exp_pass_f32(int isa, int threads, const float *x, float *out, "
+                     "int64_t n);\n"
+                     "void exp_pass_f64(int isa, int threads, const double *x, double *out, "
+                     "int64_t n);\n",
+        ["-O3", "-std=gnu11", "-fno-math-errno", "-fopenmp"],
+        include_dirs=[csrc, os.path.join(csrc, "tuned")])
 
 
 def exp_floor_call(name, dtype, nbytes, threads):
