@@ -332,6 +332,16 @@ int mt_adam_step_f64(int64_t count, double *const *params, const double *const *
                      const double *step_sizes, const double *bias_correction2_sqrts, double lr,
                      double beta1, double beta2, double eps, double weight_decay,
                      int decoupled_weight_decay, int maximize);
+/* ---- copies between strided layouts (copy_rows.c) ----
+ * dst[i * dst_stride + k] = src[i * src_stride + k] for i < rows, k < row_bytes (strides in
+ * bytes; any dtype: bytes are copied). src and dst must not overlap. */
+int mt_copy_rows(const void *src, int64_t src_stride, void *dst, int64_t dst_stride,
+                 int64_t rows, int64_t row_bytes);
+/* dst (C-contiguous, ndim dims of shape) = src, whose element strides in bytes are src_strides
+ * (any sign, 0 where it broadcasts): dst[n] = src[sum_d index_d(n) * src_strides[d]], items of
+ * itemsize bytes. */
+int mt_copy_strided(const void *src, void *dst, int64_t ndim, const int64_t *shape,
+                    const int64_t *src_strides, int64_t itemsize);
 /* ---- sums down the columns (sum_cols.c) ----
  * x: rows x cols contiguous; y[j] = sum_i x[i, j] (0 for rows 0), summed in the element type
  * in row order (numpy's order for axis 0): a bias gradient. */

@@ -30,6 +30,7 @@ from weakref import getweakrefcount
 
 import numpy as np
 
+from .. import backends
 from ..device_arrays import array_module, is_writeable
 from ..dtype import _BY_NUMPY
 from . import anomaly
@@ -320,4 +321,4 @@ def _accumulate_into_grad(tensor, grad, owned, create_graph):
     else:
         # A copy, so .grad owns its storage: the same gradient tensor may reach several leaves
         # (AddBackward hands one on to both inputs), and .grad may later be changed in place.
-        tensor.grad = _tensor_class()._make(grad._data.copy())
+        tensor.grad = _tensor_class()._make(backends.current().copy(grad._data))

@@ -65,6 +65,10 @@ def _half_dtypes():
 _HALF = _half_dtypes()
 
 
+# Kernels that take every dtype as it is (they copy bytes), GPU arrays included.
+_ANY_DTYPE = frozenset({"copy", "concatenate"})
+
+
 class _HalfAsFloat32:
     """A backend module, its kernels wrapped: a call given float16/bfloat16 arrays runs on
     float32 copies, and its float32 results come back in the half dtype. Calls on
@@ -76,7 +80,7 @@ class _HalfAsFloat32:
 
     def __getattr__(self, name):
         value = getattr(self._module, name)
-        if callable(value) and not name.startswith("_"):
+        if callable(value) and not name.startswith("_") and name not in _ANY_DTYPE:
             value = _half_as_float32(value, name)
         setattr(self, name, value)
         return value

@@ -812,6 +812,96 @@ def sum_cols(x):
 
 
 # ---------------------------------------------------------------------------------------------
+# Copies: contiguous(), a leaf's .grad from a slice of a gradient, cat and stack
+# ---------------------------------------------------------------------------------------------
+# Below this many bytes numpy's copy on one core costs less than the kernel call.
+COPY_MIN_BYTES = 1 << 17
+
+
+def copy(a):
+    """numpy_backend.copy: a new C-contiguous copy of ``a``; from COPY_MIN_BYTES up made by
+    the C copies on the threads (_copy_rows)."""
+    if type(a) is not np.ndarray or a.nbytes < COPY_MIN_BYTES or a.dtype.hasobject:
+        return a.copy(order="C")
+    out = empty_apart(a.shape, a.dtype, [a])
+    _copy_rows(out, a)
+    return out
+
+
+def concatenate(arrays, axis):
+    """numpy_backend.concatenate: each array copied into its slice of the output by
+    mt_copy_rows (numpy_backend's where the arrays are small, not numpy's, or of another dtype
+    than the first; numpy then also raises on shapes that do not fit)."""
+    first = arrays[0]
+    if (type(first) is not np.ndarray or sum(a.nbytes for a in arrays) < COPY_MIN_BYTES
+            or first.dtype.hasobject or not 0 <= axis < first.ndim
+            or any(type(a) is not np.ndarray or a.dtype != first.dtype or a.ndim != first.ndim
+                   or a.shape[:axis] != first.shape[:axis]
+                   or a.shape[axis + 1:] != first.shape[axis + 1:] for a in arrays)):
+        return numpy_backend.concatenate(arrays, axis)
+    shape = list(first.shape)
+    shape[axis] = sum(a.shape[axis] for a in arrays)
+    out = empty_apart(tuple(shape), first.dtype, [a for a in arrays if a.size])
+    lead, start = (slice(None),) * axis, 0
+    for a in arrays:
+        _copy_rows(out[lead + (slice(start, start + a.shape[axis]),)], a)
+        start += a.shape[axis]
+    return out
+
+
+def _copy_rows(dst, src):
+    """dst[...] = src, two arrays of one shape and dtype, dst just made (never overlapping
+    src): one mt_copy_rows call where both are rows of one stride (_rows_layout), else one
+    mt_copy_strided call into a C-contiguous dst from an aligned src (its element loads are
+    typed), else numpy's copy."""
+    layout = _rows_layout(dst, src)
+    if layout is None:
+        if dst.flags.c_contiguous and src.flags.aligned:
+            status = lib.mt_copy_strided(_address(src), _address(dst), src.ndim,
+                                         ffi.new("int64_t[]", src.shape),
+                                         ffi.new("int64_t[]", src.strides), src.itemsize)
+            _check_status(status, "copy_strided")
+        else:
+            np.copyto(dst, src)
+        return
+    rows, row_bytes, dst_stride, src_stride = layout
+    if rows and row_bytes:
+        status = lib.mt_copy_rows(_address(src), src_stride, _address(dst), dst_stride, rows,
+                                  row_bytes)
+        _check_status(status, "copy_rows")
+
+
+def _rows_layout(a, b):
+    """(rows, row_bytes, a's row stride, b's row stride), both in bytes, if arrays ``a`` and
+    ``b`` of one shape are each ``rows`` runs of ``row_bytes`` contiguous bytes one stride
+    apart; else None. The runs are the trailing dims contiguous in both; the dims before them
+    must merge into one (dims of size 1 count for nothing, negative strides never pass)."""
+    dims = [(n, sa, sb) for n, sa, sb in zip(a.shape, a.strides, b.strides) if n != 1]
+    if any(n == 0 for n, _, _ in dims):
+        return 0, 0, 0, 0
+    run = a.itemsize
+    while dims and dims[-1][1] == run and dims[-1][2] == run:
+        run *= dims.pop()[0]
+    if not dims:
+        return 1, run, 0, 0
+    n, stride_a, stride_b = dims.pop()
+    rows = n
+    while dims:
+        n, sa, sb = dims.pop()
+        if sa != stride_a * rows or sb != stride_b * rows:
+            return None
+        rows *= n
+    if stride_a < run or stride_b < run:
+        return None
+    return rows, run, stride_a, stride_b
+
+
+def _address(a):
+    """The address of an array's first element (a view's too, contiguous or not)."""
+    return ffi.cast("void *", a.__array_interface__["data"][0])
+
+
+# ---------------------------------------------------------------------------------------------
 # Adding rows at indices
 # ---------------------------------------------------------------------------------------------
 def index_add_rows(src, rows, out_rows):

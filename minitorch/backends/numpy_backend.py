@@ -12,7 +12,7 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
   exp_forward, log_forward, softplus_forward, pow_int_forward, abs_backward (elementwise),
   sum_rows and amax_rows (reductions over the last dim), sum_cols (sums down the columns of a
-  matrix), index_add_rows (rows added at indices), cumsum_rows (running sums along the last
+  matrix), copy and concatenate (numpy's, any dtype), index_add_rows (rows added at indices), cumsum_rows (running sums along the last
   dim), arith (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
@@ -933,6 +933,16 @@ def sum_cols(x):
     if x.ndim != 2:
         raise ValueError(f"x must be 2-d, got shape {x.shape}")
     return xp.ascontiguousarray(x).sum(axis=0)
+
+
+def copy(a):
+    """A new C-contiguous copy of ``a``, any dtype."""
+    return a.copy(order="C")
+
+
+def concatenate(arrays, axis):
+    """``arrays`` joined along ``axis``, any dtype (numpy's checks and errors)."""
+    return array_module(arrays[0]).concatenate(arrays, axis=axis)
 
 
 # ---------------------------------------------------------------------------------------------

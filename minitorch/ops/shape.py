@@ -94,7 +94,7 @@ class Copy(Function):
 
     @staticmethod
     def forward(ctx, a):
-        return _make(a._data.copy(order="C"))
+        return _make(backends.current().copy(a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -106,7 +106,7 @@ class Cat(Function):
     def forward(ctx, *tensors, dim):
         ctx.dim = dim
         ctx.sizes = [t.shape[dim] for t in tensors]
-        return _make(np.concatenate([t._data for t in tensors], axis=dim))
+        return _make(backends.current().concatenate([t._data for t in tensors], dim))
 
     @staticmethod
     def backward(ctx, grad):
@@ -417,7 +417,7 @@ def cat(tensors, dim=0):
     dtype = tensors[0].dtype
     for t_ in tensors[1:]:
         dtype = promote_types(dtype, t_.dtype)
-    tensors = [t_.to(dtype) for t_ in tensors]
+    tensors = [t_ if t_.dtype == dtype else t_.to(dtype) for t_ in tensors]
     # PyTorch lets 1-d empty tensors join anything; skip them.
     ref = next((t_ for t_ in tensors if not (t_.ndim == 1 and t_.shape[0] == 0)), tensors[0])
     tensors = [t_ for t_ in tensors if not (t_.ndim == 1 and t_.shape[0] == 0)] or [ref]
@@ -444,7 +444,7 @@ def stack(tensors, dim=0):
     dtype = tensors[0].dtype
     for t_ in tensors[1:]:
         dtype = promote_types(dtype, t_.dtype)
-    return Stack.apply(*[t_.to(dtype) for t_ in tensors], dim=d)
+    return Stack.apply(*[t_ if t_.dtype == dtype else t_.to(dtype) for t_ in tensors], dim=d)
 
 
 class Stack(Function):
@@ -454,7 +454,8 @@ class Stack(Function):
     @staticmethod
     def forward(ctx, *tensors, dim):
         ctx.dim = dim
-        return _make(np.stack([t_._data for t_ in tensors], axis=dim))
+        new_dim = (slice(None),) * dim + (None,)
+        return _make(backends.current().concatenate([t_._data[new_dim] for t_ in tensors], dim))
 
     @staticmethod
     def backward(ctx, grad):
