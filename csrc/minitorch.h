@@ -150,7 +150,8 @@ int mt_rms_norm_backward_f64(const double *dy, const double *x, const double *we
  * min <= x <= max else 0. rsqrt: y = 1 / sqrt(x). erf: y = erf(x). exp: y = e^x. log:
  * y = ln x. softplus: y = x where z = beta x > threshold, else log(1 + e^z) / beta (z rounded
  * to the element type first). pow_int: y = x^exponent, exponent in [-64, 64] (else
- * MT_ERR_ARGS). abs_backward: dx = dy * sign(x), 0 where x is 0 or NaN. NaN inputs give NaN
+ * MT_ERR_ARGS). pow_scalar: y = x^exponent, the exponent rounded to the element type (libm's
+ * pow: NaN for x < 0 and a non-integer exponent). abs_backward: dx = dy * sign(x), 0 where x is 0 or NaN. NaN inputs give NaN
  * outputs. */
 int mt_relu_forward_f32(const float *x, float *y, int64_t n);
 int mt_relu_forward_f64(const double *x, double *y, int64_t n);
@@ -183,6 +184,8 @@ int mt_softplus_forward_f64(const double *x, double *y, int64_t n, double beta,
                             double threshold);
 int mt_pow_int_forward_f32(const float *x, float *y, int64_t n, int exponent);
 int mt_pow_int_forward_f64(const double *x, double *y, int64_t n, int exponent);
+int mt_pow_scalar_forward_f32(const float *x, float *y, int64_t n, double exponent);
+int mt_pow_scalar_forward_f64(const double *x, double *y, int64_t n, double exponent);
 int mt_abs_backward_f32(const float *dy, const float *x, float *dx, int64_t n);
 int mt_abs_backward_f64(const double *dy, const double *x, double *dx, int64_t n);
 int mt_clamp_forward_f32(const float *x, float *y, int64_t n, double min, double max);

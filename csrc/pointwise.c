@@ -20,6 +20,8 @@
  *   softplus  y = x if z = beta x > threshold, else    (its backward is sigmoid's kernel)
  *             (max(z, 0) + log(1 + e^-|z|)) / beta
  *   pow_int   y = x^k, k an integer in [-64, 64]       (its backward is pow_int again)
+ *   pow       y = x^e, e any other number (rounded to T first; NaN for x < 0 but for integer e)
+ *                                                      (its backward is pow again)
  *   abs       (its forward is numpy's)                 dx = dy * sign(x), 0 at 0 and NaN
  *
  * (PyTorch's formulas, with its names: F.relu, torch.sigmoid, F.silu, F.gelu and its
@@ -182,6 +184,14 @@ int F(mt_pow_int_forward)(const T *x, T *y, int64_t n, int exponent) {
     if (n < 0 || exponent < -64 || exponent > 64) return MT_ERR_ARGS;
     MT_RUN_TUNED(tuned_pow_int_forward, x, y, n, exponent);
     MT_POINTWISE_LOOP(n, { y[j] = (T)pow((double)x[j], (double)exponent); });
+    return 0;
+}
+
+int F(mt_pow_scalar_forward)(const T *x, T *y, int64_t n, double exponent) {
+    if (n < 0) return MT_ERR_ARGS;
+    const T e = (T)exponent;
+    MT_RUN_TUNED(tuned_pow_scalar_forward, x, y, n, e);
+    MT_POINTWISE_LOOP(n, { y[j] = (T)pow((double)x[j], (double)e); });
     return 0;
 }
 

@@ -61,6 +61,9 @@ def elementwise_calls(rng, n, dtype):
         "pow_int -2": ("pow_int_forward", (positive, -2)),
         "pow_int 11": ("pow_int_forward", (x / 4, 11)),
         "pow_int 0": ("pow_int_forward", (x, 0)),
+        "pow 2.5": ("pow_scalar_forward", (positive, 2.5)),
+        "pow -1.7 of negatives": ("pow_scalar_forward", (x, -1.7)),  # NaN below 0 on both
+        "pow 0.3": ("pow_scalar_forward", (positive, 0.3)),  # 0.3 rounded to the dtype
         "abs backward": ("abs_backward", (dy, x)),
     }
 
@@ -259,6 +262,19 @@ def _backends():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("exponent", [2.5, -0.75, 1.5, 0.3, -3.5, float("inf")])
+def test_real_powers_give_pytorchs_results(dtype, exponent):
+    torch = pytest.importorskip("torch")
+    x = np.array(SPECIAL, dtype)
+    expected = torch.from_numpy(x).pow(exponent).numpy()
+    for backend in _backends():
+        with c_threads(2) if backend is C else contextlib.nullcontext():
+            got = backend.pow_scalar_forward(x, exponent)
+        np.testing.assert_allclose(got, expected, rtol=3e-7 if dtype == np.float32 else 1e-15,
+                                   atol=1e-37, equal_nan=True, err_msg=str(backend))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values_give_pytorchs_results(dtype):
     torch = pytest.importorskip("torch")
     x = np.array(SPECIAL, dtype)
@@ -411,6 +427,9 @@ BAD_CALLS = [
     ("out_rows", lambda B: B.index_add_rows(F64, np.array([0, 1]), -1), ValueError, "out_rows"),
     ("pow_int exponent range", lambda B: B.pow_int_forward(F64, 65), ValueError, "exponent"),
     ("pow_int exponent type", lambda B: B.pow_int_forward(F64, 2.0), TypeError, "exponent"),
+    ("pow exponent type", lambda B: B.pow_scalar_forward(F64, "2.5"), TypeError, "exponent"),
+    ("pow bool exponent", lambda B: B.pow_scalar_forward(F64, True), TypeError, "exponent"),
+    ("pow integers", lambda B: B.pow_scalar_forward(np.ones(3, np.int64), 2.5), TypeError, "x"),
     ("abs backward shapes", lambda B: B.abs_backward(F64, np.ones(6)), ValueError, "x"),
     ("arith op", lambda B: B.arith("pow", F64, F64), ValueError, "op"),
     ("arith dtypes", lambda B: B.arith("add", F64, F64.astype(np.float32)), TypeError, "b"),
@@ -445,6 +464,7 @@ def test_c_entry_points_reject_what_python_should_have():
     rows = np.array([0, 5], np.int64)
     assert lib.mt_index_add_rows_f64(p, ffi.from_buffer("int64_t[]", rows), p, 2, 1, 4) == -2
     assert lib.mt_pow_int_forward_f64(p, p, 4, 65) == -2
+    assert lib.mt_pow_scalar_forward_f64(p, p, -4, 2.5) == -2
     assert lib.mt_abs_backward_f64(p, p, p, -4) == -2
     assert lib.mt_arith_f64(4, p, 0, p, 0, p, 1, 4) == -2  # no such op
     assert lib.mt_arith_f64(0, p, 2, p, 1, p, 1, 4) == -2  # no full operand

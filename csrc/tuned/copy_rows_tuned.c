@@ -19,7 +19,7 @@
 
 /* mt_copy_strided's tuned body, one for every level (its loads are scalar, strided): the
  * rows of dst (its last dim) split over the threads, each row's start in src unravelled once,
- * its elements moved as integers of the item's size. */
+ * its elements moved as integers of the item's size (a row contiguous in src: one memcpy). */
 #define MT_COPY_STRIDED_ROW(TYPE)                                                   \
     for (int64_t j = 0; j < cols; ++j)                                              \
         ((TYPE *)out)[j] = *(const TYPE *)(in + j * step)
@@ -40,6 +40,10 @@ int tuned_copy_strided(const unsigned char *src, unsigned char *dst, int64_t ndi
         }
         const unsigned char *in = src + offset;
         unsigned char *out = dst + i * cols * itemsize;
+        if (step == itemsize) {
+            memcpy(out, in, (size_t)(cols * itemsize));
+            continue;
+        }
         switch (itemsize) {
         case 1: MT_COPY_STRIDED_ROW(uint8_t); break;
         case 2: MT_COPY_STRIDED_ROW(uint16_t); break;

@@ -313,6 +313,16 @@ int V(tuned_pow_int_forward)(const T *x, T *y, int64_t n, int exponent) {
     return 0;
 }
 
+/* libm's pow in the element type (powf for float: ~5x cheaper than pow in double, within
+ * 1 ulp of it), on the threads: numpy's power runs on one core. */
+int V(tuned_pow_scalar_forward)(const T *x, T *y, int64_t n, T exponent) {
+    int nt = mt_threads_for(n / 8); /* a pow costs ~8 streamed elements */
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t j = 0; j < n; ++j) y[j] = sizeof(T) == 4 ? (T)powf((float)x[j], (float)exponent)
+                                                          : (T)pow((double)x[j], (double)exponent);
+    return 0;
+}
+
 int V(tuned_abs_backward)(const T *dy, const T *x, T *dx, int64_t n) {
     int nt = mt_threads_for(n);
 #pragma omp parallel for simd schedule(static) num_threads(nt)

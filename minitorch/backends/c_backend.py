@@ -41,6 +41,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
 from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
+from .checks import check_real_exponent
 from . import large_buffers, numpy_backend
 from .large_buffers import empty, empty_apart, empty_like
 
@@ -752,6 +753,10 @@ def pow_int_forward(x, exponent):
     return _elementwise("pow_int_forward", x, check_integer_exponent(exponent))
 
 
+def pow_scalar_forward(x, exponent):
+    return _elementwise("pow_scalar_forward", x, check_real_exponent(exponent))
+
+
 def abs_backward(dy, x):
     return _elementwise("abs_backward", dy, others=[("x", x)])
 
@@ -853,10 +858,10 @@ def _copy_rows(dst, src):
     """dst[...] = src, two arrays of one shape and dtype, dst just made (never overlapping
     src): one mt_copy_rows call where both are rows of one stride (_rows_layout), else one
     mt_copy_strided call into a C-contiguous dst from an aligned src (its element loads are
-    typed), else numpy's copy."""
+    typed), else numpy's copy, which also fills a broadcast src (a stride 0) faster."""
     layout = _rows_layout(dst, src)
     if layout is None:
-        if dst.flags.c_contiguous and src.flags.aligned:
+        if dst.flags.c_contiguous and src.flags.aligned and 0 not in src.strides:
             status = lib.mt_copy_strided(_address(src), _address(dst), src.ndim,
                                          ffi.new("int64_t[]", src.shape),
                                          ffi.new("int64_t[]", src.strides), src.itemsize)

@@ -207,6 +207,15 @@ def check_integer_exponent(exponent):
     return int(exponent)
 
 
+def check_real_exponent(exponent):
+    """exponent as a float (TypeError for anything but a real number; bool is not one)."""
+    if isinstance(exponent, (bool, np.bool_)) or not isinstance(exponent, (int, float,
+                                                                          np.integer,
+                                                                          np.floating)):
+        raise TypeError(f"exponent must be a real number, got {type(exponent).__name__}")
+    return float(exponent)
+
+
 RNN_NONLINEARITIES = ("tanh", "relu")
 
 

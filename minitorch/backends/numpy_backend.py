@@ -10,7 +10,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
-  exp_forward, log_forward, softplus_forward, pow_int_forward, abs_backward (elementwise),
+  exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
+  abs_backward (elementwise),
   sum_rows and amax_rows (reductions over the last dim), sum_cols (sums down the columns of a
   matrix), copy and concatenate (numpy's, any dtype), index_add_rows (rows added at indices), cumsum_rows (running sums along the last
   dim), arith (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
@@ -52,6 +53,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
 from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
+from .checks import check_real_exponent
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -541,6 +543,15 @@ def pow_int_forward(x, exponent):
     exponent = check_integer_exponent(exponent)
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         return np.power(x.astype(np.float64), float(exponent)).astype(x.dtype)
+
+
+def pow_scalar_forward(x, exponent):
+    """y = x ** exponent for a real exponent, rounded to x's dtype first (as PyTorch casts its
+    scalar), computed in float64: NaN for x < 0 unless the exponent is an integer."""
+    check_float("x", x)
+    exponent = float(x.dtype.type(check_real_exponent(exponent)))
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        return np.power(x.astype(np.float64), exponent).astype(x.dtype)
 
 
 def abs_backward(dy, x):

@@ -177,7 +177,7 @@ def _power(x, exponent):
     """x ** exponent for a float array and a Python number, computed as PyTorch computes it
     where numpy's power is slow (a libm pow per element, ~1 ns, and ~10 ns on negative bases):
     integer exponents in one pass of multiplied squares (the backend's pow_int), 0.5 and -0.5
-    by sqrt. Anything else goes to np.power in x's dtype."""
+    by sqrt. Any other exponent: the backend's pow_scalar (libm's pow, on the threads)."""
     if float(exponent).is_integer() and -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
         return _kernels().pow_int_forward(x, int(exponent))
     if exponent in (0.5, -0.5):
@@ -185,7 +185,7 @@ def _power(x, exponent):
         if exponent < 0:  # (0-d: ufuncs return a numpy scalar, which takes no out=)
             root = np.divide(1, root, out=root) if root.ndim else 1 / root
         return root
-    return np.power(x, x.dtype.type(exponent))
+    return _kernels().pow_scalar_forward(x, exponent)
 
 
 class PowScalar(Function):
