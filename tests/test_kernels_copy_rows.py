@@ -221,3 +221,34 @@ def test_copy_strided_rejects_bad_sizes():
     assert C.lib.mt_copy_strided(buf, buf, -1, shape, strides, 4) == -2
     assert C.lib.mt_copy_strided(buf, buf, 1, shape, strides, 0) == -2  # no item size
     assert C.lib.mt_copy_strided(C.ffi.NULL, C.ffi.NULL, 1, shape, strides, 4) == -2
+
+
+@pytest.mark.parametrize("backend", ["numpy"] + (["c"] if C is not None else []))
+def test_stacked_leaves_keep_their_contiguous_slices_as_pytorch_does(backend):
+    """stack's backward hands each input its slice of the gradient: a leaf keeps a contiguous
+    slice as its .grad (sharing the gradient's memory, as PyTorch's leaves do), never a slice
+    that another leaf also has, and copies a strided one (stacked along a later dim)."""
+    rng = np.random.default_rng(5)
+    with minitorch.backends.using(backend):
+        x = minitorch.tensor(random_array(rng, (4, 6), np.float64), requires_grad=True)
+        y = minitorch.tensor(random_array(rng, (4, 6), np.float64), requires_grad=True)
+        grad = minitorch.tensor(random_array(rng, (2, 4, 6), np.float64))
+        minitorch.stack([x, y]).backward(grad)
+        np.testing.assert_array_equal(x.grad.numpy(), grad.numpy()[0])
+        np.testing.assert_array_equal(y.grad.numpy(), grad.numpy()[1])
+        assert np.shares_memory(x.grad.numpy(), grad.numpy())  # PyTorch's too
+        assert not np.shares_memory(x.grad.numpy(), y.grad.numpy())
+        x.grad.zero_()  # the leaf's own slice only
+        np.testing.assert_array_equal(y.grad.numpy(), grad.numpy()[1])
+        x.grad = y.grad = None
+        minitorch.stack([x, y], 2).backward(random_array(rng, (4, 6, 2), np.float64))
+        assert x.grad.numpy().flags.c_contiguous and x.grad.numpy().base is None  # a copy
+        x.grad = None
+        grad = minitorch.tensor(random_array(rng, (2, 4, 6), np.float64))
+        minitorch.stack([x, x]).backward(grad)  # two slices summed: a new array
+        np.testing.assert_array_equal(x.grad.numpy(), grad.numpy()[0] + grad.numpy()[1])
+        assert not np.shares_memory(x.grad.numpy(), grad.numpy())
+        x.grad = None
+        z = minitorch.stack([x * 2, y]).sum(0)  # a slice that goes on through a node
+        z.backward(minitorch.ones(4, 6, dtype=minitorch.float64))
+        np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 6), 2.0))

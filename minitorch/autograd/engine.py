@@ -20,7 +20,10 @@ A node is a ``Context`` (function.py): ``node.input_edges[i]`` is ``(node that m
 output index)`` for its i-th input, or None for a leaf; ``node.inputs[i]`` is the leaf itself,
 or of an input some node made only ``(shape, numpy dtype)`` (the node keeps no intermediate
 alive that its backward does not save), or None if the input needs no gradient. A leaf's
-gradient becomes its ``.grad`` without a copy when nothing else holds it (``take_result``).
+gradient becomes its ``.grad`` without a copy when nothing else holds it (``take_result``), or
+when it is the contiguous slice of a gradient that a stack's backward cut for it alone (as
+PyTorch's AccumulateGrad keeps such a view: it shares memory with that gradient, which may be
+the one the caller passed to ``backward``).
 Nothing here recurses, so a chain of 100,000 ops back-propagates within Python's recursion
 limit.
 """
@@ -70,9 +73,10 @@ def run_backward(outputs, grad_outputs, retain_graph, create_graph, inputs=None,
                     else anomaly.checked_backward(node, grads, _call_backward)
                 if not retain_graph:
                     node.free()
+                slices = node.fn.backward_gives_slices
                 for tensor, edge, grad in zip(node.inputs, node.input_edges, input_grads):
                     if grad is not None and tensor is not None:
-                        add(tensor, edge, grad)
+                        add(tensor, edge, grad, slices)
                 # The buffer now holds the only references this loop made to the gradients:
                 # a leaf's gradient can then become its .grad without a copy (take_result).
                 grads = input_grads = grad = None
@@ -168,10 +172,12 @@ class GradientBuffer:
         self.wanted = None if inputs is None else {_result_key(t): t for t in inputs}
         self.nodes = {}    # node -> one gradient per output of the node (None: none yet)
         self.tensors = {}  # key -> (tensor, gradient), for the result tensors
+        self.slices = set()  # keys of those whose gradient is one slice a stack's backward cut
 
-    def add(self, tensor, edge, grad):
+    def add(self, tensor, edge, grad, is_slice=False):
         """Add ``grad`` to what an input has received: ``tensor`` is the tensor for a leaf
-        (``edge`` None), else (node that made it, output index) is its ``edge``."""
+        (``edge`` None), else (node that made it, output index) is its ``edge``. ``is_slice``:
+        ``grad`` is this input's own slice of a gradient (Function.backward_gives_slices)."""
         wanted = self.wanted
         if wanted is None:
             key = id(tensor) if edge is None and tensor.requires_grad else None  # for its .grad
@@ -184,6 +190,10 @@ class GradientBuffer:
         if key is not None:
             previous = self.tensors.get(key)
             self.tensors[key] = (tensor, grad if previous is None else previous[1] + grad)
+            if is_slice and previous is None:
+                self.slices.add(key)
+            elif self.slices:
+                self.slices.discard(key)  # a sum is a new array
         if edge is not None:
             node, index = edge
             grads = self.nodes.get(node)
@@ -208,11 +218,16 @@ class GradientBuffer:
         one per holder, exact in CPython; a caller still holding it only costs a copy."""
         tensor, grad = self.tensors.pop(key)
         # getrefcount counts its own argument: 2 is the name ``grad`` here / the Tensor's slot
-        # ``_data`` alone.
-        owned = (getrefcount(grad) == 2 and getrefcount(grad._data) == 2
-                 and type(grad) is _tensor_class() and grad._data.base is None
-                 and is_writeable(grad._data) and grad._ctx is None and not grad.requires_grad
-                 and grad._base is None and not grad._hooks and not getweakrefcount(grad))
+        # ``_data`` alone. A slice (self.slices) shares its base with the other slices: it must
+        # be C-contiguous, the layout a leaf's .grad has (PyTorch's layout contract).
+        data = grad._data
+        owned = (getrefcount(grad) == 2 and getrefcount(data) == 3
+                 and type(grad) is _tensor_class() and is_writeable(data)
+                 and grad._ctx is None and not grad.requires_grad and not grad._hooks
+                 and not getweakrefcount(grad)
+                 and ((data.base is None and grad._base is None)
+                      or (key in self.slices and data.flags.c_contiguous)))
+        self.slices.discard(key)
         return tensor, grad, owned
 
 

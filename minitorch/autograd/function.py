@@ -147,7 +147,13 @@ def _tensor_class():
 
 
 class Function:
-    """Base class of differentiable operations; subclass it and call ``.apply(*args)``."""
+    """Base class of differentiable operations; subclass it and call ``.apply(*args)``.
+
+    ``backward_gives_slices``: True where ``backward`` hands each input its own contiguous
+    slice of an output gradient (stack's); a leaf may then keep that slice as its ``.grad``
+    without a copy (engine.GradientBuffer.take_result)."""
+
+    backward_gives_slices = False
 
     @staticmethod
     def forward(ctx, *args, **kwargs):

@@ -449,7 +449,10 @@ def stack(tensors, dim=0):
 
 class Stack(Function):
     """The tensors along a new dim, in one node (not an unsqueeze per tensor and a cat): its
-    backward unbinds the gradient into views, in one node too."""
+    backward unbinds the gradient into views, in one node too, which leaves keep as their
+    .grad where contiguous (stacked along dim 0), as PyTorch's do."""
+
+    backward_gives_slices = True
 
     @staticmethod
     def forward(ctx, *tensors, dim):
