@@ -205,7 +205,7 @@ def test_copy_strided_kernel_matches_numpy(dtype, isa, threads):
     for src in sources:
         dst = np.empty(src.shape, dtype)
         with c_threads(threads, isa):
-            status = C.lib.mt_copy_strided(C._address(src), C._address(dst), src.ndim,
+            status = C.lib.mt_copy_strided(C._pointer(src), C._pointer(dst), src.ndim,
                                            C.ffi.new("int64_t[]", src.shape),
                                            C.ffi.new("int64_t[]", src.strides), src.itemsize)
         assert status == 0

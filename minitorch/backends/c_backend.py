@@ -825,11 +825,11 @@ COPY_MIN_BYTES = 1 << 17
 
 def copy(a):
     """numpy_backend.copy: a new C-contiguous copy of ``a``; from COPY_MIN_BYTES up made by
-    the C copies on the threads (_copy_rows)."""
+    the C copies on the threads (_copy_into)."""
     if type(a) is not np.ndarray or a.nbytes < COPY_MIN_BYTES or a.dtype.hasobject:
         return a.copy(order="C")
     out = empty_apart(a.shape, a.dtype, [a])
-    _copy_rows(out, a)
+    _copy_into(out, a)
     return out
 
 
@@ -849,12 +849,12 @@ def concatenate(arrays, axis):
     out = empty_apart(tuple(shape), first.dtype, [a for a in arrays if a.size])
     lead, start = (slice(None),) * axis, 0
     for a in arrays:
-        _copy_rows(out[lead + (slice(start, start + a.shape[axis]),)], a)
+        _copy_into(out[lead + (slice(start, start + a.shape[axis]),)], a)
         start += a.shape[axis]
     return out
 
 
-def _copy_rows(dst, src):
+def _copy_into(dst, src):
     """dst[...] = src, two arrays of one shape and dtype, dst just made (never overlapping
     src): one mt_copy_rows call where both are rows of one stride (_rows_layout), else one
     mt_copy_strided call into a C-contiguous dst from an aligned src (its element loads are
@@ -862,7 +862,7 @@ def _copy_rows(dst, src):
     layout = _rows_layout(dst, src)
     if layout is None:
         if dst.flags.c_contiguous and src.flags.aligned and 0 not in src.strides:
-            status = lib.mt_copy_strided(_address(src), _address(dst), src.ndim,
+            status = lib.mt_copy_strided(_pointer(src), _pointer(dst), src.ndim,
                                          ffi.new("int64_t[]", src.shape),
                                          ffi.new("int64_t[]", src.strides), src.itemsize)
             _check_status(status, "copy_strided")
@@ -871,7 +871,7 @@ def _copy_rows(dst, src):
         return
     rows, row_bytes, dst_stride, src_stride = layout
     if rows and row_bytes:
-        status = lib.mt_copy_rows(_address(src), src_stride, _address(dst), dst_stride, rows,
+        status = lib.mt_copy_rows(_pointer(src), src_stride, _pointer(dst), dst_stride, rows,
                                   row_bytes)
         _check_status(status, "copy_rows")
 
@@ -901,9 +901,9 @@ def _rows_layout(a, b):
     return rows, run, stride_a, stride_b
 
 
-def _address(a):
-    """The address of an array's first element (a view's too, contiguous or not)."""
-    return ffi.cast("void *", a.__array_interface__["data"][0])
+def _pointer(a):
+    """A void * to an array's first element (a view's too, contiguous or not)."""
+    return ffi.cast("void *", large_buffers.address(a))
 
 
 # ---------------------------------------------------------------------------------------------
