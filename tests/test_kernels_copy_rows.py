@@ -225,9 +225,9 @@ def test_copy_strided_rejects_bad_sizes():
 
 @pytest.mark.parametrize("backend", ["numpy"] + (["c"] if C is not None else []))
 def test_stacked_leaves_keep_their_contiguous_slices_as_pytorch_does(backend):
-    """stack's backward hands each input its slice of the gradient: a leaf keeps a contiguous
-    slice as its .grad (sharing the gradient's memory, as PyTorch's leaves do), never a slice
-    that another leaf also has, and copies a strided one (stacked along a later dim)."""
+    """cat's and stack's backward hand each input its slice of the gradient: a leaf keeps a
+    contiguous slice as its .grad (sharing the gradient's memory, as PyTorch's leaves do), never
+    a slice that another leaf also has, and copies a strided one (stacked along a later dim)."""
     rng = np.random.default_rng(5)
     with minitorch.backends.using(backend):
         x = minitorch.tensor(random_array(rng, (4, 6), np.float64), requires_grad=True)
@@ -248,7 +248,11 @@ def test_stacked_leaves_keep_their_contiguous_slices_as_pytorch_does(backend):
         minitorch.stack([x, x]).backward(grad)  # two slices summed: a new array
         np.testing.assert_array_equal(x.grad.numpy(), grad.numpy()[0] + grad.numpy()[1])
         assert not np.shares_memory(x.grad.numpy(), grad.numpy())
-        x.grad = None
+        x.grad = y.grad = None
+        minitorch.cat([x, y]).backward(grad.reshape(8, 6))  # cat along dim 0: kept too
+        np.testing.assert_array_equal(y.grad.numpy(), grad.numpy()[1])
+        assert np.shares_memory(y.grad.numpy(), grad.numpy())
+        x.grad = y.grad = None
         z = minitorch.stack([x * 2, y]).sum(0)  # a slice that goes on through a node
         z.backward(minitorch.ones(4, 6, dtype=minitorch.float64))
         np.testing.assert_array_equal(x.grad.numpy(), np.full((4, 6), 2.0))

@@ -21,9 +21,9 @@ output index)`` for its i-th input, or None for a leaf; ``node.inputs[i]`` is th
 or of an input some node made only ``(shape, numpy dtype)`` (the node keeps no intermediate
 alive that its backward does not save), or None if the input needs no gradient. A leaf's
 gradient becomes its ``.grad`` without a copy when nothing else holds it (``take_result``), or
-when it is the contiguous slice of a gradient that a stack's backward cut for it alone (as
-PyTorch's AccumulateGrad keeps such a view: it shares memory with that gradient, which may be
-the one the caller passed to ``backward``).
+when it is a contiguous slice of a gradient that a cat's or stack's backward cut for it alone
+(as PyTorch's AccumulateGrad keeps such a view: it shares memory with that gradient, which may
+be the one the caller passed to ``backward``).
 Nothing here recurses, so a chain of 100,000 ops back-propagates within Python's recursion
 limit.
 """
@@ -172,7 +172,7 @@ class GradientBuffer:
         self.wanted = None if inputs is None else {_result_key(t): t for t in inputs}
         self.nodes = {}    # node -> one gradient per output of the node (None: none yet)
         self.tensors = {}  # key -> (tensor, gradient), for the result tensors
-        self.slices = set()  # keys of those whose gradient is one slice a stack's backward cut
+        self.slices = set()  # keys of those whose gradient is one slice cat or stack's backward cut
 
     def add(self, tensor, edge, grad, is_slice=False):
         """Add ``grad`` to what an input has received: ``tensor`` is the tensor for a leaf

@@ -149,9 +149,9 @@ def _tensor_class():
 class Function:
     """Base class of differentiable operations; subclass it and call ``.apply(*args)``.
 
-    ``backward_gives_slices``: True where ``backward`` hands each input its own contiguous
-    slice of an output gradient (stack's); a leaf may then keep that slice as its ``.grad``
-    without a copy (engine.GradientBuffer.take_result)."""
+    ``backward_gives_slices``: True where ``backward`` hands each input its own slice (a view)
+    of an output gradient (cat's, stack's); a leaf may then keep a contiguous one as its
+    ``.grad`` without a copy (engine.GradientBuffer.take_result)."""
 
     backward_gives_slices = False
 

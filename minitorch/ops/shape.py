@@ -102,6 +102,12 @@ class Copy(Function):
 
 
 class Cat(Function):
+    """The tensors joined along ``dim``; its backward hands each its slice of the gradient, a
+    view, which a leaf keeps as its .grad where contiguous (joined along dim 0), as PyTorch's
+    does."""
+
+    backward_gives_slices = True
+
     @staticmethod
     def forward(ctx, *tensors, dim):
         ctx.dim = dim
