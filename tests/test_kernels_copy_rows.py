@@ -1,40 +1,23 @@
-"""The row copy (csrc/copy_rows.c) and the backend copies built on it (``copy``,
-``concatenate``: contiguous(), a leaf's .grad from a slice of a gradient, cat and stack).
+"""The copies of csrc/copy_rows.c (mt_copy_rows, mt_copy_strided) and the backend copies built
+on them (``copy``, ``concatenate``: contiguous(), a leaf's .grad from a slice of a gradient,
+cat and stack), and the leaves that keep cat's and stack's slices of a gradient uncopied.
 
 mt_copy_rows at every ISA level (the reference's byte loop and each tuned level), 1 and 2
 threads, against numpy's slice assignment on random layouts: strided rows on either side,
 rows longer than the tuned body's 64 KiB piece, rows not a multiple of a vector, one row, empty.
 c_backend.copy / concatenate against numpy_backend's on random shapes, axes and dtypes (float
 and others: the kernel moves bytes), on the kernel's path and on the layouts it leaves to numpy
-(transposed, reversed, broadcast). A copy is exact: every comparison is bit for bit.
+(reversed, broadcast, misaligned). mt_copy_strided on transposes, permutes, reversed and
+broadcast dims. A copy is exact: every comparison is bit for bit.
 """
-import contextlib
-
 import numpy as np
 import pytest
 
 import minitorch
 from minitorch.backends import numpy_backend as N
+from test_kernels import ISAS, THREADS, C, c_threads, needs_c  # the kernel tests' common ground
 
-try:
-    from minitorch.backends import c_backend as C
-except ImportError:  # extension not built
-    C = None
-
-needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
-ISAS = [] if C is None else list(C.ISA_LEVELS[:C.ISA_LEVELS.index(C.best_isa()) + 1])
 DTYPES = [np.float32, np.float64, np.int64, np.bool_, np.float16]
-
-
-@contextlib.contextmanager
-def c_threads(n, isa=None):
-    previous = C.get_num_threads()
-    C.set_num_threads(n)
-    try:
-        with C.isa(isa) if isa else contextlib.nullcontext():
-            yield
-    finally:
-        C.set_num_threads(previous)
 
 
 def random_array(rng, shape, dtype):
@@ -48,7 +31,7 @@ LAYOUTS = [(0, 16, 16, 16), (5, 0, 8, 8), (1, 1, 1, 1), (1, 200_003, 0, 0),
 
 
 @needs_c
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("isa", ISAS)
 def test_copy_rows_kernel_matches_numpy(isa, threads):
     rng = np.random.default_rng(0)
@@ -87,7 +70,7 @@ def _misaligned(a):
 
 
 @needs_c
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_copy_matches_numpy_backend(dtype, isa, threads):
@@ -101,7 +84,7 @@ def test_copy_matches_numpy_backend(dtype, isa, threads):
 
 
 @needs_c
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_concatenate_matches_numpy_backend(dtype, isa, threads):
@@ -191,7 +174,7 @@ def test_cat_stack_and_leaf_grads_through_the_copies(backend):
 
 # (shape, element strides as a permutation of a C-contiguous source, or a slicing)
 @needs_c
-@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES + [np.complex128])
 def test_copy_strided_kernel_matches_numpy(dtype, isa, threads):
