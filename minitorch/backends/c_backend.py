@@ -828,7 +828,7 @@ def copy(a):
     the C copies on the threads (_copy_into)."""
     if type(a) is not np.ndarray or a.nbytes < COPY_MIN_BYTES or a.dtype.hasobject:
         return a.copy(order="C")
-    out = empty_apart(a.shape, a.dtype, [a])
+    out = empty(a.shape, a.dtype)  # np.empty's below 32 MiB: an array a leaf may keep as .grad
     _copy_into(out, a)
     return out
 
@@ -846,7 +846,7 @@ def concatenate(arrays, axis):
         return numpy_backend.concatenate(arrays, axis)
     shape = list(first.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
-    out = empty_apart(tuple(shape), first.dtype, [a for a in arrays if a.size])
+    out = empty(tuple(shape), first.dtype)
     lead, start = (slice(None),) * axis, 0
     for a in arrays:
         _copy_into(out[lead + (slice(start, start + a.shape[axis]),)], a)
