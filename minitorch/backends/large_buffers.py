@@ -125,8 +125,8 @@ def empty_apart(shape, dtype, inputs):
 
 
 def address(array):
-    """Where an array's data starts (ffi's view: cheaper than ``array.ctypes.data``, but only
-    for C-contiguous arrays)."""
+    """Where an array's data starts: ffi's view of a C-contiguous array (cheaper than
+    ``array.ctypes.data``), the array interface's of any other."""
     if not array.flags.c_contiguous:
         return array.__array_interface__["data"][0]
     return int(ffi.cast("uintptr_t", ffi.from_buffer(array)))

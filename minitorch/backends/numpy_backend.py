@@ -11,10 +11,10 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
   exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
-  abs_backward (elementwise),
-  sum_rows and amax_rows (reductions over the last dim), sum_cols (sums down the columns of a
-  matrix), copy and concatenate (numpy's, any dtype), index_add_rows (rows added at indices), cumsum_rows (running sums along the last
-  dim), arith (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
+  abs_backward (elementwise), sum_rows and amax_rows (reductions over the last dim), sum_cols
+  (sums down the columns of a matrix), copy and concatenate (numpy's, any dtype),
+  index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
+  (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
   conv2d_backward_input / conv2d_backward_weight (2-d convolution, im2col as a strided view),
   max_pool2d_forward / max_pool2d_backward (max pooling with PyTorch's indices),
