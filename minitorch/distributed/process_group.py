@@ -16,6 +16,7 @@ May import: the standard library and, when a group is initialized, mpi4py.
 import atexit
 import os
 import sys
+import time
 import traceback
 
 _INSTALL_HINT = ("minitorch.distributed runs over MPI and needs mpi4py and an MPI library: "
@@ -43,6 +44,7 @@ class _Group:
 _default = None       # the _Group once init_process_group has run
 _replaced: dict = {}  # sys.excepthook and sys.exit as they were before a world of several
 _exit_status = None   # the status sys.exit was last called with, in a world of several
+_OUTPUT_DRAIN_SECONDS = 0.5
 
 
 def is_available():
@@ -116,20 +118,26 @@ def init_process_group(backend=None, init_method=None, timeout=None, world_size=
         atexit.register(_abort_on_failed_exit)
 
 
-def _abort(status, why):
-    """End every rank of the job now, with exit status ``status``."""
+def _abort(status, why, traceback_text=""):
+    """End every rank of the job now, with exit status ``status``, after saying why (and
+    ``traceback_text`` before it) on stderr."""
     group = _default
-    print(f"minitorch.distributed: rank {group.rank} {why}: aborting the job so that the "
-          f"other ranks do not wait for it", file=sys.stderr, flush=True)
     sys.stdout.flush()
+    sys.stderr.write(f"{traceback_text}minitorch.distributed: rank {group.rank} {why}: aborting "
+                     f"the job so that the other ranks do not wait for it\n")
+    sys.stderr.flush()
+    # mpiexec forwards a rank's output through a proxy that the abort kills: let it pass first.
+    time.sleep(_OUTPUT_DRAIN_SECONDS)
     group.MPI.COMM_WORLD.Abort(status)
 
 
 def _abort_on_exception(kind, value, tb):
     """sys.excepthook in a world of several: the traceback, then the whole job ends."""
-    traceback.print_exception(kind, value, tb)
-    if _default is not None:
-        _abort(1, f"raised {getattr(kind, '__name__', 'an exception')}")
+    text = "".join(traceback.format_exception(kind, value, tb))
+    if _default is None:
+        sys.stderr.write(text)
+    else:
+        _abort(1, f"raised {getattr(kind, '__name__', 'an exception')}", text)
 
 
 def _exit_noting_status(status=None):
