@@ -202,13 +202,18 @@ def test_arith_kernel_matches_numpy(dtype, isa, data):
 @pytest.mark.parametrize("threads", THREADS)
 def test_large_tensor_arithmetic_and_its_gradients(threads):
     """From 65536 elements and with 2 threads the ops call the arith kernel (with 1, numpy):
-    values and gradients as numpy's either way."""
+    values and gradients as numpy's either way. float16 stays on numpy's loops (the kernel
+    takes float32 and float64)."""
     import minitorch as mt
     rng = np.random.default_rng(11)
     x_np, y_np = rng.standard_normal((64, 1030)), rng.standard_normal((64, 1030)) + 3.0
     bias_np = rng.standard_normal(1030)
     previous = mt.get_num_threads()
     mt.set_num_threads(threads)
+    kernel_calls = []
+    arith_on_layout = C.arith_on_layout
+    C.arith_on_layout = lambda *args, **kwargs: (kernel_calls.append(args[0]),
+                                                 arith_on_layout(*args, **kwargs))[1]
     try:
         x, y = mt.tensor(x_np, requires_grad=True), mt.tensor(y_np, requires_grad=True)
         bias = mt.tensor(bias_np, requires_grad=True)
@@ -219,7 +224,14 @@ def test_large_tensor_arithmetic_and_its_gradients(threads):
         np.testing.assert_allclose(x.grad.numpy(), y_np + 3 * x_np ** 2, rtol=1e-12)
         np.testing.assert_allclose(y.grad.numpy(), x_np + bias_np + 1.5 / y_np ** 2, rtol=1e-12)
         np.testing.assert_allclose(bias.grad.numpy(), y_np.sum(0), rtol=1e-12)
+        assert ({"add", "mul", "sub", "div"} <= set(kernel_calls)) == (threads > 1), kernel_calls
+        half_x, half_y = x_np.astype(np.float16), y_np.astype(np.float16)
+        calls_before = len(kernel_calls)
+        half = mt.tensor(half_x) * mt.tensor(half_y) + mt.tensor(half_x)
+        assert half.dtype == mt.float16 and len(kernel_calls) == calls_before
+        np.testing.assert_array_equal(half.numpy(), half_x * half_y + half_x)
     finally:
+        C.arith_on_layout = arith_on_layout
         mt.set_num_threads(previous)
 
 

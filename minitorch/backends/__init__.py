@@ -187,6 +187,14 @@ def get_num_threads():
     return _active.get_num_threads()
 
 
+def threaded_c():
+    """The C backend's module if it is the active one and runs more than one thread, else None:
+    where the elementwise ops send a large float array's arithmetic (a few operations: it is
+    asked on every such op)."""
+    c = available.get("c")
+    return c if _active is c and c is not None and c.lib.mt_get_num_threads() > 1 else None
+
+
 def _choose_at_import():
     requested = os.environ.get("MINITORCH_BACKEND", "").strip().lower()
     if requested:

@@ -937,7 +937,16 @@ def cumsum_rows(x):
 # Arithmetic on every thread
 # ---------------------------------------------------------------------------------------------
 def arith(op, a, b, out=None):
-    (rows, cols, a_layout, b_layout), shape = check_arith(op, a, b, out)
+    layout, shape = check_arith(op, a, b, out)
+    return arith_on_layout(op, a, b, layout, shape, out)
+
+
+def arith_on_layout(op, a, b, layout, shape, out=None):
+    """``arith`` once its arguments are checked: ``layout`` is ``checks.arith_layout(a, b)`` for
+    float32 or float64 arrays of one dtype, ``shape`` the result's, ``out`` None or checked.
+    The elementwise ops call it directly, having taken the layout already (a second check
+    would cost a large array's add a tenth of its time on two threads)."""
+    rows, cols, a_layout, b_layout = layout
     a, b = _contiguous(a), _contiguous(b)
     if out is None:
         out = empty(shape, a.dtype)

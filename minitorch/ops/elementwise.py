@@ -16,7 +16,7 @@ from .. import backends
 from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import _state as _grad_mode
-from ..backends.checks import POW_INT_LIMIT, arith_layout
+from ..backends.checks import ARITH_FULL, POW_INT_LIMIT, arith_layout
 from ..dtype import get_default_dtype, int64
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, scalar_like, to_tensor, unbroadcast
@@ -42,10 +42,15 @@ _THREADED_ARITH_MIN = 1 << 16
 def _arith(op, ufunc, x, y, out=None):
     """ufunc(x, y, out=out), or the C backend's arith kernel where a second thread pays."""
     if ((x.size >= _THREADED_ARITH_MIN or y.size >= _THREADED_ARITH_MIN)
-            and x.dtype.kind == "f" and x.dtype == y.dtype and backends.backend() == "c"):
-        kernels = _kernels()
-        if kernels.get_num_threads() > 1 and arith_layout(x, y) is not None:
-            return kernels.arith(op, x, y, out=out)
+            and type(x) is np.ndarray and type(y) is np.ndarray
+            and x.dtype.char in "fd" and x.dtype == y.dtype):
+        c_kernels = backends.threaded_c()
+        layout = None if c_kernels is None else arith_layout(x, y)
+        if layout is not None:
+            if out is not None:  # (an in-place op's: the checked path checks it)
+                return c_kernels.arith(op, x, y, out=out)
+            return c_kernels.arith_on_layout(op, x, y, layout,
+                                             x.shape if layout[2] == ARITH_FULL else y.shape)
     return ufunc(x, y) if out is None else ufunc(x, y, out=out)  # (out=None costs a little)
 
 
