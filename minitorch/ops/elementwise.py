@@ -16,7 +16,7 @@ from .. import backends
 from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import _state as _grad_mode
-from ..backends.checks import ARITH_FULL, POW_INT_LIMIT, arith_layout
+from ..backends.checks import ARITH_FULL, FLOAT_DTYPES, POW_INT_LIMIT, arith_layout
 from ..dtype import get_default_dtype, int64
 from ..tensor import Tensor
 from ._helpers import broadcast_operands, scalar_like, to_tensor, unbroadcast
@@ -43,7 +43,7 @@ def _arith(op, ufunc, x, y, out=None):
     """ufunc(x, y, out=out), or the C backend's arith kernel where a second thread pays."""
     if ((x.size >= _THREADED_ARITH_MIN or y.size >= _THREADED_ARITH_MIN)
             and type(x) is np.ndarray and type(y) is np.ndarray
-            and x.dtype.char in "fd" and x.dtype == y.dtype):
+            and x.dtype in FLOAT_DTYPES and x.dtype == y.dtype):  # (native byte order too)
         c_kernels = backends.threaded_c()
         layout = None if c_kernels is None else arith_layout(x, y)
         if layout is not None:
