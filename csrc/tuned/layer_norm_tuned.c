@@ -17,9 +17,6 @@
 #include <math.h>
 #include <string.h>
 #include "mt_internal.h"
-#ifdef MT_X86
-#include <immintrin.h> /* SSE2's streaming stores: baseline x86-64, so every level has them */
-#endif
 #include "fast_exp.h"
 #define MT_BODY "tuned/layer_norm_tuned.c"
 #include "each_isa.h"
@@ -95,47 +92,6 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
 }
 
 #define LN_SHIFT_SAMPLE 32
-
-/* float64 outputs of at least this many bytes are written around the cache (non-temporal
- * stores): they would not stay in it anyway, and an ordinary store first reads its line from
- * DRAM, where the forward's y stores stalled it at 60% of the copy bandwidth. (float32 keeps
- * ordinary stores: it already ran at the copy bandwidth, and streaming made it slower.) */
-#ifndef LN_STREAM_BYTES
-#define LN_STREAM_BYTES ((int64_t)16 << 20)
-#endif
-
-/* *v to p (32-byte aligned) with non-temporal stores */
-MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
-#if defined(MT_X86) && defined(__AVX__)
-    /* one 32-byte store, not two halves: half the store-buffer entries, which streaming
-     * stores hold longest */
-    if (sizeof(T) == 4) {
-        __m256 v8;
-        __builtin_memcpy(&v8, v, 32);
-        _mm256_stream_ps((float *)p, v8);
-    } else {
-        __m256d v4;
-        __builtin_memcpy(&v4, v, 32);
-        _mm256_stream_pd((double *)p, v4);
-    }
-#elif defined(MT_X86)
-    if (sizeof(T) == 4) {
-        __m128 lo, hi;
-        __builtin_memcpy(&lo, v, 16);
-        __builtin_memcpy(&hi, (const char *)v + 16, 16);
-        _mm_stream_ps((float *)p, lo);
-        _mm_stream_ps((float *)p + 4, hi);
-    } else {
-        __m128d lo, hi;
-        __builtin_memcpy(&lo, v, 16);
-        __builtin_memcpy(&hi, (const char *)v + 16, 16);
-        _mm_stream_pd((double *)p, lo);
-        _mm_stream_pd((double *)p + 2, hi);
-    }
-#else
-    __builtin_memcpy(p, v, sizeof(*v));
-#endif
-}
 
 /* y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j] (w, b NULL: 1, 0), with ordinary stores */
 MT_INLINE static void V(normalize)(const T *x, const T *w, const T *b, T *y, int64_t n, T m_hi,
@@ -327,7 +283,7 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
         }
         return 0;
     }
-    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= LN_STREAM_BYTES &&
+    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
                           (uintptr_t)y % sizeof(T) == 0;
 #pragma omp parallel num_threads(nt)
     {
@@ -374,7 +330,7 @@ MT_INLINE static void V(dx_pass)(const T *dy, const T *x, const T *w, T mean, T 
     }
 }
 
-/* dx_pass with dx written around the cache (see LN_STREAM_BYTES) from its first 32-byte
+/* dx_pass with dx written around the cache (see MT_STREAM_BYTES) from its first 32-byte
  * aligned element on; w, dw_acc, db_acc may be NULL; dx aligned to its element size. */
 static void V(dx_pass_streaming)(const T *dy, const T *x, const T *w, T mean, T rstd, T a,
                                  T c, T *dx, int64_t n, T *dw_acc, T *db_acc) {
@@ -451,7 +407,7 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
                                  int64_t cols) {
     const int want_params = dweight != NULL || dbias != NULL;
     int nt = mt_threads_for(rows * cols);
-    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= LN_STREAM_BYTES &&
+    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
                           (uintptr_t)dx % sizeof(T) == 0;
     /* Per thread: double column sums (dw, db) and T group sums (dw, db); reduced below, no
      * atomics, deterministic for a given thread count. */

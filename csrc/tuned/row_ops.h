@@ -9,7 +9,7 @@
 #define MT_ROW_OPS_ONCE
 #include <string.h>
 #ifdef MT_X86
-#include <immintrin.h>
+#include <immintrin.h> /* (SSE2's streaming stores and sfence: baseline x86-64, every level) */
 #endif
 
 /* Row sums use GCC vector types of this many bytes (one AVX2 register; the portable level
@@ -21,6 +21,16 @@
  * double: float32 rows of 10^4-10^5 terms stay at ~1e-7 relative accuracy at the speed of a
  * plain float loop, without -ffast-math. */
 #define MT_SUM_BLOCK 1024
+
+/* float64 outputs of at least this many bytes are written around the cache (non-temporal
+ * stores, stream_store): they would not stay in it anyway, and an ordinary store first reads
+ * its line from DRAM, where layer norm's forward stalled at 60% of the copy bandwidth. (float32
+ * keeps ordinary stores: it already ran at the copy bandwidth, and streaming made it slower.)
+ * A kernel that streams ends each thread's part with _mm_sfence: the stores are weakly
+ * ordered. */
+#ifndef MT_STREAM_BYTES
+#define MT_STREAM_BYTES ((int64_t)16 << 20)
+#endif
 
 /* Row `r + 1` of a rows x cols array, for a row kernel to prefetch while it computes row r:
  * a row's first pass reads memory and its later passes run from cache, and one core keeps
@@ -153,6 +163,39 @@ MT_INLINE static double V(lanes_total)(const V(vec) *v) {
     for (int64_t half = LANES / 2; half > 0; half /= 2)
         for (int64_t l = 0; l < half; ++l) lanes[l] += lanes[l + half];
     return (double)lanes[0];
+}
+
+/* *v to p (32-byte aligned) with non-temporal stores (see MT_STREAM_BYTES) */
+MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
+#if defined(MT_X86) && defined(__AVX__)
+    /* one 32-byte store, not two halves: half the store-buffer entries, which streaming
+     * stores hold longest */
+    if (sizeof(T) == 4) {
+        __m256 v8;
+        __builtin_memcpy(&v8, v, 32);
+        _mm256_stream_ps((float *)p, v8);
+    } else {
+        __m256d v4;
+        __builtin_memcpy(&v4, v, 32);
+        _mm256_stream_pd((double *)p, v4);
+    }
+#elif defined(MT_X86)
+    if (sizeof(T) == 4) {
+        __m128 lo, hi;
+        __builtin_memcpy(&lo, v, 16);
+        __builtin_memcpy(&hi, (const char *)v + 16, 16);
+        _mm_stream_ps((float *)p, lo);
+        _mm_stream_ps((float *)p + 4, hi);
+    } else {
+        __m128d lo, hi;
+        __builtin_memcpy(&lo, v, 16);
+        __builtin_memcpy(&hi, (const char *)v + 16, 16);
+        _mm_stream_pd((double *)p, lo);
+        _mm_stream_pd((double *)p + 2, hi);
+    }
+#else
+    __builtin_memcpy(p, v, sizeof(*v));
+#endif
 }
 
 /* sum_j x[j] * y[j], or sum_j x[j] when y is NULL */

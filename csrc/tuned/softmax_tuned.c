@@ -9,7 +9,8 @@
  * few hundred KiB, so the passes after the first hit L1/L2. Unmasked rows go further: each
  * thread's rows are a pipeline in which one loop computes row r's exps, row r + 1's max and
  * row r - 1's final values (row_exp_sum_pipelined), since the exp alone keeps the FMA pipes
- * busy and the other passes would cost their loads and stores on top.
+ * busy and the other passes would cost their loads and stores on top. A float64 backward of
+ * at least MT_STREAM_BYTES writes dx around the cache (row_ops.h).
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
@@ -37,14 +38,46 @@ int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T sca
     return 0;
 }
 
+/* softmax_backward_rows with dx written around the cache (MT_STREAM_BYTES) from each row's
+ * first 32-byte aligned element on, the same values; dx aligned to its element size. */
+static void V(softmax_backward_rows_streaming)(const T *y, const T *dy, T *dx, int64_t r0,
+                                               int64_t r1, int64_t n, T scale) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *yr = y + r * n, *dyr = dy + r * n;
+        T *dxr = dx + r * n;
+        const T dot = (T)V(row_dot)(dyr, yr, n);
+        int64_t j = 0;
+        for (; j < n && (uintptr_t)(dxr + j) % MT_VEC_BYTES != 0; ++j)
+            dxr[j] = scale * yr[j] * (dyr[j] - dot);
+        for (; j + (int64_t)(MT_VEC_BYTES / sizeof(T)) <= n;
+             j += (int64_t)(MT_VEC_BYTES / sizeof(T))) {
+            V(vec) yv, dyv;
+            MT_VLOAD(yv, yr + j);
+            MT_VLOAD(dyv, dyr + j);
+            const V(vec) dxv = scale * yv * (dyv - dot);
+            V(stream_store)(dxr + j, &dxv);
+        }
+        for (; j < n; ++j) dxr[j] = scale * yr[j] * (dyr[j] - dot);
+    }
+}
+
 int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
                               T scale) {
     int nt = mt_threads_for(rows * cols);
+    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
+                          (uintptr_t)dx % sizeof(T) == 0;
 #pragma omp parallel num_threads(nt)
     {
         const int64_t tid = mt_thread_num(), team = mt_team_size();
-        V(softmax_backward_rows)(y, dy, dx, rows * tid / team, rows * (tid + 1) / team, cols,
-                                 scale);
+        const int64_t r0 = rows * tid / team, r1 = rows * (tid + 1) / team;
+        if (streaming) {
+            V(softmax_backward_rows_streaming)(y, dy, dx, r0, r1, cols, scale);
+#ifdef MT_X86
+            _mm_sfence(); /* this thread's streaming stores done before the region ends */
+#endif
+        } else {
+            V(softmax_backward_rows)(y, dy, dx, r0, r1, cols, scale);
+        }
     }
     return 0;
 }
