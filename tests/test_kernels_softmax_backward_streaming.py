@@ -40,17 +40,11 @@ def backward_into(dx, y, dy, scale):
     assert status == 0
 
 
-@pytest.fixture(params=[1, 2], ids=["1thread", "2threads"])
-def threads(request):
-    previous = C.get_num_threads()
-    C.set_num_threads(request.param)
-    yield request.param
-    C.set_num_threads(previous)
-
-
 @pytest.mark.parametrize("isa", TUNED_ISAS)
 @pytest.mark.parametrize("cols", [1000, 999])
-def test_streamed_rows_equal_rows_of_a_small_call(isa, cols, threads):
+@pytest.mark.parametrize("count", [1, 2])
+def test_streamed_rows_equal_rows_of_a_small_call(isa, cols, count, threads):
+    threads(count)  # (conftest.py's fixture: the count is put back after)
     rows = STREAM_BYTES // (8 * cols) + 3  # just over the size where streaming starts
     rng = np.random.default_rng(cols)
     y = N.softmax_forward(rng.standard_normal((rows, cols)))
