@@ -152,6 +152,23 @@ def test_layer_norm_gradgradcheck_and_non_contiguous(backend):
                          (x, rand(4, seed=1), rand(4, seed=2)))
 
 
+
+def test_layer_norm_over_one_dim_is_one_node_on_the_parameters():
+    # The Transformer's LayerNorms: no reshape node between the op and its weight and bias
+    # (each would cost a forward and a backward call every step), and the same gradients.
+    x, w, b = rand(2, 3, 4), rand(4, seed=1), rand(4, seed=2)
+    y = F.layer_norm(x, 4, w, b)
+    assert y.grad_fn.name() == "LayerNormBackward"
+    assert y.grad_fn.inputs[1] is w and y.grad_fn.inputs[2] is b
+    y.backward(rand(2, 3, 4, seed=3).detach())
+    grads = [t.grad.numpy().copy() for t in (x, w, b)]
+    for t in (x, w, b):
+        t.grad = None
+    flat = F.layer_norm(x.reshape(6, 4), (4,), w.reshape(4), b.reshape(4))  # reshape nodes
+    flat.reshape(2, 3, 4).backward(rand(2, 3, 4, seed=3).detach())
+    for t, grad in zip((x, w, b), grads):
+        np.testing.assert_array_equal(t.grad.numpy(), grad)
+
 def test_layer_norm_shape_errors():
     with pytest.raises(ValueError, match="normalized_shape"):
         F.layer_norm(mt.ones(2, 3), (4,))

@@ -306,9 +306,11 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
                              f"got {tuple(p.shape)}")
     size = math.prod(shape)
     lead = tuple(input.shape[:input.ndim - k])
-    x = input.reshape(*lead, size) if k > 1 else input
-    w = None if weight is None else weight.reshape(size)
-    b = None if bias is None else bias.reshape(size)
+    x, w, b = input, weight, bias
+    if k > 1:  # (one trailing dim is the kernel's layout already: no reshape nodes then)
+        x = input.reshape(*lead, size)
+        w = None if weight is None else weight.reshape(size)
+        b = None if bias is None else bias.reshape(size)
     if w is None and b is not None:
         # The fused Function carries a bias only together with a weight.
         y = LayerNorm.apply(x, None, None, eps) + b
