@@ -15,6 +15,7 @@ csrc/reduce_rows.c, csrc/index_add_rows.c), in the manner of test_kernels.py:
 If ``minitorch._C`` does not import, the C tests are skipped with "C extension not built".
 """
 import contextlib
+import math
 
 import numpy as np
 import pytest
@@ -279,11 +280,19 @@ def test_real_powers_give_pytorchs_results(dtype, exponent):
     torch = pytest.importorskip("torch")
     x = np.array(SPECIAL, dtype)
     expected = torch.from_numpy(x).pow(exponent).numpy()
+    # PyTorch rounds the exponent to the tensor's dtype (its rule for a scalar, and minitorch's)
+    # in some CPU kernels and keeps it in double in others (seen with its AVX-512 ones): allow
+    # the difference that rounding makes, |ln x| times the exponent's rounding error.
+    rounding = abs(exponent - float(dtype(exponent))) if math.isfinite(exponent) else 0.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        slack = np.abs(np.log(np.abs(x.astype(np.float64)))) * rounding * np.abs(expected)
+    slack = np.where(np.isfinite(slack), slack, 0.0)
     for backend in _backends():
         with c_threads(2) if backend is C else contextlib.nullcontext():
             got = backend.pow_scalar_forward(x, exponent)
-        np.testing.assert_allclose(got, expected, rtol=3e-7 if dtype == np.float32 else 1e-15,
-                                   atol=1e-37, equal_nan=True, err_msg=str(backend))
+        close = np.isclose(got, expected, rtol=3e-7 if dtype == np.float32 else 1e-15,
+                           atol=1e-37 + slack, equal_nan=True)
+        assert close.all(), (backend, x[~close], got[~close], expected[~close])
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
