@@ -68,6 +68,7 @@ class KVCache:
         # static: the row of the first call that each row's keys/values were projected from;
         # a reorder that maps every row to one of the same origin has nothing to move.
         self._origin = None
+        self.step_plan = None  # a backend's plan of the decoder layer step, kept for the decode
 
     def __len__(self):
         return 0 if self.keys is None else self.keys.shape[2]
@@ -106,12 +107,8 @@ class KVCache:
             start, stop = 0, new
             self._allocate(array_module(keys), n, h, d, values.shape[3],
                            max(self.capacity, stop), keys.dtype)
-        elif stop > self._keys_t.shape[3]:  # full: double, keep the first `start` positions
-            kt, v = self._keys_t, self._values
-            self._allocate(array_module(kt), n, h, d, v.shape[3], max(2 * kt.shape[3], stop),
-                           kt.dtype)
-            self._keys_t[..., :start] = kt[..., :start]
-            self._values[:, :, :start] = v[:, :, :start]
+        elif stop > self._keys_t.shape[3]:
+            self._grow(stop)
         if new == 1:  # a decoding step: copies along the head dim, not one element per row
             self._keys_t[..., start] = keys[:, :, 0]
             self._values[:, :, start] = values[:, :, 0]
@@ -119,6 +116,31 @@ class KVCache:
             self._keys_t[..., start:stop] = keys.swapaxes(-1, -2)
             self._values[:, :, start:stop] = values
         self._length = stop
+
+    def _grow(self, stop):
+        """Buffers of double the capacity (at least ``stop`` positions), the first ones kept."""
+        kt, v, start = self._keys_t, self._values, self._length
+        n, h, d = kt.shape[:3]
+        self._allocate(array_module(kt), n, h, d, v.shape[3], max(2 * kt.shape[3], stop),
+                       kt.dtype)
+        self._keys_t[..., :start] = kt[..., :start]
+        self._values[:, :, :start] = v[:, :, :start]
+
+    def step_buffers(self, new):
+        """(keys buffer (N, H, D, capacity), values buffer (N, H, capacity, Dv), length) with
+        room for ``new`` more positions, for a kernel that writes them in place and attends:
+        then ``advance(new)``. None until the cache keeps buffers of its own (no autograd,
+        after its first call)."""
+        if self._keys_t is None:
+            return None
+        if self._length + new > self._keys_t.shape[3]:
+            self._grow(self._length + new)
+        return self._keys_t, self._values, self._length
+
+    def advance(self, new):
+        """Count ``new`` positions written into the buffers of ``step_buffers``."""
+        self._length += new
+        self._publish()
 
     def _allocate(self, xp, n, h, d, dv, capacity, dtype):
         self._keys_t = xp.empty((n, h, d, capacity), dtype)

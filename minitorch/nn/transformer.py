@@ -4,7 +4,8 @@ encoder-decoder, with PyTorch's arguments and attribute names (``self_attn``,
 ``multihead_attn``, ``linear1``, ``linear2``, ``norm1..3``, ``dropout1..3``), so state_dict
 keys match PyTorch's one-to-one. ``TransformerDecoderCache`` (minitorch's own) holds the decoder
 stack's keys/values of past positions, so that decoding feeds one new position per call; such a
-call for inference runs each layer as ``_cached_step``, the same blocks on the arrays.
+call for inference runs each layer as ``_cached_step``, the same blocks on the arrays (on the C
+backend through ``backends.c_decoder_step.DecoderLayerStep``: the calls planned once a decode).
 May import: ``.module``, ``.containers``, ``.attention``, ``.linear``, ``.dropout``,
 ``.normalization``, ``.functional``, ``.init``, ``minitorch``.
 """
@@ -109,6 +110,30 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(x)
 
 
+# The arrays of a decoder layer's step plan (backends/c_decoder_step.py): its name there, the
+# submodule path and the parameter's name
+_STEP_PARAMETERS = (
+    ("in_proj_weight", ("self_attn",), "in_proj_weight"),
+    ("in_proj_bias", ("self_attn",), "in_proj_bias"),
+    ("out_proj_weight", ("self_attn", "out_proj"), "weight"),
+    ("out_proj_bias", ("self_attn", "out_proj"), "bias"),
+    ("cross_in_proj_weight", ("multihead_attn",), "in_proj_weight"),
+    ("cross_in_proj_bias", ("multihead_attn",), "in_proj_bias"),
+    ("cross_out_proj_weight", ("multihead_attn", "out_proj"), "weight"),
+    ("cross_out_proj_bias", ("multihead_attn", "out_proj"), "bias"),
+    ("linear1_weight", ("linear1",), "weight"),
+    ("linear1_bias", ("linear1",), "bias"),
+    ("linear2_weight", ("linear2",), "weight"),
+    ("linear2_bias", ("linear2",), "bias"),
+    ("norm1_weight", ("norm1",), "weight"),
+    ("norm1_bias", ("norm1",), "bias"),
+    ("norm2_weight", ("norm2",), "weight"),
+    ("norm2_bias", ("norm2",), "bias"),
+    ("norm3_weight", ("norm3",), "weight"),
+    ("norm3_bias", ("norm3",), "bias"),
+)
+
+
 class TransformerDecoderLayer(Module):
     """Self-attention, cross-attention over ``memory``, then feed-forward (post- or pre-norm).
 
@@ -205,6 +230,17 @@ class TransformerDecoderLayer(Module):
         x = tgt._data if batch_first else tgt._data.swapaxes(0, 1)
         tgt_pad = None if tgt_key_padding_mask is None else tgt_key_padding_mask._data
         memory_pad = None if memory_key_padding_mask is None else memory_key_padding_mask._data
+        plan = self._step_plan(x, tgt_pad, memory_pad, self_cache, cross_cache)
+        if plan is not None:  # the same kernels, called with what the plan worked out once
+            length = x.shape[1]
+            kt, v, past = self_cache.step_buffers(length)
+            cross_kt, cross_v, _ = cross_cache.step_buffers(0)
+            x, self_weights, cross_weights = plan(x, kt, v, past, tgt_pad, tgt_is_causal,
+                                                  cross_kt, cross_v, memory_pad, memory_is_causal)
+            self_cache.advance(length)
+            self_cache.weights = Tensor._make(self_weights)
+            cross_cache.weights = Tensor._make(cross_weights)
+            return Tensor._make(x if batch_first else x.swapaxes(0, 1))
 
         def norm(module, a):
             weight, bias = module.weight, module.bias
@@ -240,6 +276,43 @@ class TransformerDecoderLayer(Module):
             x = norm(self.norm2, x + mha(x))
             x = norm(self.norm3, x + ff(x))
         return Tensor._make(x if batch_first else x.swapaxes(0, 1))
+
+    def _step_plan(self, x, tgt_pad, memory_pad, self_cache, cross_cache):
+        """The C backend's ``DecoderLayerStep`` for this call, kept on ``self_cache`` for the
+        decode (made again when a weight array or the sizes change); None where the checked
+        kernels serve: another backend, GPU arrays, a cache, mask or input of another layout
+        (the checked path also raises the errors a wrong size deserves)."""
+        if (type(x) is not np.ndarray or x.dtype.itemsize < 4 or not x.flags.c_contiguous
+                or backends.backend() != "c"):
+            return None
+        n, length = x.shape[0], x.shape[1]
+        own, cross = self_cache.step_buffers(0), cross_cache.step_buffers(0)
+        if (own is None or cross is None or own[0].shape[0] != n or cross[0].shape[0] != n
+                or cross[0].shape[3] != cross[2]):
+            return None
+        past, memory_length = own[2], cross[2]
+        for mask, s in ((tgt_pad, past + length), (memory_pad, memory_length)):
+            if mask is not None and (type(mask) is not np.ndarray or mask.shape != (n, s)
+                                     or not mask.flags.c_contiguous):
+                return None
+        arrays = {}
+        for name, path, parameter in _STEP_PARAMETERS:  # the registries: no __getattr__ misses
+            module = self
+            for part in path:
+                module = module._modules[part]
+            tensor = module._parameters.get(parameter)
+            arrays[name] = None if tensor is None else tensor._data
+        plan = self_cache.step_plan
+        if plan is None or not plan.matches(arrays, n, length):
+            from ..backends.c_decoder_step import DecoderLayerStep
+            if any(a is not None and (type(a) is not np.ndarray or a.dtype != x.dtype
+                                      or not a.flags.c_contiguous) for a in arrays.values()):
+                return None
+            plan = self_cache.step_plan = DecoderLayerStep(
+                arrays, heads=self.self_attn.num_heads, norm_first=self.norm_first,
+                activation="relu" if self.activation is F.relu else "gelu",
+                eps=(self.norm1.eps, self.norm2.eps, self.norm3.eps), n=n, length=length)
+        return plan
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal, cache=None):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
