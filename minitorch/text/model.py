@@ -74,9 +74,10 @@ class Seq2SeqTransformer(nn.Module):
         if ids.shape[1] > self.max_len:
             raise ValueError(f"Seq2SeqTransformer: {name} has length {ids.shape[1]}, longer than "
                              f"the model's max_len {self.max_len}")
-        outside = (ids < 0) | (ids >= vocab)
+        data = ids._data  # on the arrays: Tensor ops would make three nodes a decoding step
+        outside = (data < 0) | (data >= vocab)
         if outside.any():
-            bad = int(ids[outside][0])
+            bad = int(data[outside][0])
             raise IndexError(f"Seq2SeqTransformer: {name} holds token id {bad}, outside the "
                              f"vocabulary [0, {vocab})")
 
