@@ -113,8 +113,8 @@ class DecoderLayerStep:
         # Each norm: (weight pointer, bias pointer, eps); the output is the caller's
         self._norms = [(pointer(f"norm{i}_weight"), pointer(f"norm{i}_bias"), float(eps[i - 1]))
                        for i in (1, 2, 3)]
-        # attention_step's element strides: q's (fixed: views of qkv / cross_q), then the
-        # keys', the values' and the mask's, set per call; q's base pointer
+        # attention_step's element strides: the queries' (fixed: views of qkv / cross_q), then
+        # the keys', the values' and the mask's, set per call
         self._self_strides = np.zeros(13, np.int64)
         self._self_strides[:3] = (length * 3 * e, d, 3 * e)
         self._cross_strides = np.zeros(13, np.int64)
@@ -243,10 +243,10 @@ class DecoderLayerStep:
                                 ("cross_v", cross_v, (n, h, None, d))):
             if (type(a) is not np.ndarray or a.dtype != dtype or a.ndim != 4
                     or any(want is not None and got != want for got, want in zip(a.shape, layout))
-                    or not (a.flags.c_contiguous and a.flags.writeable)):
-                raise ValueError(f"DecoderLayerStep: {name} must be a writeable C-contiguous "
-                                 f"{dtype} array of shape {layout} (None: any)")
-        if not 0 <= past or stop > kt.shape[3] or stop > v.shape[2]:
+                    or not (a.flags.c_contiguous and a.flags.aligned and a.flags.writeable)):
+                raise ValueError(f"DecoderLayerStep: {name} must be a writeable, aligned, "
+                                 f"C-contiguous {dtype} array of shape {layout} (None: any)")
+        if past < 0 or stop > kt.shape[3] or stop > v.shape[2]:
             raise ValueError(f"DecoderLayerStep: {stop} positions do not fit the cache's "
                              f"{min(kt.shape[3], v.shape[2])}")
         if cross_kt.shape[3] != cross_v.shape[2]:
