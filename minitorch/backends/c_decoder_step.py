@@ -238,14 +238,14 @@ class DecoderLayerStep:
             raise ValueError(f"DecoderLayerStep: x must be an aligned C-contiguous {dtype} array "
                              f"of shape {(n, self.length, self.e)}")
         stop = past + self.length
-        for name, a, layout in (("kt", kt, (n, h, d, None)), ("v", v, (n, h, None, d)),
-                                ("cross_kt", cross_kt, (n, h, d, None)),
-                                ("cross_v", cross_v, (n, h, None, d))):
+        for name, a, keys in (("kt", kt, True), ("v", v, False), ("cross_kt", cross_kt, True),
+                              ("cross_v", cross_v, False)):
             if (type(a) is not np.ndarray or a.dtype != dtype or a.ndim != 4
-                    or any(want is not None and got != want for got, want in zip(a.shape, layout))
+                    or (a.shape[:3] if keys else a.shape[:2] + a.shape[3:]) != (n, h, d)
                     or not (a.flags.c_contiguous and a.flags.aligned and a.flags.writeable)):
+                layout = (n, h, d, "S") if keys else (n, h, "S", d)
                 raise ValueError(f"DecoderLayerStep: {name} must be a writeable, aligned, "
-                                 f"C-contiguous {dtype} array of shape {layout} (None: any)")
+                                 f"C-contiguous {dtype} array of shape {layout}")
         if past < 0 or stop > kt.shape[3] or stop > v.shape[2]:
             raise ValueError(f"DecoderLayerStep: {stop} positions do not fit the cache's "
                              f"{min(kt.shape[3], v.shape[2])}")
