@@ -112,6 +112,23 @@ def test_a_replaced_weight_makes_a_new_plan():
     assert not np.array_equal(unchanged[0][-1], planned[0][-1])  # the new weight did count
 
 
+def test_a_layer_with_an_unaligned_weight_takes_the_checked_path():
+    decoder = make_decoder(mt.float64, False, "relu", True, batch_first=True)
+    weight = decoder.layers[0].linear2.weight
+    raw = np.empty(weight._data.nbytes + 1, np.uint8)
+    unaligned = raw[1:].view(np.float64).reshape(weight.shape)  # as np.frombuffer at an odd offset
+    unaligned[...] = weight._data
+    weight._data = unaligned
+    assert not weight._data.flags.aligned
+    cache = nn.TransformerDecoderCache(decoder.num_layers)
+    memory = mt.tensor(np.random.default_rng(2).standard_normal((2, 3, D_MODEL)))
+    with mt.no_grad():
+        for t in range(3):
+            decoder(mt.tensor(np.random.default_rng(t).standard_normal((2, 1, D_MODEL))), memory,
+                    cache=cache)
+    assert cache.layers[0][0].step_plan is None and cache.layers[1][0].step_plan is not None
+
+
 def test_greedy_and_beam_search_tokens_equal_without_the_plan():
     from minitorch.text.decoding import beam_search, greedy_decode
     from minitorch.text.model import Seq2SeqTransformer

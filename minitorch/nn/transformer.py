@@ -306,7 +306,8 @@ class TransformerDecoderLayer(Module):
         if plan is None or not plan.matches(arrays, n, length):
             from ..backends.c_decoder_step import DecoderLayerStep
             if any(a is not None and (type(a) is not np.ndarray or a.dtype != x.dtype
-                                      or not a.flags.c_contiguous) for a in arrays.values()):
+                                      or not (a.flags.c_contiguous and a.flags.aligned))
+                   for a in arrays.values()):
                 return None
             plan = self_cache.step_plan = DecoderLayerStep(
                 arrays, heads=self.self_attn.num_heads, norm_first=self.norm_first,
