@@ -230,14 +230,13 @@ class TransformerDecoderLayer(Module):
         x = tgt._data if batch_first else tgt._data.swapaxes(0, 1)
         tgt_pad = None if tgt_key_padding_mask is None else tgt_key_padding_mask._data
         memory_pad = None if memory_key_padding_mask is None else memory_key_padding_mask._data
-        plan = self._step_plan(x, tgt_pad, memory_pad, self_cache, cross_cache)
+        own, cross = self_cache.step_buffers(x.shape[1]), cross_cache.step_buffers(0)
+        plan = self._step_plan(x, tgt_pad, memory_pad, own, cross, self_cache)
         if plan is not None:  # the same kernels, called with what the plan worked out once
-            length = x.shape[1]
-            kt, v, past = self_cache.step_buffers(length)
-            cross_kt, cross_v, _ = cross_cache.step_buffers(0)
+            (kt, v, past), (cross_kt, cross_v, _) = own, cross
             x, self_weights, cross_weights = plan(x, kt, v, past, tgt_pad, tgt_is_causal,
                                                   cross_kt, cross_v, memory_pad, memory_is_causal)
-            self_cache.advance(length)
+            self_cache.advance(plan.length)
             self_cache.weights = Tensor._make(self_weights)
             cross_cache.weights = Tensor._make(cross_weights)
             return Tensor._make(x if batch_first else x.swapaxes(0, 1))
@@ -277,16 +276,16 @@ class TransformerDecoderLayer(Module):
             x = norm(self.norm3, x + ff(x))
         return Tensor._make(x if batch_first else x.swapaxes(0, 1))
 
-    def _step_plan(self, x, tgt_pad, memory_pad, self_cache, cross_cache):
+    def _step_plan(self, x, tgt_pad, memory_pad, own, cross, self_cache):
         """The C backend's ``DecoderLayerStep`` for this call, kept on ``self_cache`` for the
         decode (made again when a weight array or the sizes change); None where the checked
         kernels serve: another backend, GPU arrays, a cache, mask or input of another layout
-        (the checked path also raises the errors a wrong size deserves)."""
+        (the checked path also raises the errors a wrong size deserves). ``own``/``cross``: the
+        two caches' ``step_buffers``."""
         if (type(x) is not np.ndarray or x.dtype.itemsize < 4 or not x.flags.c_contiguous
                 or backends.backend() != "c"):
             return None
         n, length = x.shape[0], x.shape[1]
-        own, cross = self_cache.step_buffers(0), cross_cache.step_buffers(0)
         if (own is None or cross is None or own[0].shape[0] != n or cross[0].shape[0] != n
                 or cross[0].shape[3] != cross[2]):
             return None
