@@ -2,8 +2,10 @@
 
 small: d_model 128, 4 heads, 2+2 layers, feed-forward 512, batch 32, source and target length 32;
 big: d_model 512, 8 heads, 6+6 layers, feed-forward 2048, batch 32, length 64; both vocabulary
-1000, dropout 0, Adam, with 1 and 2 threads. Prints target tokens per second, ms per step, peak
-memory and the ratio PyTorch ms ÷ minitorch ms, all from one run. Each configuration runs in a
+1000, dropout 0, Adam, with 1 and 2 threads; minitorch's step both eager and captured
+(``minitorch.capture``: recorded once, then its kernel calls replayed without the Python between
+them). Prints target tokens per second, ms per step, peak memory and the ratio PyTorch ms ÷
+minitorch ms, all from one run. Each configuration runs in a
 fresh subprocess, so its peak (the worker's own VmHWM) is that configuration's alone. The two
 frameworks take turns for --rounds rounds and each keeps its best round: on a shared machine
 whose speed drifts by tens of percent from minute to minute, one run of each, one after the
@@ -93,42 +95,39 @@ def _record_gemm_calls(step):
     """The GEMM calls one minitorch step makes, as dicts of their sizes, layouts and scalars
     (not their data), in order, the fused attention's per-head products among them (as one
     batched call each); [] where the C backend is not built."""
-    from minitorch.backends import c_backend
-    if not hasattr(c_backend, "_GEMM_KERNELS"):
+    try:
+        from minitorch.backends import c_backend
+    except ImportError:
         return []
-    kernels = dict(c_backend._GEMM_KERNELS)
-    calls = []
+    lib, calls = c_backend.lib, []
+    dtypes = {"f32": np.dtype(np.float32), "f64": np.dtype(np.float64)}
 
-    def recording(kernel, dtype):
+    def gemm(kernel, dtype):
         def call(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch):
             calls.append(dict(dtype=dtype.name, ta=ta, tb=tb, m=m, n=n, k=k, alpha=alpha, lda=lda,
                               sa=sa, ldb=ldb, sb=sb, beta=beta, ldc=ldc, sc=sc, batch=batch))
             return kernel(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch)
         return call
 
-    def recording_attention(name, dtype):
-        kernel = c_backend._kernel(name, dtype)
-
+    def attention(kernel, name, dtype):
         def call(*args):
             n, h, lq, s, d, dv = args[5:11] if name == "attention_forward" else args[8:14]
             calls.extend(_gemm_call(dtype, *shape, n * h)
                          for shape in _ATTENTION_PRODUCTS[name](lq, s, d, dv))
             return kernel(*args)
         return call
-    c_backend._GEMM_KERNELS.update({d: recording(k, d) for d, k in kernels.items()})
-    attention = {(name, d): recording_attention(name, d)
-                 for name in _ATTENTION_PRODUCTS for d in kernels}
-    saved = {key: c_backend._KERNELS.pop(key, None) for key in attention}
-    c_backend._KERNELS.update(attention)
-    try:
+
+    class Noting:
+        """c_backend's library, its GEMM and whole-sequence attention calls noted in calls."""
+        def __getattr__(self, entry):
+            kernel, name, dtype = getattr(lib, entry), entry[3:-4], dtypes.get(entry[-3:])
+            if name == "gemm" and dtype is not None:
+                return gemm(kernel, dtype)
+            if name in _ATTENTION_PRODUCTS and dtype is not None:
+                return attention(kernel, name, dtype)
+            return kernel
+    with c_backend.replaced(lib=Noting()):
         step()
-    finally:
-        c_backend._GEMM_KERNELS.update(kernels)
-        for key, kernel in saved.items():
-            if kernel is None:
-                c_backend._KERNELS.pop(key, None)
-            else:
-                c_backend._KERNELS[key] = kernel
     return calls
 
 
@@ -235,8 +234,9 @@ def _replay_torch(calls, threads, repeats=5):
 
 def training_step(framework, size, threads, device="cpu"):
     """(lib, step): one Adam step of the model on a fixed batch, built in ``framework``
-    ("minitorch" or "torch") with ``threads`` threads, on ``device``; ``step()`` returns the
-    loss. ``size`` names a SIZES entry or is a dict of them."""
+    ("minitorch", "captured": minitorch's step through ``minitorch.capture``, or "torch") with
+    ``threads`` threads, on ``device``; ``step()`` returns the loss. ``size`` names a SIZES
+    entry or is a dict of them."""
     cfg = SIZES[size] if isinstance(size, str) else size
     rng = np.random.default_rng(0)
     src = rng.integers(4, cfg["vocab"], (cfg["batch"], cfg["src_len"]))
@@ -245,7 +245,7 @@ def training_step(framework, size, threads, device="cpu"):
         import torch as lib
         import torch.nn as nn
         import torch.nn.functional as F
-    else:
+    else:  # minitorch, eager or captured
         import minitorch as lib
         import minitorch.nn as nn
         import minitorch.nn.functional as F
@@ -257,13 +257,18 @@ def training_step(framework, size, threads, device="cpu"):
     tgt_in, tgt_out = lib.tensor(tgt[:, :-1], device=device), lib.tensor(tgt[:, 1:], device=device)
     mask = nn.Transformer.generate_square_subsequent_mask(cfg["tgt_len"], device=device)
 
-    def step():
+    def train():
         logits = model(src_t, tgt_in, mask)
         loss = F.cross_entropy(logits.reshape(-1, cfg["vocab"]), tgt_out.reshape(-1))
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-        return loss.item()
+        return loss
+    if framework == "captured":  # recorded on its second call, replayed from its fourth
+        train = lib.capture(train)
+
+    def step():
+        return train().item()
     return lib, step
 
 
@@ -281,7 +286,7 @@ def worker(framework, size, threads, steps, warmup):
     cfg = SIZES[size]
     result = {"ms": ms, "tok_s": cfg["batch"] * cfg["tgt_len"] / (ms / 1000),
               "rss_mb": _peak_rss_mb(),
-              "backend": lib.backend() if framework == "minitorch" else "torch"}
+              "backend": "torch" if framework == "torch" else lib.backend()}
     if calls:  # after the timed steps, so that PyTorch's import cannot touch them
         result.update(gemm_flops=sum(2.0 * c["m"] * c["n"] * c["k"] * c["batch"] for c in calls),
                       gemm_alone_ms=_replay_minitorch(calls),
@@ -306,21 +311,23 @@ COLUMNS = ["size", "threads", "framework", "ms/step", "tgt tok/s", "peak MB", "s
 
 
 def _rows(size, threads, best, peak_gflops):
-    """Table rows (strings) for one size and thread count: minitorch's, then PyTorch's."""
+    """Table rows (strings) for one size and thread count: minitorch's eager and captured
+    steps, then PyTorch's."""
     mt, th = best["minitorch"], best.get("torch")
     torch_ok = th is not None and "error" not in th
     rows = []
-    for name, r in (("minitorch", mt), ("torch", th)):
+    for name, r in (("minitorch", mt), ("captured", best.get("captured")), ("torch", th)):
         if r is None:
             continue
         if "error" in r:
             rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 6)
             continue
-        ratio = floor = reachable = ""
-        alone = mt.get("gemm_alone_ms") if name == "minitorch" else mt.get("torch_gemm_alone_ms")
+        ratio = floor = reachable = alone = ""
+        if name != "torch" and torch_ok:
+            ratio = f"{th['ms'] / r['ms']:.2f}x"
+        if name != "captured":
+            alone = mt.get("gemm_alone_ms" if name == "minitorch" else "torch_gemm_alone_ms")
         if name == "minitorch":
-            if torch_ok:
-                ratio = f"{th['ms'] / r['ms']:.2f}x"
             if r.get("gemm_flops") and peak_gflops:
                 floor_ms = r["gemm_flops"] / (peak_gflops * 1e9) * 1000
                 floor = f"{floor_ms:.1f}"
@@ -368,7 +375,9 @@ def main():
     except ImportError:
         have_torch = False
     sizes = ["small", "big"] if args.size == "both" else [args.size]
-    legend = ("speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster); "
+    legend = ("captured = minitorch's step through minitorch.capture (recorded once, then its "
+              "kernel calls replayed without the Python between them); "
+              "speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster); "
               "GEMM floor = the step's GEMM FLOPs ÷ the FMA peak measured in the same run; "
               "highest possible = PyTorch ms/step ÷ that floor, the ratio a step of pure "
               "peak-speed GEMMs would reach; GEMMs alone = the matrix products of minitorch's "
@@ -391,7 +400,7 @@ def main():
                 peak = bench_kernels.fma_peak_gflops(np.float32, threads, 20_000_000)
                 if peak is not None:
                     peaks.append(peak)
-                for name in ("minitorch", "torch") if have_torch else ("minitorch",):
+                for name in ("minitorch", "captured") + (("torch",) if have_torch else ()):
                     _keep_best(best, name, _run(name, size, threads, steps, warmup))
             for row in _rows(size, threads, best, max(peaks) if peaks else None):
                 print(" ".join(f"{c:>{w}}" for c, w in zip(row, widths)), flush=True)

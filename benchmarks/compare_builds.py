@@ -18,7 +18,6 @@ build of a kernel change, not of a change to the C API). Nothing is written to
 docs/benchmarks.md: this is a tool for deciding whether a kernel change is worth keeping.
 """
 import argparse
-import contextlib
 import importlib.util
 import os
 import sys
@@ -31,9 +30,6 @@ import bench_transformer
 # What the step's time inside the kernels is split into, by the kernel's name (mt_<name>_<dtype>)
 GROUPS = {"gemm": ("gemm",), "attention": ("attention_forward", "attention_backward",
                                             "attention_step_forward")}
-# Entry points that set or report the runtime's state: not kernels, not timed
-CONTROL = ("mt_get_", "mt_set_", "mt_has_", "mt_max_threads", "mt_best_isa")
-DTYPES = {np.dtype(np.float32): "f32", np.dtype(np.float64): "f64"}
 
 
 def load_build(path, threads, isa):
@@ -64,10 +60,6 @@ class Timed:
         self.seconds = dict.fromkeys(list(self.groups) + ["other kernels"], 0.0)
         self.calls = 0
         self.wrapped = {}
-        self.cache = {}  # c_backend._KERNELS while this build is installed
-        self.gemm = {dtype: self.entry(f"mt_gemm_{sfx}") for dtype, sfx in DTYPES.items()}
-        self.step_kernels = {dtype: self.entry(f"mt_attention_step_forward_{sfx}")
-                             for dtype, sfx in DTYPES.items()}
 
     def group(self, entry_point):
         name = kernel_name(entry_point)
@@ -77,8 +69,9 @@ class Timed:
     def entry(self, entry_point):
         """This build's ``entry_point``, timed unless it only reads or sets the runtime's state."""
         if entry_point not in self.wrapped:
+            from minitorch.backends.c_backend_recording import CONTROL
             function = getattr(self.lib, entry_point)
-            if entry_point.startswith(CONTROL) or not callable(function):
+            if entry_point.startswith(CONTROL) or not callable(function):  # not timed
                 self.wrapped[entry_point] = function
             else:
                 self.wrapped[entry_point] = self._timed(function, self.group(entry_point))
@@ -98,37 +91,18 @@ class Timed:
             return status
         return call
 
-    def install(self, c_backend):
-        """Make ``c_backend`` call this build's kernels (all of them: its ``lib`` and the lookup
-        caches that hold kernels); zero the step's sums."""
-        c_backend.lib = self
-        c_backend._KERNELS = self.cache
-        c_backend._GEMM_KERNELS = self.gemm
-        c_backend._STEP_KERNELS = self.step_kernels
-        self.seconds = dict.fromkeys(self.seconds, 0.0)
-
-
-@contextlib.contextmanager
-def kernels_restored(c_backend):
-    """Within: builds may be installed; after: ``c_backend`` calls its own kernels again."""
-    saved = c_backend.lib, c_backend._KERNELS, c_backend._GEMM_KERNELS, c_backend._STEP_KERNELS
-    try:
-        yield
-    finally:
-        (c_backend.lib, c_backend._KERNELS, c_backend._GEMM_KERNELS,
-         c_backend._STEP_KERNELS) = saved
-
-
 def paired_rounds(step, builds, c_backend, rounds):
     """{build index: {each group of kernels and "step": [seconds per round]}}: each round runs
-    one step with each build's kernels, in turn (the order reversed every other round)."""
+    one step with each build's kernels (all of them: c_backend.replaced), in turn (the order
+    reversed every other round)."""
     times = [{kind: [] for kind in list(build.seconds) + ["step"]} for build in builds]
     for r in range(rounds):
         for i in (range(len(builds)) if r % 2 == 0 else reversed(range(len(builds)))):
-            builds[i].install(c_backend)
-            start = time.perf_counter()
-            step()
-            times[i]["step"].append(time.perf_counter() - start)
+            builds[i].seconds = dict.fromkeys(builds[i].seconds, 0.0)
+            with c_backend.replaced(lib=builds[i]):
+                start = time.perf_counter()
+                step()
+                times[i]["step"].append(time.perf_counter() - start)
             for kind, seconds in builds[i].seconds.items():
                 times[i][kind].append(seconds)
     return times
@@ -166,8 +140,7 @@ def main():
     _, step = bench_transformer.training_step("minitorch", args.size, args.threads)
     for _ in range(args.warmup):
         step()
-    with kernels_restored(c_backend):
-        times = paired_rounds(step, builds, c_backend, args.rounds)
+    times = paired_rounds(step, builds, c_backend, args.rounds)
     print(f"{args.size} step, {args.threads} thread(s), {args.rounds} rounds; this: "
           f"{os.path.dirname(minitorch.__file__)}, other: {args.other}")
     width = max(map(len, times[0]))

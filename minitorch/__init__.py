@@ -28,6 +28,7 @@ from .dtype import (bfloat16, can_cast, dtype, finfo, float16, float32, float64,
 from .interop import from_dlpack
 from .random import Generator, get_rng_state, manual_seed, seed, set_rng_state
 from .tensor import Size, Tensor
+from .step_capture import CapturedStep, capture
 from .tensor_types import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
                            FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 

@@ -93,9 +93,8 @@ def test_compared_builds_take_turns_and_leave_the_values_alone(tmp_path):
         builds = [compare_builds.Timed(c_backend.lib, ["layer_norm_forward"]),
                   compare_builds.Timed(other, ["layer_norm_forward"])]
         _, step = bench_transformer.training_step("minitorch", tiny, 1)
-        with compare_builds.kernels_restored(c_backend):
-            times = compare_builds.paired_rounds(lambda: losses.append(step()), builds,
-                                                 c_backend, rounds=2)
+        times = compare_builds.paired_rounds(lambda: losses.append(step()), builds, c_backend,
+                                             rounds=2)
     finally:
         minitorch.set_num_threads(threads)
     assert (c_backend.lib, c_backend._GEMM_KERNELS) == own

@@ -43,6 +43,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
 from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
 from .checks import check_real_exponent
 from . import large_buffers, numpy_backend
+from .tape import host, record, recording, replayed
 from .large_buffers import empty, empty_apart, empty_like
 
 # The ISA levels, in the order of MT_ISA_* in csrc/minitorch.h.
@@ -73,6 +74,27 @@ def _ptr(arr):
     ffi.from_buffer is ~10x cheaper than going through arr.ctypes / __array_interface__, which
     matters for the many small calls a training step makes."""
     return ffi.from_buffer(_C_ARRAY[arr.dtype], arr)
+
+
+@contextlib.contextmanager
+def replaced(**names):
+    """Within: this module's globals ``names`` (``lib``, a pointer helper) are the values
+    given; the kernels looked up once are looked up again. For c_backend_recording.py (kernels and
+    arrays seen by a tape) and benchmarks/compare_builds.py (another build's kernels)."""
+    global _KERNELS, _GEMM_KERNELS, _STEP_KERNELS
+    module = globals()
+    saved = {name: module[name] for name in names}
+    saved_caches = _KERNELS, _GEMM_KERNELS, _STEP_KERNELS
+    module.update(names)
+    _KERNELS = {}
+    _GEMM_KERNELS = {dtype: getattr(lib, f"mt_gemm_{suffix}") for dtype, suffix in _SUFFIX.items()}
+    _STEP_KERNELS = {dtype: getattr(lib, f"mt_attention_step_forward_{suffix}")
+                     for dtype, suffix in _SUFFIX.items()}
+    try:
+        yield
+    finally:
+        module.update(saved)
+        _KERNELS, _GEMM_KERNELS, _STEP_KERNELS = saved_caches
 
 
 def _check_status(status, what):
@@ -177,6 +199,13 @@ def _contiguous(x):
     return np.array(x, order="C")
 
 
+def _zeros(shape, dtype):
+    """A zero array that a kernel adds into: its zeroing is recorded on a capture's tape."""
+    out = empty(shape, dtype)
+    record(out.fill, 0)
+    return out
+
+
 # ---------------------------------------------------------------------------------------------
 # Matrix multiply
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +233,7 @@ def _matrix_layout(x):
             return x, 0, s_row // item
         if s_row == item and s_col // item >= max(rows, 1):
             return x, 1, s_col // item
-    x = np.ascontiguousarray(x)
+    x = _contiguous(x)
     return x, 0, max(cols, 1)
 
 
@@ -525,11 +554,16 @@ def cross_entropy_forward(logits, target, ignore_index=-100, label_smoothing=0.0
         _check_status(status, "cross_entropy_forward")
     if reduction == "none":
         return per_row, lse
-    total = per_row.sum(dtype=np.float64)
-    if reduction == "mean":
-        count = int(np.count_nonzero(target != ignore_index))
-        total = total / count if count else 0.0
-    return np.asarray(total, dtype=dtype), lse
+    loss = np.empty((), dtype=dtype)
+
+    def reduce():  # (a replay redoes it: the count of rows not ignored changes with the batch)
+        total = per_row.sum(dtype=np.float64)
+        if reduction == "mean":
+            count = int(np.count_nonzero(target != ignore_index))
+            total = total / count if count else 0.0
+        loss[()] = total
+    host(reduce)
+    return loss, lse
 
 
 def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_smoothing=0.0,
@@ -547,23 +581,23 @@ def cross_entropy_backward(logits, target, lse, grad, ignore_index=-100, label_s
         grad = np.asarray(grad, dtype=dtype)
     check_float("grad", grad, dtype)
     n, c = logits.shape
-    if reduction == "none":
-        check_same_shape("grad", grad, (n,))
-        grad_stride, grad_scale = 1, 1.0
-    else:
-        check_same_shape("grad", grad, ())
-        grad_stride, grad_scale = 0, 1.0
-        if reduction == "mean":
-            count = int(np.count_nonzero(target != ignore_index))
-            grad_scale = 1.0 / count if count else 0.0
+    check_same_shape("grad", grad, (n,) if reduction == "none" else ())
     logits, grad = _contiguous(logits), _contiguous(grad)
     lse = _contiguous(lse.astype(np.float64, copy=False))
     dlogits = empty_like(logits)
-    if dlogits.size:
+    arrays = logits, target, lse, grad
+
+    def launch():  # (a replay redoes it: the mean's count of rows not ignored changes)
+        grad_scale = 1.0
+        if reduction == "mean":
+            count = int(np.count_nonzero(target != ignore_index))
+            grad_scale = 1.0 / count if count else 0.0
         status = _kernel("cross_entropy_backward", dtype)(
-            _ptr(logits), _ptr(target), _ptr(lse), _ptr(grad), grad_stride,
-            grad_scale, n, c, ignore_index, float(label_smoothing), _ptr(dlogits))
+            *map(_ptr, arrays), int(reduction == "none"), grad_scale, n, c, ignore_index,
+            float(label_smoothing), _ptr(dlogits))
         _check_status(status, "cross_entropy_backward")
+    if dlogits.size:
+        host(launch)
     return dlogits
 
 
@@ -827,7 +861,10 @@ def copy(a):
     """numpy_backend.copy: a new C-contiguous copy of ``a``; from COPY_MIN_BYTES up made by
     the C copies on the threads (_copy_into)."""
     if type(a) is not np.ndarray or a.nbytes < COPY_MIN_BYTES or a.dtype.hasobject:
-        return a.copy(order="C")
+        out = a.copy(order="C")
+        if recording() is not None:  # a capture's replay copies again
+            replayed(np.copyto, out, a)
+        return out
     out = empty(a.shape, a.dtype)  # np.empty's below 32 MiB: an array a leaf may keep as .grad
     _copy_into(out, a)
     return out
@@ -843,7 +880,10 @@ def concatenate(arrays, axis):
             or any(type(a) is not np.ndarray or a.dtype != first.dtype or a.ndim != first.ndim
                    or a.shape[:axis] != first.shape[:axis]
                    or a.shape[axis + 1:] != first.shape[axis + 1:] for a in arrays)):
-        return numpy_backend.concatenate(arrays, axis)
+        out = numpy_backend.concatenate(arrays, axis)
+        if recording() is not None:  # a capture's replay joins them again
+            replayed(_concatenate_into, list(arrays), axis, out)
+        return out
     shape = list(first.shape)
     shape[axis] = sum(a.shape[axis] for a in arrays)
     out = empty(tuple(shape), first.dtype)
@@ -852,6 +892,10 @@ def concatenate(arrays, axis):
         _copy_into(out[lead + (slice(start, start + a.shape[axis]),)], a)
         start += a.shape[axis]
     return out
+
+
+def _concatenate_into(arrays, axis, out):
+    np.concatenate(arrays, axis=axis, out=out)
 
 
 def _copy_into(dst, src):
@@ -867,7 +911,7 @@ def _copy_into(dst, src):
                                          ffi.new("int64_t[]", src.strides), src.itemsize)
             _check_status(status, "copy_strided")
         else:
-            np.copyto(dst, src)
+            record(np.copyto, dst, src)
         return
     rows, row_bytes, dst_stride, src_stride = layout
     if rows and row_bytes:
@@ -911,7 +955,7 @@ def _pointer(a):
 # ---------------------------------------------------------------------------------------------
 def index_add_rows(src, rows, out_rows):
     check_row_indices(src, rows, out_rows)
-    out = np.zeros((int(out_rows),) + src.shape[1:], src.dtype)
+    out = _zeros((int(out_rows),) + src.shape[1:], src.dtype)
     cols = int(np.prod(src.shape[1:]))
     if src.size:
         src, rows = _contiguous(src), _contiguous(rows)
@@ -1094,7 +1138,7 @@ def max_pool2d_forward(x, kernel_size, stride, padding, dilation, ceil_mode=Fals
         return y, indices
     x = _contiguous(x)
     status = _kernel("max_pool2d_forward", x.dtype)(
-        _ptr(x), _ptr(y), ffi.from_buffer("int64_t[]", indices), n * c, h, w, *out, *kernel,
+        _ptr(x), _ptr(y), _ptr(indices), n * c, h, w, *out, *kernel,
         *stride, *padding, *dilation)
     _check_status(status, "max_pool2d_forward")
     return y, indices
@@ -1109,7 +1153,7 @@ def max_pool2d_backward(dy, indices, input_size):
         return dx
     dy, indices = _contiguous(dy), _contiguous(indices)
     status = _kernel("max_pool2d_backward", dy.dtype)(
-        _ptr(dy), ffi.from_buffer("int64_t[]", indices), _ptr(dx), n * c, h * w,
+        _ptr(dy), _ptr(indices), _ptr(dx), n * c, h * w,
         dy.shape[2] * dy.shape[3])
     _check_status(status, "max_pool2d_backward")
     return dx
@@ -1261,7 +1305,7 @@ def attention_forward(q, k, v, scale=1.0, mask=None, causal=False, out=None, kee
         mask, mask_rows, col_stride = _mask_layout(weights, mask)
         row_strides = _ptr(mask_rows)
         if mask.dtype == np.bool_:
-            mask_bool = ffi.from_buffer("uint8_t[]", mask.reshape(-1).view(np.uint8))
+            mask_bool = _bytes(mask)
         else:
             mask_add = _ptr(mask)
     (q, q_strides), (k, k_strides), (v, v_strides) = map(_step_operand, (q, k, v))
@@ -1383,7 +1427,7 @@ def matmul_into(a, b, *, out):
     b, tb, ldb = _matrix_layout(b)
     item = out.itemsize
     ldc = out.strides[-2] // item if m > 1 else n
-    pa, pb, pc = _base_pointer(a), _base_pointer(b), ffi.cast(_C_TYPE[out.dtype], out.ctypes.data)
+    pa, pb, pc = _base_pointer(a), _base_pointer(b), _base_pointer(out)
     sa, sb = _batch_strides(a, batch_shape), _batch_strides(b, batch_shape)
     sc = [s // item for s in out.strides[:-2]]
     p, inner, (stride_a, stride_b, stride_c) = _collapse_batch(batch_shape, [sa, sb, sc])

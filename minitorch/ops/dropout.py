@@ -12,12 +12,20 @@ import math
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..random import generator
 
 
 def dropout_factors(shape, p, dtype):
     """The factors for a tensor of ``shape`` and numpy ``dtype`` (on the host), for 0 < p < 1:
     1/(1-p) with probability 1 - p, else 0."""
+    keep = _draw(shape, p, dtype)
+    if tapes.recording() is not None:  # a captured step's replay draws a new mask, as eager
+        tapes.repeat(_Redraw(keep, p))
+    return keep
+
+
+def _draw(shape, p, dtype):
     seed = int(generator().bit_generator.random_raw())
     threshold = min(round(p * 2.0 ** 32), 2 ** 32 - 1)
     count, scale = math.prod(shape), 1.0 / (1.0 - p)
@@ -27,3 +35,27 @@ def dropout_factors(shape, p, dtype):
         keep = backends.current().dropout_keep(count, seed, threshold, scale,
                                                np.float64).astype(dtype)
     return keep.reshape(shape)
+
+
+class _Redraw:
+    """A captured step's dropout mask drawn again on each replay, from the next seed of the
+    generator as eager mode would draw it: a host callback (backends/tape.py), whose Python
+    state is the generator's."""
+
+    def __init__(self, keep, p):
+        self.keep, self.p = keep, p
+
+    def __call__(self):
+        self.keep[...] = _draw(self.keep.shape, self.p, self.keep.dtype)
+
+    def arrays(self):
+        return [self.keep]
+
+    def save(self):
+        return generator().bit_generator.state
+
+    def restore(self, state):
+        generator().bit_generator.state = state
+
+    def adopt(self):
+        pass

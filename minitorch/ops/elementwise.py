@@ -13,6 +13,7 @@ import math
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import _state as _grad_mode
@@ -51,7 +52,10 @@ def _arith(op, ufunc, x, y, out=None):
                 return c_kernels.arith(op, x, y, out=out)
             return c_kernels.arith_on_layout(op, x, y, layout,
                                              x.shape if layout[2] == ARITH_FULL else y.shape)
-    return ufunc(x, y) if out is None else ufunc(x, y, out=out)  # (out=None costs a little)
+    result = ufunc(x, y) if out is None else ufunc(x, y, out=out)  # (out=None costs a little)
+    if tapes.recording() is not None:  # numpy's arithmetic, on a capture's tape
+        tapes.replayed(ufunc, x, y, result)
+    return result
 
 
 def _grads(ctx, grad_a, grad_b):

@@ -14,6 +14,7 @@ import string
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..device_arrays import as_array, on_device_of
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
@@ -244,8 +245,9 @@ class LinearPair(Function):
             kernels.matmul_into(rows_y.T, y._data.reshape(n_y, y_shape[-1]), out=grad_w[split:])
             grad_weight = Tensor._make(grad_w)
         if need_bias:
-            grad_bias = Tensor._make(np.concatenate([_bias_grad(Tensor._make(rows_x))._data,
-                                                     _bias_grad(Tensor._make(rows_y))._data]))
+            grad_bias = Tensor._make(kernels.concatenate(
+                [_bias_grad(Tensor._make(rows_x))._data, _bias_grad(Tensor._make(rows_y))._data],
+                0))
         return grad_x, grad_y, grad_weight, grad_bias, None
 
 
@@ -318,7 +320,7 @@ def _add_bias_(out, bias):
             and bias.flags.c_contiguous and backends.backend() == "c"):
         backends.current().arith("add", out, bias, out=out)
     else:
-        out += bias
+        tapes.record(np.add, out, bias, out)  # (recorded: a captured step's replay adds it too)
 
 
 @op(methods="__matmul__", reflected="__rmatmul__")

@@ -2,7 +2,10 @@
 ``nn.Embedding``). The backward scatter-adds into the table, so a repeated id accumulates its
 gradient, and the ``padding_idx`` row receives none.
 """
+import numpy as np
+
 from ..autograd.function import Function
+from ..backends import tape as tapes
 from ..dtype import int32, int64
 from ..tensor import Tensor
 from .elementwise import masked_fill
@@ -17,7 +20,11 @@ class Embedding(Function):
     def forward(ctx, weight, indices, padding_idx):
         ctx.weight_shape, ctx.padding_idx = tuple(weight.shape), padding_idx
         ctx.save_for_backward(indices)  # so that ids changed after forward make backward raise
-        return Tensor._make(weight._data[indices._data])
+        if tapes.recording() is None:
+            return Tensor._make(weight._data[indices._data])
+        rows = np.empty(indices.shape + weight.shape[1:], weight._data.dtype)
+        tapes.record(np.take, weight._data, indices._data, 0, rows)  # new ids on each replay
+        return Tensor._make(rows)
 
     @staticmethod
     def backward(ctx, grad):

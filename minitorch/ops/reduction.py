@@ -14,6 +14,7 @@ import math
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..device_arrays import as_array, max_or_neg_inf
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
@@ -53,8 +54,8 @@ def _sum(x, dims, keepdim, scale):
             return backends.current().sum_rows(x, scale)
         out = backends.current().sum_rows(x.reshape(rows), scale)
         return out.reshape(_reduced_shape(x.shape, dims, keepdim))
-    out = x.sum(axis=dims, keepdims=keepdim)
-    return out if scale == 1 else np.multiply(out, scale, dtype=x.dtype)
+    out = tapes.computed(np.sum, x, axis=dims, keepdims=keepdim)
+    return out if scale == 1 else tapes.computed(np.multiply, out, scale, dtype=x.dtype)
 
 
 class Sum(Function):

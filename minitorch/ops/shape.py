@@ -13,6 +13,7 @@ import operator
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..device_arrays import array_module, as_array, is_gpu_array, on_device_of, to_host
 from ..autograd.function import Function
 from ..dtype import dtype as dtype_class
@@ -218,10 +219,12 @@ def _add_rows(values, rows, shape):
     """zeros(shape) with the rows of ``values`` added at the rows of dim 0 that the int array
     ``rows`` picks (repeats add up): the backend's ``index_add_rows`` (np.add.at is an
     unbuffered element-by-element loop, tens of times slower)."""
-    rows = rows.reshape(-1) % shape[0]  # negative rows: the same row as their positive twin
+    xp, flat = array_module(rows), rows.reshape(-1)
+    rows = xp.empty(flat.shape, np.int64)
+    # negative rows: the same row as their positive twin (recorded: new ids on each replay)
+    tapes.record(xp.remainder, flat, shape[0], rows)
     values = values.reshape(rows.size, *shape[1:])
-    return backends.current().index_add_rows(values, rows.astype(np.int64, copy=False),
-                                             shape[0])
+    return backends.current().index_add_rows(values, rows, shape[0])
 
 
 def _along_axis(index, dim):

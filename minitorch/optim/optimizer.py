@@ -16,6 +16,7 @@ import copy
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad
+from ..backends.tape import host
 from ..device_arrays import to_device
 from ..tensor import Tensor
 
@@ -143,8 +144,8 @@ class Optimizer:
                 loss = closure()
         for group in self.param_groups:
             with_grad = [p for p in group["params"] if p.grad is not None]
-            if with_grad:
-                self._update_group(group, with_grad)
+            if with_grad:  # (a captured step's replay runs the update again: its scalars change)
+                host(_GroupUpdate(self, group, with_grad))
         return loss
 
     def _update_group(self, group, params):
@@ -259,3 +260,44 @@ def _copy_state_value(value):
     if isinstance(value, Tensor):
         return Tensor._make(value._data.copy())
     return copy.deepcopy(value)
+
+
+class _GroupUpdate:
+    """``optimizer._update_group(group, params)`` as a host callback of a captured step
+    (backends/tape.py): a replay makes it again; the arrays it reads and writes and the Python
+    values of the parameters' state (step counts) are what capture's check rolls back."""
+
+    def __init__(self, optimizer, group, params):
+        self.optimizer, self.group, self.params = optimizer, group, params
+        self.grads = [p.grad for p in params]  # the step's own: a replay rewrites them
+
+    def __call__(self):
+        held = [p.grad for p in self.params]
+        try:
+            for p, grad in zip(self.params, self.grads):
+                p.grad = grad
+            self.optimizer._update_group(self.group, self.params)
+        finally:
+            for p, grad in zip(self.params, held):
+                p.grad = grad
+
+    def arrays(self):
+        found = []
+        for p, grad in zip(self.params, self.grads):
+            found += [p._data, grad._data]
+            found += [v._data for v in self.optimizer.state.get(p, {}).values()
+                      if isinstance(v, Tensor)]
+        return found
+
+    def save(self):
+        return [{k: v for k, v in self.optimizer.state.get(p, {}).items()
+                 if not isinstance(v, Tensor)} for p in self.params]
+
+    def restore(self, saved):
+        for p, values in zip(self.params, saved):
+            self.optimizer.state.setdefault(p, {}).update(values)
+
+    def adopt(self):
+        """Each parameter's ``.grad`` back on this step's gradient (an eager call moved it)."""
+        for p, grad in zip(self.params, self.grads):
+            p.grad = grad

@@ -1,0 +1,178 @@
+"""``minitorch.capture(fn)``: record a step's kernel calls once, then replay them without Python.
+
+A training step of a model whose shapes do not change makes the same kernel calls on buffers
+of the same sizes every time; what runs between them (building the graph, checking arguments,
+allocating) is the same Python every time too. As CUDA graphs and tinygrad's ``TinyJit`` do,
+``capture`` records the calls once and afterwards makes only them::
+
+    def train_step(src, tgt_in, tgt_out):
+        logits = model(src, tgt_in)
+        loss = F.cross_entropy(logits.reshape(-1, vocab), tgt_out.reshape(-1))
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss                     # tensors only: loss.item() would be one number forever
+
+    step = minitorch.capture(train_step)
+    for src, tgt_in, tgt_out in batches:
+        loss = step(src, tgt_in, tgt_out)   # the same Tensor object each call, refreshed
+
+The first call runs ``fn`` as it is (warm-up: the optimizer makes its state). The second runs
+it while recording a tape (backends/tape.py): every C kernel call with its pointers, the numpy
+calls ops make through ``tape.record``, and the optimizer's update as a callback (its step
+sizes change each step). The third records a second tape, and checks the first against it:
+the first tape replayed from the same parameters and inputs must give the same parameters,
+optimizer state and outputs, bit for bit; otherwise ``fn`` computed something no tape sees
+(numpy arithmetic outside the kernels, a Python number that changes) and ``RuntimeError`` says
+so, the state left as eager mode's. From the fourth call on, the new inputs are copied into the
+captured ones and the tape is replayed.
+
+What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
+(ValueError otherwise), Tensors (or numbers that do not change) as arguments, Tensors as
+results, no Python control flow on values it computes, no dropout with p > 0 (its random
+mask would be replayed). The tape keeps every intermediate of the step alive between calls:
+more memory than eager mode, which frees them as backward goes. With the numpy backend there
+are no kernels to replay: every call runs ``fn`` as it is.
+"""
+import numpy as np
+
+from . import backends
+from .backends import tape as tapes
+from .tensor import Tensor
+
+
+class CapturedStep:
+    """``fn``, recorded on its second call, checked on its third, replayed from the fourth."""
+
+    def __init__(self, fn):
+        if not callable(fn):
+            raise TypeError(f"capture: expected a callable, got {type(fn).__name__}")
+        self.fn = fn
+        self.calls = 0
+        self.tape = None     # the recorded step, once checked
+        self.inputs = None   # the recorded call's arguments (Tensors refreshed on replay)
+        self.outputs = None  # its results, refreshed by each replay
+        self._recorded = None  # the second call's (tape, arguments, results), until checked
+        self._lasting = None   # the warm-up's arrays: those a step leaves behind are among them
+
+    def __call__(self, *args):
+        self.calls += 1
+        if backends.backend() != "c":
+            return self.fn(*args)
+        if self.tape is not None:
+            self._copy_inputs(args)
+            self.tape.replay()
+            return self.outputs
+        if self.calls == 1:
+            tape, _, outputs = self._record(args)
+            self._lasting = tape.owners()
+            return outputs
+        if self.calls == 2:
+            self._recorded = self._record(args)
+            tape = self._recorded[0]
+            # the arrays both calls touched: the parameters, the optimizer's state, constants
+            # (the warm-up's arrays stay alive until now, so no new array can take an id)
+            self._lasting = [a for key, a in tape.owners().items() if key in self._lasting]
+            return self._recorded[2]
+        outputs = self._check(args)
+        self.tape, self.inputs, self.outputs = self._recorded
+        self._recorded = self._lasting = None
+        return outputs
+
+    def _record(self, args):
+        tape = tapes.Tape()
+        with tapes.recording_into(tape):
+            outputs = self.fn(*args)
+        _check_outputs(outputs)
+        owners = tape.owners()
+        missing = [i for i, a in enumerate(args)
+                   if isinstance(a, Tensor) and id(_owner(a._data)) not in owners]
+        if missing:
+            raise RuntimeError(
+                f"capture: argument(s) {missing} reach no recorded kernel as they are (an op "
+                "copied or converted them with numpy first): a replay would not see new values")
+        return tape, args, outputs
+
+    def _check(self, args):
+        """Run ``fn`` eagerly on ``args``, then replay the tape from the same state: equal, bit
+        for bit, in every array that outlives a step and in the results? Eager mode's state
+        is left in place either way."""
+        tape, recorded_args, recorded_outputs = self._recorded
+        lasting = [a for a in self._lasting if a.flags.writeable]
+        before = [a.copy() for a in lasting], [c.save() for c in tape.host_states]
+        outputs = self.fn(*args)
+        _check_outputs(outputs)
+        eager = [a.copy() for a in lasting], [c.save() for c in tape.host_states]
+        _put_back(lasting, tape.host_states, before)
+        self._copy_inputs(args, into=recorded_args)
+        tape.replay()
+        differ = sum(not np.array_equal(a, b, equal_nan=True) for a, b in zip(lasting, eager[0]))
+        differ += sum(not np.array_equal(a._data, b._data, equal_nan=True)
+                      for a, b in zip(_flat(recorded_outputs), _flat(outputs)))
+        _put_back(lasting, tape.host_states, eager)
+        if differ:
+            raise RuntimeError(
+                f"capture: replaying the recorded step differs from eager mode in {differ} "
+                "array(s): the step computes something the tape does not record (numpy "
+                "arithmetic outside minitorch's ops, a Python number that changes from step "
+                "to step). Run it uncaptured.")
+        for callback in tape.host_states:  # Python's references back on the tape's arrays
+            callback.adopt()
+        return recorded_outputs
+
+    def _copy_inputs(self, args, into=None):
+        into = self.inputs if into is None else into
+        if len(args) != len(into):
+            raise ValueError(f"capture: the step was captured with {len(into)} arguments, "
+                             f"called with {len(args)}")
+        for i, (new, old) in enumerate(zip(args, into)):
+            if isinstance(old, Tensor):
+                if not isinstance(new, Tensor) or new.shape != old.shape \
+                        or new.dtype != old.dtype:
+                    raise ValueError(
+                        f"capture: argument {i} was a {old.dtype} tensor of shape "
+                        f"{tuple(old.shape)} when captured; got {_describe(new)}")
+                if new is not old:
+                    old._data[...] = new._data
+            elif not (new is old or new == old):
+                raise ValueError(f"capture: argument {i} was {old!r} when captured; got {new!r} "
+                                 "(a replay cannot see a new Python value)")
+
+
+def _put_back(arrays, callbacks, saved):
+    values, python = saved
+    for array, value in zip(arrays, values):
+        array[...] = value
+    for callback, value in zip(callbacks, python):
+        callback.restore(value)
+
+
+def capture(fn):
+    """``fn`` recorded on its second call and replayed from its fourth (see this module)."""
+    return CapturedStep(fn)
+
+
+def _owner(array):
+    while isinstance(array.base, np.ndarray):
+        array = array.base
+    return array
+
+
+def _flat(outputs):
+    return [outputs] if isinstance(outputs, Tensor) else [o for o in outputs if o is not None]
+
+
+def _check_outputs(outputs):
+    if isinstance(outputs, Tensor) or outputs is None:
+        return
+    if isinstance(outputs, (tuple, list)) and all(o is None or isinstance(o, Tensor)
+                                                  for o in outputs):
+        return
+    raise TypeError("capture: the step must return Tensors (or a tuple of them, or None), got "
+                    f"{type(outputs).__name__}: a replay refreshes tensors, not Python values")
+
+
+def _describe(value):
+    if isinstance(value, Tensor):
+        return f"a {value.dtype} tensor of shape {tuple(value.shape)}"
+    return repr(value)

@@ -1,0 +1,239 @@
+"""``minitorch.capture``: a captured step replays to the same numbers as eager mode, bit for bit,
+and refuses what a replay could not reproduce.
+
+Each equality test trains two copies of one model from one seed on the same batches, one step
+function called eagerly, the other through ``capture``, and asserts the losses and every
+parameter equal bit for bit after each step (the capture's own check compares a replay with
+eager mode once; these compare every replayed step).
+"""
+import numpy as np
+import pytest
+
+import minitorch
+import minitorch.nn as nn
+import minitorch.nn.functional as F
+from minitorch.backends import tape as tapes
+
+VOCAB, PAD = 40, 0
+needs_c = pytest.mark.skipif("c" not in minitorch.backends.available,
+                             reason="the C extension is not built: no kernels to capture")
+
+
+def seq2seq(dtype, dropout, optimizer="adam"):
+    """(train_step, parameters): a small Transformer with embeddings, as bench_transformer's."""
+    minitorch.manual_seed(0)
+    model = nn.Transformer(16, 2, 1, 1, 32, dropout=dropout, batch_first=True)
+    embed, head = nn.Embedding(VOCAB, 16), nn.Linear(16, VOCAB)
+    params = [p for m in (model, embed, head) for p in m.parameters()]
+    for p in params:
+        p.data = p.data.to(dtype)
+    if optimizer == "adam":
+        opt = minitorch.optim.Adam(params, lr=1e-2)
+    else:
+        opt = minitorch.optim.SGD(params, lr=1e-1, momentum=0.9, weight_decay=1e-3)
+    schedule = minitorch.optim.lr_scheduler.StepLR(opt, step_size=2, gamma=0.5)
+
+    def train_step(src, tgt_in, tgt_out):
+        mask = nn.Transformer.generate_square_subsequent_mask(tgt_in.shape[1]).to(dtype)
+        hidden = model(embed(src), embed(tgt_in), tgt_mask=mask)
+        loss = F.cross_entropy(head(hidden).reshape(-1, VOCAB), tgt_out.reshape(-1),
+                               ignore_index=PAD)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return train_step, params, schedule
+
+
+def batches(count, seed=1, shape=(3, 5)):
+    """Batches of ids with a varying number of padded positions (the loss's count changes)."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for _ in range(count):
+        ids = rng.integers(1, VOCAB, (3,) + shape)
+        ids[:, :, rng.integers(1, shape[1]):] = PAD  # padding of another length each batch
+        out.append(tuple(minitorch.tensor(a) for a in ids))
+    return out
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", [minitorch.float32, minitorch.float64])
+@pytest.mark.parametrize("dropout", [0.0, 0.25])
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+@pytest.mark.parametrize("n_threads", [1, 2])
+def test_captured_training_equals_eager_bit_for_bit(dtype, dropout, optimizer, n_threads,
+                                                    threads):
+    threads(n_threads)
+    data = batches(7)
+    eager_step, eager_params, eager_schedule = seq2seq(dtype, dropout, optimizer)
+    eager = []
+    for batch in data:
+        eager.append((eager_step(*batch).item(), [p.data.numpy().copy() for p in eager_params]))
+        eager_schedule.step()
+    step, params, schedule = seq2seq(dtype, dropout, optimizer)
+    captured = minitorch.capture(step)
+    for index, batch in enumerate(data):
+        loss = captured(*batch)
+        assert loss.item() == eager[index][0], f"step {index}: the loss differs"
+        for p, expected in zip(params, eager[index][1]):
+            np.testing.assert_array_equal(p.data.numpy(), expected, f"step {index}")
+        schedule.step()  # the learning rate halves every two steps: a replay must see it
+    assert captured.tape is not None  # replayed from the fourth call on, not eager throughout
+
+
+@needs_c
+def test_replay_refreshes_the_same_output_tensor_and_records_nothing_new():
+    step, _, _ = seq2seq(minitorch.float32, 0.0)
+    captured = minitorch.capture(step)
+    data = batches(6)
+    for batch in data[:3]:
+        captured(*batch)
+    calls = len(captured.tape.calls)
+    first = captured(*data[3])
+    value = first.item()
+    second = captured(*data[4])
+    assert second is first and second.item() != value
+    assert len(captured.tape.calls) == calls
+
+
+@needs_c
+def test_a_captured_forward_without_grad_follows_new_inputs():
+    minitorch.manual_seed(0)
+    layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)
+    embed = nn.Embedding(VOCAB, 16)
+
+    def encode(ids):
+        with minitorch.no_grad():
+            return layer(embed(ids))
+    captured = minitorch.capture(encode)
+    for ids in batches(5):
+        np.testing.assert_array_equal(captured(ids[0]).numpy(), encode(ids[0]).numpy())
+
+
+@needs_c
+def test_a_step_whose_numpy_work_no_tape_sees_is_refused_with_eager_state():
+    weight = minitorch.ones(4, requires_grad=False)
+
+    def drifting(x):
+        weight._data += 1  # numpy arithmetic outside any op: a replay could not redo it
+        return x * weight
+    captured = minitorch.capture(drifting)
+    x = minitorch.arange(4.0)
+    captured(x)
+    captured(x)
+    with pytest.raises(RuntimeError, match="differs from eager mode"):
+        captured(x)
+    np.testing.assert_array_equal(weight.numpy(), np.full(4, 4.0))  # three eager calls' worth
+
+
+@needs_c
+def test_a_step_must_return_tensors():
+    captured = minitorch.capture(lambda x: (x * 2).sum().item())
+    with pytest.raises(TypeError, match="must return Tensors"):
+        captured(minitorch.ones(3))
+
+
+@needs_c
+def test_an_argument_copied_by_numpy_before_any_kernel_is_refused():
+    captured = minitorch.capture(lambda x: x.double() * 2)
+    with pytest.raises(RuntimeError, match="reach no recorded kernel"):
+        captured(minitorch.ones(3))
+
+
+@needs_c
+def test_replay_checks_shapes_dtypes_and_python_arguments():
+    captured = minitorch.capture(lambda x, scale: x * scale)
+    x = minitorch.arange(6.0)
+    for _ in range(3):
+        captured(x, 2.0)
+    np.testing.assert_array_equal(captured(x + 1, 2.0).numpy(), (np.arange(6.0) + 1) * 2)
+    with pytest.raises(ValueError, match="shape"):
+        captured(minitorch.arange(5.0), 2.0)
+    with pytest.raises(ValueError, match="dtype|float64"):
+        captured(minitorch.arange(6.0).double(), 2.0)
+    with pytest.raises(ValueError, match="a replay cannot see a new Python value"):
+        captured(x, 3.0)
+    with pytest.raises(ValueError, match="2 arguments"):
+        captured(x)
+
+
+@needs_c
+def test_captures_do_not_nest():
+    inner = minitorch.capture(lambda x: x * 2)
+    outer = minitorch.capture(lambda x: inner(x) + 1)
+    with pytest.raises(RuntimeError, match="do not nest"):
+        outer(minitorch.ones(2))
+    assert tapes.recording() is None
+
+
+def test_on_the_numpy_backend_every_call_runs_eagerly():
+    with minitorch.backends.using("numpy"):
+        step, params, _ = seq2seq(minitorch.float64, 0.0)
+        captured = minitorch.capture(step)
+        losses = [captured(*batch).item() for batch in batches(4)]
+        assert captured.tape is None
+    with minitorch.backends.using("numpy"):
+        step, _, _ = seq2seq(minitorch.float64, 0.0)
+        assert losses == [step(*batch).item() for batch in batches(4)]
+
+
+def test_capture_takes_a_callable():
+    with pytest.raises(TypeError, match="callable"):
+        minitorch.capture(3)
+
+
+# ------------------------------------------------------------------ the tape underneath
+
+@needs_c
+def test_a_tape_replays_kernels_and_the_copies_of_strided_inputs_on_new_values():
+    from minitorch.backends import c_backend
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((6, 10))
+    w = rng.standard_normal((5, 4))
+    tape = tapes.Tape()
+    with tapes.recording_into(tape):
+        probs = c_backend.softmax_forward(x[:, ::2])  # strided: copied, the copy recorded
+        product = c_backend.matmul(probs, w)
+    x[...] = rng.standard_normal(x.shape)
+    w[...] = rng.standard_normal(w.shape)
+    tape.replay()
+    np.testing.assert_array_equal(probs, c_backend.softmax_forward(x[:, ::2]))
+    np.testing.assert_array_equal(product, c_backend.matmul(probs, w))
+    kernels = [call for call in tape.calls if call[2]]
+    assert len(kernels) == 2 and len(tape.calls) == 3
+
+
+@needs_c
+def test_host_callbacks_run_on_replay_and_their_kernels_are_not_recorded():
+    from minitorch.backends import c_backend
+    seen, own = [], c_backend.lib
+    x = np.ones((2, 3))
+
+    def callback():
+        seen.append(c_backend.softmax_forward(x)[0, 0])
+    tape = tapes.Tape()
+    with tapes.recording_into(tape):
+        tapes.host(callback)
+    assert tape.calls == [(callback, (), False)] and len(seen) == 1
+    tape.replay()
+    tape.replay()
+    assert seen == [1 / 3] * 3
+    assert c_backend.lib is own  # the library put back after
+
+
+@needs_c
+def test_recording_ends_with_the_library_restored_after_an_error():
+    from minitorch.backends import c_backend
+    before = c_backend.lib, c_backend._KERNELS, c_backend._ptr
+    with pytest.raises(ValueError):
+        with tapes.recording_into(tapes.Tape()):
+            c_backend.matmul(np.ones((2, 3)), np.ones((4, 5)))
+    assert (c_backend.lib, c_backend._KERNELS, c_backend._ptr) == before
+    assert tapes.recording() is None
+
+
+def test_outside_a_recording_record_computed_and_host_only_run():
+    out = np.zeros(3)
+    assert tapes.record(np.add, np.ones(3), 1.0, out) is out and (out == 2).all()
+    np.testing.assert_array_equal(tapes.computed(np.sum, np.ones((2, 3)), axis=0), [2, 2, 2])
+    assert tapes.host(lambda: 7) == 7
