@@ -12,6 +12,7 @@ import numbers
 
 import numpy as np
 
+from .backends import tape as tapes
 from .device_arrays import resolve, to_device, to_host
 from .dtype import as_dtype, bool_, get_default_dtype, int64
 from .random import numpy_generator
@@ -60,7 +61,9 @@ def from_numpy(array):
 
 def _filled(value, size, dtype, requires_grad, device, caller):
     dtype = _float_dtype(dtype)
-    return _finish(np.full(_shape(size), value, dtype=dtype.numpy), requires_grad, device, caller)
+    # (tapes.constant: a captured step's replay writes these values again, numbers not data)
+    return _finish(tapes.constant(np.full(_shape(size), value, dtype=dtype.numpy)),
+                   requires_grad, device, caller)
 
 
 def zeros(*size, dtype=None, requires_grad=False, device=None):
@@ -123,18 +126,18 @@ def arange(start=0, end=None, step=1, *, dtype=None, requires_grad=False, device
     values = np.arange(start, end, step)
     with np.errstate(over="ignore"):  # values past a narrow dtype's range wrap, as in PyTorch
         array = values.astype(dtype.numpy)
-    return _finish(array, requires_grad, device, "arange")
+    return _finish(tapes.constant(array), requires_grad, device, "arange")
 
 
 def linspace(start, end, steps, dtype=None, requires_grad=False, device=None):
     dtype = _float_dtype(dtype)
-    return _finish(np.linspace(start, end, steps).astype(dtype.numpy), requires_grad, device,
-                   "linspace")
+    return _finish(tapes.constant(np.linspace(start, end, steps).astype(dtype.numpy)),
+                   requires_grad, device, "linspace")
 
 
 def eye(n, m=None, dtype=None, requires_grad=False, device=None):
     dtype = _float_dtype(dtype)
-    return _finish(np.eye(n, m, dtype=dtype.numpy), requires_grad, device, "eye")
+    return _finish(tapes.constant(np.eye(n, m, dtype=dtype.numpy)), requires_grad, device, "eye")
 
 
 def _random_float(draw, name):

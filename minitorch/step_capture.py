@@ -104,6 +104,7 @@ class CapturedStep:
         _check_outputs(outputs)
         eager = [a.copy() for a in lasting], [c.save() for c in tape.host_states]
         _put_back(lasting, tape.host_states, before)
+        _poison(tape, self._lasting)
         self._copy_inputs(args, into=recorded_args)
         tape.replay()
         differ = sum(not np.array_equal(a, b, equal_nan=True) for a, b in zip(lasting, eager[0]))
@@ -137,6 +138,20 @@ class CapturedStep:
             elif not (new is old or new == old):
                 raise ValueError(f"capture: argument {i} was {old!r} when captured; got {new!r} "
                                  "(a replay cannot see a new Python value)")
+
+
+def _poison(tape, lasting):
+    """NaN in every float array the step made, every bool array flipped: a value the replay
+    reads before a recorded call has written it (one some numpy work outside the tape made: a
+    mask computed from the inputs, a zero fill) then shows in the results."""
+    keep = {id(a) for a in lasting}
+    for key, array in tape.owners().items():
+        if key in keep or not array.flags.writeable:
+            continue
+        if array.dtype.kind == "f":
+            array.fill(np.nan)
+        elif array.dtype.kind == "b":
+            np.logical_not(array, out=array)
 
 
 def _put_back(arrays, callbacks, saved):

@@ -15,7 +15,7 @@ from . import c_backend
 # Entry points that set or report the runtime's state: not kernels, never recorded
 CONTROL = ("mt_get_", "mt_set_", "mt_has_", "mt_max_threads", "mt_best_isa")
 _HELPERS = ("_ptr", "_base_pointer", "_pointer", "_bytes", "_contiguous")
-_outside = []  # what each recording in progress replaced: c_backend's own library and helpers
+_outside: list = []  # what each recording in progress replaced: c_backend's own library and helpers
 
 
 class RecordingLibrary:

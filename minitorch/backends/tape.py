@@ -94,6 +94,15 @@ def computed(function, *args, **kwargs):
     return result
 
 
+def constant(array):
+    """While recording: ``array``'s present value written into it again on every replay (a
+    constant the step makes afresh with numpy: a mask, the ones that seed backward)."""
+    if _recording is not None and isinstance(array, np.ndarray) and array.flags.writeable:
+        _recording.calls.append((np.copyto, (array, array.copy()), False))
+        _recording.arrays.append(array)  # (not its copy: the tape's own, nothing else sees it)
+    return array
+
+
 def replayed(function, *args):
     """While recording: ``function(*args)`` on every replay (its caller has run it now)."""
     _recording.calls.append((function, args, False))

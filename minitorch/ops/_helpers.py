@@ -2,6 +2,7 @@
 and the checking of ``dim`` arguments."""
 import numpy as np
 
+from ..backends import tape as tapes
 from ..device_arrays import array_module, on_device_of
 from ..dtype import bool_, get_default_dtype, int64, promote_types
 from ..tensor import Tensor, normalize_dim  # noqa: F401  (the ops import it from here)
@@ -84,8 +85,8 @@ def _on_one_device(a, b):
 
 def scalar_like(value, like):
     """``value`` as a 0-d array of ``like``'s dtype, on ``like``'s device."""
-    if type(like) is np.ndarray:
-        return np.asarray(value, dtype=like.dtype)
+    if type(like) is np.ndarray:  # (a captured step's replay writes the number again)
+        return tapes.constant(np.asarray(value, dtype=like.dtype))
     return array_module(like).asarray(value, dtype=like.dtype)
 
 
@@ -111,6 +112,8 @@ def to_tensor(value, dtype, like=None):
         array = np.asarray(value, dtype=dtype.numpy)
     except OverflowError:  # a Python int beyond a narrow integer dtype wraps, as in PyTorch
         array = np.asarray(value).astype(dtype.numpy)
+    if not isinstance(value, np.ndarray):  # numbers: a captured step's replay writes them again
+        tapes.constant(array)
     return Tensor._make(array if like is None else on_device_of(array, like))
 
 

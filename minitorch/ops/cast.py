@@ -7,7 +7,12 @@ cast back); every other cast is a plain copy with no history, as in PyTorch. A c
 changes nothing returns the tensor itself (unless ``copy=True``), as in PyTorch. A move to
 another device is a node of the graph too: the gradient moves back.
 """
+import functools
+
+import numpy as np
+
 from ..autograd.function import Function
+from ..backends import tape as tapes
 from ..device import parse_to
 from ..device_arrays import resolve, to_device
 from ..dtype import (_BY_TENSOR_TYPE, as_dtype, bfloat16, bool_, float16, float32, float64,
@@ -22,7 +27,7 @@ class Cast(Function):
     @staticmethod
     def forward(ctx, a, dtype):
         ctx.dtype = a.dtype
-        return Tensor._make(a._data.astype(dtype.numpy))
+        return Tensor._make(_astype(a._data, dtype.numpy))
 
     @staticmethod
     def backward(ctx, grad):
@@ -48,7 +53,15 @@ def _cast(tensor, dtype, copy=False):
         return tensor.clone() if copy else tensor
     if tensor.requires_grad and dtype.is_floating_point and tensor.dtype.is_floating_point:
         return Cast.apply(tensor, dtype)
-    return Tensor._make(tensor._data.astype(dtype.numpy))
+    return Tensor._make(_astype(tensor._data, dtype.numpy))
+
+
+def _astype(array, dtype):
+    """``array.astype(dtype)``; on a capture's tape, cast again on each replay."""
+    out = array.astype(dtype)
+    if tapes.recording() is not None:
+        tapes.replayed(functools.partial(np.copyto, casting="unsafe"), out, array)
+    return out
 
 
 @tensor_method("to")

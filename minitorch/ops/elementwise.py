@@ -845,7 +845,7 @@ def _as_bool(t, name):
 def _compare(np_fn, name, operator):
     def compare(input, other):
         input, other = broadcast_operands(input, other, name)
-        return _make(np_fn(input._data, other._data))
+        return _make(tapes.computed(np_fn, input._data, other._data))
     compare.__name__ = compare.__qualname__ = name
     return op(methods=operator)(compare)
 
