@@ -13,7 +13,8 @@ the shared object they fall in:
 
 For each thread count the table gives the share of all samples, and the main thread's own
 shares: at 2 threads the OpenMP worker only ever runs kernels, so the main thread's non-kernel
-share is the single-threaded part of the step. ``--compare CHECKOUT`` profiles another minitorch
+share is the single-threaded part of the step. This checkout's step is profiled eager and
+captured (``minitorch.capture``: its kernels replayed without the Python between them). ``--compare CHECKOUT`` profiles another minitorch
 checkout (its C extension built) in the same run, for a before/after table.
 
     python benchmarks/profile_step.py [--size small|big] [--steps 20] [--threads 1 2]
@@ -35,7 +36,7 @@ import report
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CATEGORIES = ["C kernels", "numpy", "Python", "libc", "OS", "other"]
-COLUMNS = ["checkout", "threads", "samples of", "ms/step"] + [f"{c} %" for c in CATEGORIES]
+COLUMNS = ["checkout", "step", "threads", "samples of", "ms/step"] + [f"{c} %" for c in CATEGORIES]
 
 
 def category(dso):
@@ -75,8 +76,8 @@ WORKER = r"""
 import json, sys, time
 sys.path.insert(0, {bench!r})
 import bench_transformer
-_, step = bench_transformer.training_step("minitorch", {size!r}, {threads})
-for _ in range(3):
+_, step = bench_transformer.training_step({framework!r}, {size!r}, {threads})
+for _ in range(3):  # (a captured step: recorded, checked, then replayed from the fourth call)
     step()
 print("ready", flush=True)
 sys.stdin.readline()
@@ -87,10 +88,11 @@ print(json.dumps({{"ms": (time.perf_counter() - start) / {steps} * 1000}}), flus
 """
 
 
-def profile(checkout, size, threads, steps):
-    """(ms per step under perf, shares of all samples, shares of the main thread's samples)."""
+def profile(checkout, size, threads, steps, framework="minitorch"):
+    """(ms per step under perf, shares of all samples, shares of the main thread's samples);
+    ``framework``: "minitorch" (eager) or "captured" (bench_transformer's names)."""
     code = WORKER.format(bench=os.path.join(ROOT, "benchmarks"), size=size, threads=threads,
-                         steps=steps)
+                         steps=steps, framework=framework)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=checkout)
     worker = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
                               stdout=subprocess.PIPE, text=True, env=env)
@@ -144,15 +146,18 @@ def main():
     if problem:
         sys.exit(f"profile_step.py: {problem}")
     checkouts = [("this", ROOT)] + ([(args.compare, args.compare)] if args.compare else [])
-    widths = (max(len(name) for name, _ in checkouts) + 2, 7, 11, 8) + (11,) * len(CATEGORIES)
+    widths = (max(len(name) for name, _ in checkouts) + 2, 9, 7, 11, 8) + (11,) * len(CATEGORIES)
     print(f"training step, size {args.size}, {args.steps} steps under perf record")
     print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
     rows = []
     for threads in args.threads:
-        for name, path in checkouts:
-            ms, every, main_thread = profile(path, args.size, threads, args.steps)
+        # this checkout's step eager and captured (minitorch.capture); another's eager only
+        runs = [(name, path, "eager") for name, path in checkouts] + [("this", ROOT, "captured")]
+        for name, path, kind in runs:
+            ms, every, main_thread = profile(path, args.size, threads, args.steps,
+                                             "captured" if kind == "captured" else "minitorch")
             for label, part in (("all threads", every), ("main thread", main_thread)):
-                row = [name, str(threads), label, f"{ms:.1f}"] + \
+                row = [name, kind, str(threads), label, f"{ms:.1f}"] + \
                       [f"{part[c]:.1f}" for c in CATEGORIES]
                 rows.append(row)
                 print(" ".join(f"{c:>{w}}" for c, w in zip(row, widths)), flush=True)
