@@ -239,3 +239,23 @@ def test_outside_a_recording_record_computed_and_host_only_run():
     assert tapes.record(np.add, np.ones(3), 1.0, out) is out and (out == 2).all()
     np.testing.assert_array_equal(tapes.computed(np.sum, np.ones((2, 3)), axis=0), [2, 2, 2])
     assert tapes.host(lambda: 7) == 7
+
+
+@needs_c
+def test_leaves_given_one_gradient_get_their_own_copies_under_capture_too():
+    # AddBackward hands one gradient to both inputs: the engine keeps a gradient as .grad only
+    # when nothing else holds it, discounting the tape's own references (tape.references)
+    a = minitorch.randn(64, 300, requires_grad=True)
+    b = minitorch.randn(64, 300, requires_grad=True)
+
+    def step():
+        a.grad = b.grad = None
+        loss = ((a + b) * 3.0).sum()
+        loss.backward()
+        return loss
+    captured = minitorch.capture(step)
+    for _ in range(5):
+        captured()
+        assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
+        np.testing.assert_array_equal(a.grad.numpy(), np.full((64, 300), 3.0, np.float32))
+    assert captured.tape is not None

@@ -34,6 +34,7 @@ from weakref import getweakrefcount
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..device_arrays import array_module, is_writeable
 from ..dtype import _BY_NUMPY
 from . import anomaly
@@ -218,10 +219,10 @@ class GradientBuffer:
         one per holder, exact in CPython; a caller still holding it only costs a copy."""
         tensor, grad = self.tensors.pop(key)
         # getrefcount counts its own argument: 2 is the name ``grad`` here / the Tensor's slot
-        # ``_data`` alone. A slice (self.slices) shares its base with the other slices: it must
+        # ``_data`` alone (and a capture's tape: the references it counts, tape.references). A slice (self.slices) shares its base with the other slices: it must
         # be C-contiguous, the layout a leaf's .grad has (PyTorch's layout contract).
         data = grad._data
-        owned = (getrefcount(grad) == 2 and getrefcount(data) == 3
+        owned = (getrefcount(grad) == 2 and getrefcount(data) == 3 + tapes.references(data)
                  and type(grad) is _tensor_class() and is_writeable(data)
                  and grad._ctx is None and not grad.requires_grad and not grad._hooks
                  and not getweakrefcount(grad)
@@ -246,8 +247,9 @@ def _summed(grads, index, grad):
     # the argument; its array's 3 the Tensor's ``_data``, ``data`` and the argument; a base's 2
     # the one view of it and the argument.
     if (not is_grad_enabled() and type(total) is _tensor_class() and getrefcount(total) == 3
-            and getrefcount(data) == 3 and type(data) is np.ndarray
-            and (data.base is None or getrefcount(data.base) == 2) and data.flags.writeable
+            and getrefcount(data) == 3 + tapes.references(data) and type(data) is np.ndarray
+            and (data.base is None or getrefcount(data.base) == 2 + tapes.references(data.base))
+            and data.flags.writeable
             and total._ctx is None and not total.requires_grad and total._base is None
             and not total._hooks and not getweakrefcount(total) and type(other) is np.ndarray
             and other.dtype == data.dtype and other.shape == data.shape and data.dtype.kind == "f"

@@ -202,7 +202,7 @@ def _contiguous(x):
 def _zeros(shape, dtype):
     """A zero array that a kernel adds into: its zeroing is recorded on a capture's tape."""
     out = empty(shape, dtype)
-    record(out.fill, 0)
+    record(np.copyto, out, 0)
     return out
 
 

@@ -38,19 +38,23 @@ class RecordingLibrary:
         return call
 
 
-def _copying(contiguous, calls):
+def _copying(contiguous, tape):
     """_contiguous whose copies (of a strided or misaligned array) are recorded too."""
     def copy(array):
         result = contiguous(array)
         if result is not array:
-            calls.append((np.copyto, (result, array), False))
+            tape.calls.append((np.copyto, (result, array), False))
+            tape.hold(result)
+            tape.hold(array)
         return result
     return copy
 
 
-def _keeping(helper, arrays):
+def _keeping(helper, tape, references):
+    """``helper`` (a pointer to an array's data) that keeps the array with the tape; the C
+    pointer made by ffi.from_buffer holds one more reference to it (_ptr's)."""
     def pointer(array):
-        arrays.append(array)
+        tape.hold(array, references)
         return helper(array)
     return pointer
 
@@ -59,8 +63,10 @@ def _keeping(helper, arrays):
 def recorded(tape):
     """Within: c_backend's kernel calls and the arrays they are given go to ``tape``."""
     own = {name: getattr(c_backend, name) for name in ("lib",) + _HELPERS}
-    helpers = {name: _keeping(own[name], tape.arrays) for name in _HELPERS[:-1]}
-    helpers["_contiguous"] = _copying(own["_contiguous"], tape.calls)
+    # the list's reference, and for _ptr its pointer's (the others point into views)
+    helpers = {name: _keeping(own[name], tape, 2 if name == "_ptr" else 1)
+               for name in _HELPERS[:-1]}
+    helpers["_contiguous"] = _copying(own["_contiguous"], tape)
     with c_backend.replaced(lib=RecordingLibrary(own["lib"], tape), **helpers):
         _outside.append(own)
         try:

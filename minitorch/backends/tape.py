@@ -28,6 +28,13 @@ class Tape:
         self.calls = []
         self.arrays = []
         self.host_states = []  # host callbacks with Python state (save, restore, adopt)
+        self.references = {}  # id(array) -> references the tape holds to it (a lower bound)
+
+    def hold(self, array, references=2):
+        """Keep ``array`` (in ``arrays``) and count the tape's ``references`` to that very
+        object: this list's and, by default, one in a call's arguments."""
+        self.arrays.append(array)
+        self.references[id(array)] = self.references.get(id(array), 0) + references
 
     def replay(self):
         for function, args, is_kernel in self.calls:
@@ -49,6 +56,12 @@ class Tape:
 def recording():
     """The tape being recorded, or None."""
     return _recording
+
+
+def references(array):
+    """How many references the tape being recorded holds to ``array`` (0 when none records): the
+    engine discounts them where reference counts decide whether it may keep a gradient."""
+    return 0 if _recording is None else _recording.references.get(id(array), 0)
 
 
 @contextlib.contextmanager
@@ -90,7 +103,9 @@ def computed(function, *args, **kwargs):
             result = np.asarray(result)
         _recording.calls.append((functools.partial(function, *args, out=result, **kwargs), (),
                                  False))
-        _recording.arrays.extend(a for a in args + (result,) if isinstance(a, np.ndarray))
+        for array in args + (result,):
+            if isinstance(array, np.ndarray):
+                _recording.hold(array)
     return result
 
 
@@ -99,14 +114,16 @@ def constant(array):
     constant the step makes afresh with numpy: a mask, the ones that seed backward)."""
     if _recording is not None and isinstance(array, np.ndarray) and array.flags.writeable:
         _recording.calls.append((np.copyto, (array, array.copy()), False))
-        _recording.arrays.append(array)  # (not its copy: the tape's own, nothing else sees it)
+        _recording.hold(array)  # (not its copy: the tape's own, nothing else sees it)
     return array
 
 
 def replayed(function, *args):
     """While recording: ``function(*args)`` on every replay (its caller has run it now)."""
     _recording.calls.append((function, args, False))
-    _recording.arrays.extend(a for a in args if isinstance(a, np.ndarray))
+    for array in args:
+        if isinstance(array, np.ndarray):
+            _recording.hold(array)
 
 
 def host(callback):
@@ -137,6 +154,7 @@ def repeat(callback):
     ``arrays``, ``save`` and ``restore`` as for ``host``."""
     _recording.calls.append((callback, (), False))
     if hasattr(callback, "arrays"):
-        _recording.arrays.extend(callback.arrays())
+        for array in callback.arrays():
+            _recording.hold(array, references=1)
     if hasattr(callback, "save"):
         _recording.host_states.append(callback)
