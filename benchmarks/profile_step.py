@@ -14,8 +14,9 @@ the shared object they fall in:
 For each thread count the table gives the share of all samples, and the main thread's own
 shares: at 2 threads the OpenMP worker only ever runs kernels, so the main thread's non-kernel
 share is the single-threaded part of the step. This checkout's step is profiled eager and
-captured (``minitorch.capture``: its kernels replayed without the Python between them). ``--compare CHECKOUT`` profiles another minitorch
-checkout (its C extension built) in the same run, for a before/after table.
+captured (``minitorch.capture``: its kernels replayed without the Python between them).
+``--compare CHECKOUT`` profiles another minitorch checkout (its C extension built, its step
+eager) in the same run, for a before/after table.
 
     python benchmarks/profile_step.py [--size small|big] [--steps 20] [--threads 1 2]
         [--compare /tmp/baseline] [--no-report]

@@ -219,8 +219,9 @@ class GradientBuffer:
         one per holder, exact in CPython; a caller still holding it only costs a copy."""
         tensor, grad = self.tensors.pop(key)
         # getrefcount counts its own argument: 2 is the name ``grad`` here / the Tensor's slot
-        # ``_data`` alone (and a capture's tape: the references it counts, tape.references). A slice (self.slices) shares its base with the other slices: it must
-        # be C-contiguous, the layout a leaf's .grad has (PyTorch's layout contract).
+        # ``_data`` alone (plus, while a step is captured, the tape's: tapes.references). A
+        # slice (self.slices) shares its base with the other slices: it must be C-contiguous,
+        # the layout a leaf's .grad has (PyTorch's layout contract).
         data = grad._data
         owned = (getrefcount(grad) == 2 and getrefcount(data) == 3 + tapes.references(data)
                  and type(grad) is _tensor_class() and is_writeable(data)
