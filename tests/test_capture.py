@@ -259,3 +259,70 @@ def test_leaves_given_one_gradient_get_their_own_copies_under_capture_too():
         assert not np.shares_memory(a.grad.numpy(), b.grad.numpy())
         np.testing.assert_array_equal(a.grad.numpy(), np.full((64, 300), 3.0, np.float32))
     assert captured.tape is not None
+
+
+@needs_c
+def test_a_replay_checks_embedding_ids_as_eager_mode_does():
+    embed = nn.Embedding(10, 4)
+    captured = minitorch.capture(lambda ids: embed(ids))
+    ids = minitorch.tensor([[1, 2], [3, 9]])
+    for _ in range(4):
+        captured(ids)
+    np.testing.assert_array_equal(captured(ids).detach().numpy(), embed(ids).detach().numpy())
+    with pytest.raises(IndexError, match="index 10 is out of range"):
+        captured(minitorch.tensor([[1, 2], [3, 10]]))
+
+
+def _gpt_step():
+    from minitorch.models.gpt import GPT, GPTConfig
+    minitorch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, n_embd=16,
+                          dropout=0.1))
+    opt = minitorch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def train_step(ids, targets):
+        _, loss = model(ids, targets)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return train_step, list(model.parameters())
+
+
+def _mlp_step():
+    minitorch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Dropout(0.2), nn.Linear(32, 3))
+    opt = minitorch.optim.RMSprop(model.parameters(), lr=1e-2)
+
+    def train_step(x, y):
+        loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return train_step, list(model.parameters())
+
+
+def _gpt_batches(rng):
+    return [tuple(minitorch.tensor(a) for a in rng.integers(0, VOCAB, (2, 4, 8)))
+            for _ in range(6)]
+
+
+def _mlp_batches(rng):
+    return [(minitorch.tensor(rng.standard_normal((16, 8))),
+             minitorch.tensor(rng.integers(0, 3, 16))) for _ in range(6)]
+
+
+@needs_c
+@pytest.mark.parametrize("make, data", [(_gpt_step, _gpt_batches), (_mlp_step, _mlp_batches)],
+                         ids=["gpt", "mlp"])
+def test_other_models_captured_train_as_eager_bit_for_bit(make, data):
+    batches = data(np.random.default_rng(0))
+    eager_step, eager_params = make()
+    eager = [eager_step(*batch).item() for batch in batches]
+    step, params = make()
+    captured = minitorch.capture(step)
+    assert [captured(*batch).item() for batch in batches] == eager
+    for p, q in zip(params, eager_params):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+    assert captured.tape is not None

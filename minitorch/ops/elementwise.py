@@ -54,6 +54,8 @@ def _arith(op, ufunc, x, y, out=None):
                                              x.shape if layout[2] == ARITH_FULL else y.shape)
     result = ufunc(x, y) if out is None else ufunc(x, y, out=out)  # (out=None costs a little)
     if tapes.recording() is not None:  # numpy's arithmetic, on a capture's tape
+        if not isinstance(result, np.ndarray):  # a numpy scalar: an array a replay can refill
+            result = np.asarray(result)
         tapes.replayed(ufunc, x, y, result)
     return result
 

@@ -20,10 +20,14 @@ class Embedding(Function):
     def forward(ctx, weight, indices, padding_idx):
         ctx.weight_shape, ctx.padding_idx = tuple(weight.shape), padding_idx
         ctx.save_for_backward(indices)  # so that ids changed after forward make backward raise
-        if tapes.recording() is None:
-            return Tensor._make(weight._data[indices._data])
-        rows = np.empty(indices.shape + weight.shape[1:], weight._data.dtype)
-        tapes.record(np.take, weight._data, indices._data, 0, rows)  # new ids on each replay
+        table, ids = weight._data, indices._data
+        if type(table) is not np.ndarray:  # (a GPU array)
+            return Tensor._make(table[ids])
+        if tapes.recording() is not None:  # a replay checks each batch's ids, as embedding() does
+            tapes.replayed(_check_ids, ids, table.shape[0])
+        rows = np.empty(ids.shape + table.shape[1:], table.dtype)
+        # "clip": ids checked already; numpy's default ("raise") copies the rows twice
+        tapes.record(np.take, table, ids, 0, rows, "clip")
         return Tensor._make(rows)
 
     @staticmethod
@@ -44,7 +48,10 @@ def _check_indices(input, num_embeddings, name):
     if input.dtype is not int64 and input.dtype is not int32:
         raise TypeError(f"{name}: input must be an int64 (or int32) tensor of indices, got "
                         f"{input.dtype}")
-    idx = input._data
+    _check_ids(input._data, num_embeddings, name)
+
+
+def _check_ids(idx, num_embeddings, name="embedding"):
     if idx.size and (idx.min() < 0 or idx.max() >= num_embeddings):
         bad = int(idx.min()) if idx.min() < 0 else int(idx.max())
         raise IndexError(f"{name}: index {bad} is out of range for num_embeddings="

@@ -59,7 +59,10 @@ class Reshape(Function):
     @staticmethod
     def forward(ctx, a, shape):
         ctx.shape = a._data.shape
-        return _view(a._data.reshape(shape), a)
+        out = a._data.reshape(shape)
+        if tapes.recording() is not None and not np.may_share_memory(out, a._data):
+            tapes.replayed(np.copyto, out.reshape(ctx.shape), a._data)  # numpy copied it
+        return _view(out, a)
 
     @staticmethod
     def backward(ctx, grad):
@@ -157,11 +160,24 @@ class IndexAdd(Function):
                       grad._data.reshape(index.size, *shape[1:]))
         else:
             np.add.at(out, index, grad._data)
+        if tapes.recording() is not None:  # a replay zeroes and scatters again
+            tapes.replayed(_scatter_into, out, index, grad._data)
         return _make(out)
 
     @staticmethod
     def backward(ctx, grad):
         return GetItem.apply(grad, ctx.index, index_tensors=_saved_index(ctx)), None, None
+
+
+def _scatter_into(out, index, grad):
+    """IndexAdd's numpy paths again, into ``out`` (a captured step's replay)."""
+    out.fill(0)
+    if _is_basic(index):
+        out[index] = grad
+    elif _is_row_index(index, out.shape):
+        np.add.at(out, index.reshape(-1) % out.shape[0], grad.reshape(index.size, *out.shape[1:]))
+    else:
+        np.add.at(out, index, grad)
 
 
 def _save_index(ctx, index_tensors):
