@@ -303,6 +303,27 @@ def _mlp_step():
     return train_step, list(model.parameters())
 
 
+def _vit_step():
+    from minitorch.models.vit import VisionTransformer
+    minitorch.manual_seed(0)
+    model = VisionTransformer(image_size=8, patch_size=2, in_channels=1, num_classes=10,
+                              d_model=16, nhead=2, num_layers=2, dim_feedforward=32, dropout=0.1)
+    opt = minitorch.optim.Adam(model.parameters(), lr=1e-2)
+
+    def train_step(images, labels):
+        loss = F.cross_entropy(model(images), labels)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        return loss
+    return train_step, list(model.parameters())
+
+
+def _vit_batches(rng):
+    return [(minitorch.tensor(rng.standard_normal((4, 1, 8, 8)).astype(np.float32)),
+             minitorch.tensor(rng.integers(0, 10, 4))) for _ in range(6)]
+
+
 def _gpt_batches(rng):
     return [tuple(minitorch.tensor(a) for a in rng.integers(0, VOCAB, (2, 4, 8)))
             for _ in range(6)]
@@ -314,8 +335,8 @@ def _mlp_batches(rng):
 
 
 @needs_c
-@pytest.mark.parametrize("make, data", [(_gpt_step, _gpt_batches), (_mlp_step, _mlp_batches)],
-                         ids=["gpt", "mlp"])
+@pytest.mark.parametrize("make, data", [(_gpt_step, _gpt_batches), (_vit_step, _vit_batches),
+                                        (_mlp_step, _mlp_batches)], ids=["gpt", "vit", "mlp"])
 def test_other_models_captured_train_as_eager_bit_for_bit(make, data):
     batches = data(np.random.default_rng(0))
     eager_step, eager_params = make()

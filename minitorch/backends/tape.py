@@ -118,6 +118,15 @@ def constant(array):
     return array
 
 
+def reshaped(array, shape):
+    """``array.reshape(shape)``; while recording, where numpy had to copy (a strided array),
+    a replay copies again."""
+    out = array.reshape(shape)
+    if _recording is not None and not np.may_share_memory(out, array):
+        replayed(np.copyto, out.reshape(array.shape), array)
+    return out
+
+
 def replayed(function, *args):
     """While recording: ``function(*args)`` on every replay (its caller has run it now)."""
     _recording.calls.append((function, args, False))

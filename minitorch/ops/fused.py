@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..device_arrays import as_array
 from ..autograd.function import Function
 from ..autograd.grad_mode import enable_grad, is_grad_enabled
@@ -341,7 +342,7 @@ class SplitHeads(Function):
         ctx.shape = (n, length, width)
         d = width // (parts * num_heads)
         heads = np.empty((parts, n, num_heads, length, d), x._data.dtype)
-        source = x._data.reshape(n, length, parts, num_heads, d).transpose(0, 2, 3, 1, 4)
+        source = tapes.reshaped(x._data, (n, length, parts, num_heads, d)).transpose(0, 2, 3, 1, 4)
         in_chunks(_copy_into, heads.swapaxes(0, 1), source)  # split over the batch
         return tuple(_make(heads[i]) for i in range(parts))
 
@@ -380,7 +381,7 @@ class MergeHeads(Function):
         heads = ctx.heads
         if is_grad_enabled():
             return grad.reshape(n, length, heads, width // heads).transpose(1, 2).contiguous()
-        rows = grad._data.reshape(n, length, heads, width // heads).transpose(0, 2, 1, 3)
+        rows = tapes.reshaped(grad._data, (n, length, heads, width // heads)).transpose(0, 2, 1, 3)
         out = np.empty(rows.shape, rows.dtype)
         return _make(in_chunks(_copy_into, out, rows))
 

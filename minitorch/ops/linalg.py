@@ -59,7 +59,7 @@ class Linear(Function):
                               weight if ctx.needs_input_grad[0] else None)
         ctx.x_shape = x.shape
         # Row count spelled out, not -1: with zero in_features a reshape cannot infer it.
-        rows = x._data.reshape(math.prod(x._data.shape[:-1]), x._data.shape[-1])
+        rows = tapes.reshaped(x._data, (math.prod(x._data.shape[:-1]), x._data.shape[-1]))
         if rows.shape[1] == 0:  # an empty sum: x Wᵀ is zeros and the result is the bias
             out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
         else:
@@ -77,11 +77,11 @@ class Linear(Function):
             # No graph to record: the same products on the arrays, without a Function per
             # reshape and transpose (nine of them per call).
             kernels = backends.current()
-            rows = grad._data.reshape(n_rows, grad._data.shape[-1])
+            rows = tapes.reshaped(grad._data, (n_rows, grad._data.shape[-1]))
+            x_rows = tapes.reshaped(x._data, (n_rows, x.shape[-1])) if need_weight else None
             return (Tensor._make(kernels.matmul(rows, weight._data).reshape(ctx.x_shape))
                     if need_x else None,
-                    Tensor._make(kernels.matmul(rows.T, x._data.reshape(n_rows, x.shape[-1])))
-                    if need_weight else None,
+                    Tensor._make(kernels.matmul(rows.T, x_rows)) if need_weight else None,
                     _bias_grad(Tensor._make(rows)) if need_bias else None)
         rows = grad.reshape(n_rows, grad.shape[-1])
         grad_x = (rows @ weight).reshape(ctx.x_shape) if need_x else None
@@ -100,7 +100,7 @@ class LinearReLU(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias):
-        rows = x._data.reshape(math.prod(x._data.shape[:-1]), x._data.shape[-1])
+        rows = tapes.reshaped(x._data, (math.prod(x._data.shape[:-1]), x._data.shape[-1]))
         if rows.shape[1] == 0:  # an empty sum: the result is relu(b) on every row
             out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
         else:
@@ -125,11 +125,11 @@ class LinearReLU(Function):
                     rows.sum(0) if need_bias else None)
         kernels = backends.current()
         width = grad._data.shape[-1]
-        rows, bias_grad = kernels.bias_relu_backward(grad._data.reshape(n_rows, width),
-                                                     out._data.reshape(n_rows, width))
+        rows, bias_grad = kernels.bias_relu_backward(tapes.reshaped(grad._data, (n_rows, width)),
+                                                     tapes.reshaped(out._data, (n_rows, width)))
         return (Tensor._make(kernels.matmul(rows, weight._data).reshape(ctx.x_shape))
                 if need_x else None,
-                Tensor._make(kernels.matmul(rows.T, x._data.reshape(n_rows, x.shape[-1])))
+                Tensor._make(kernels.matmul(rows.T, tapes.reshaped(x._data, (n_rows, x.shape[-1]))))
                 if need_weight else None,
                 Tensor._make(bias_grad) if need_bias else None)
 
@@ -145,7 +145,7 @@ class FeedForwardReLU(Function):
     @staticmethod
     def forward(ctx, x, weight1, bias1, weight2, bias2):
         kernels = backends.current()
-        rows = x._data.reshape(math.prod(x._data.shape[:-1]), x._data.shape[-1])
+        rows = tapes.reshaped(x._data, (math.prod(x._data.shape[:-1]), x._data.shape[-1]))
         if rows.shape[1] == 0:
             hidden = np.zeros((rows.shape[0], weight1._data.shape[0]), dtype=rows.dtype)
         else:
@@ -174,7 +174,7 @@ class FeedForwardReLU(Function):
                     rows.mT @ hidden if need_w2 else None,
                     rows.sum(0) if need_b2 else None)
         kernels, hidden = backends.current(), ctx.hidden
-        rows = grad._data.reshape(n_rows, width)
+        rows = tapes.reshaped(grad._data, (n_rows, width))
         grad_w2 = Tensor._make(kernels.matmul(rows.T, hidden)) if need_w2 else None
         grad_b2 = _bias_grad(Tensor._make(rows)) if need_b2 else None
         d_hidden = kernels.matmul(rows, weight2._data)
@@ -232,8 +232,8 @@ class LinearPair(Function):
                          rows_y.mT @ y.reshape(n_y, y_shape[-1])]) if need_weight else None,
                     cat([rows_x.sum(0), rows_y.sum(0)]) if need_bias else None, None)
         kernels = backends.current()
-        rows_x = grad_x_out._data.reshape(n_x, grad_x_out._data.shape[-1])
-        rows_y = grad_y_out._data.reshape(n_y, grad_y_out._data.shape[-1])
+        rows_x = tapes.reshaped(grad_x_out._data, (n_x, grad_x_out._data.shape[-1]))
+        rows_y = tapes.reshaped(grad_y_out._data, (n_y, grad_y_out._data.shape[-1]))
         grad_x = grad_y = grad_weight = grad_bias = None
         if need_x:
             grad_x = Tensor._make(kernels.matmul(rows_x, weight._data[:split]).reshape(x_shape))
@@ -241,8 +241,10 @@ class LinearPair(Function):
             grad_y = Tensor._make(kernels.matmul(rows_y, weight._data[split:]).reshape(y_shape))
         if need_weight:
             grad_w = np.empty(weight._data.shape, weight._data.dtype)
-            kernels.matmul_into(rows_x.T, x._data.reshape(n_x, x_shape[-1]), out=grad_w[:split])
-            kernels.matmul_into(rows_y.T, y._data.reshape(n_y, y_shape[-1]), out=grad_w[split:])
+            x_rows = tapes.reshaped(x._data, (n_x, x_shape[-1]))
+            y_rows = tapes.reshaped(y._data, (n_y, y_shape[-1]))
+            kernels.matmul_into(rows_x.T, x_rows, out=grad_w[:split])
+            kernels.matmul_into(rows_y.T, y_rows, out=grad_w[split:])
             grad_weight = Tensor._make(grad_w)
         if need_bias:
             grad_bias = Tensor._make(kernels.concatenate(
