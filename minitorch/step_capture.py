@@ -17,22 +17,24 @@ allocating) is the same Python every time too. As CUDA graphs and tinygrad's ``T
     for src, tgt_in, tgt_out in batches:
         loss = step(src, tgt_in, tgt_out)   # the same Tensor object each call, refreshed
 
-The first call runs ``fn`` as it is (warm-up: the optimizer makes its state). The second runs
-it while recording a tape (backends/tape.py): every C kernel call with its pointers, the numpy
-calls ops make through ``tape.record``, and the optimizer's update as a callback (its step
-sizes change each step). The third records a second tape, and checks the first against it:
-the first tape replayed from the same parameters and inputs must give the same parameters,
-optimizer state and outputs, bit for bit; otherwise ``fn`` computed something no tape sees
-(numpy arithmetic outside the kernels, a Python number that changes) and ``RuntimeError`` says
-so, the state left as eager mode's. From the fourth call on, the new inputs are copied into the
-captured ones and the tape is replayed.
+The first call runs ``fn`` while a throw-away tape records it (backends/tape.py), to learn
+which arrays outlive a step: the parameters, the optimizer's state (it makes that state now).
+The second records the tape: every C kernel call with its pointers, the numpy calls ops make
+through ``tapes.record``/``computed``, and host callbacks for what a replay must redo in Python
+(the optimizer's update, whose step sizes change each step; a dropout mask from the next
+seed). The third checks the tape: ``fn`` runs eagerly, then those lasting arrays and the
+callbacks' Python state are put back as they were, every other array of the tape is poisoned
+(NaN; a bool, flipped), the tape is replayed on the third call's inputs, and the parameters,
+optimizer state and results must equal eager mode's bit for bit; otherwise ``fn`` computed
+something no tape sees (numpy arithmetic outside minitorch's ops, a Python number computed from
+data) and ``RuntimeError`` says so, the state left as eager mode's. From the fourth call on, the
+new inputs are copied into the captured ones and the tape is replayed.
 
 What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
 (ValueError otherwise), Tensors (or numbers that do not change) as arguments, Tensors as
-results, no Python control flow on values it computes, no dropout with p > 0 (its random
-mask would be replayed). The tape keeps every intermediate of the step alive between calls:
-more memory than eager mode, which frees them as backward goes. With the numpy backend there
-are no kernels to replay: every call runs ``fn`` as it is.
+results, no Python control flow on values it computes. The tape keeps every intermediate of the
+step alive between calls: more memory than eager mode, which frees them as backward goes. With
+the numpy backend there are no kernels to replay: every call runs ``fn`` as it is.
 """
 import numpy as np
 
