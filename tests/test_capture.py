@@ -273,34 +273,31 @@ def test_a_replay_checks_embedding_ids_as_eager_mode_does():
         captured(minitorch.tensor([[1, 2], [3, 10]]))
 
 
+def _training(model, optimizer, loss_of):
+    """(train_step, parameters): ``loss_of(model, *batch)``, backward, an optimizer step."""
+    def train_step(*batch):
+        loss = loss_of(model, *batch)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+    return train_step, list(model.parameters())
+
+
 def _gpt_step():
     from minitorch.models.gpt import GPT, GPTConfig
     minitorch.manual_seed(0)
     model = GPT(GPTConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, n_embd=16,
                           dropout=0.1))
-    opt = minitorch.optim.AdamW(model.parameters(), lr=1e-2)
-
-    def train_step(ids, targets):
-        _, loss = model(ids, targets)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-    return train_step, list(model.parameters())
+    return _training(model, minitorch.optim.AdamW(model.parameters(), lr=1e-2),
+                     lambda m, ids, targets: m(ids, targets)[1])
 
 
 def _mlp_step():
     minitorch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Dropout(0.2), nn.Linear(32, 3))
-    opt = minitorch.optim.RMSprop(model.parameters(), lr=1e-2)
-
-    def train_step(x, y):
-        loss = F.cross_entropy(model(x), y, label_smoothing=0.1)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-    return train_step, list(model.parameters())
+    return _training(model, minitorch.optim.RMSprop(model.parameters(), lr=1e-2),
+                     lambda m, x, y: F.cross_entropy(m(x), y, label_smoothing=0.1))
 
 
 def _vit_step():
@@ -308,15 +305,8 @@ def _vit_step():
     minitorch.manual_seed(0)
     model = VisionTransformer(image_size=8, patch_size=2, in_channels=1, num_classes=10,
                               d_model=16, nhead=2, num_layers=2, dim_feedforward=32, dropout=0.1)
-    opt = minitorch.optim.Adam(model.parameters(), lr=1e-2)
-
-    def train_step(images, labels):
-        loss = F.cross_entropy(model(images), labels)
-        opt.zero_grad()
-        loss.backward()
-        opt.step()
-        return loss
-    return train_step, list(model.parameters())
+    return _training(model, minitorch.optim.Adam(model.parameters(), lr=1e-2),
+                     lambda m, images, labels: F.cross_entropy(m(images), labels))
 
 
 def _vit_batches(rng):
