@@ -152,16 +152,8 @@ class IndexAdd(Function):
         _save_index(ctx, index_tensors)
         if _is_row_index(index, shape) and grad._data.dtype.kind == "f":
             return _make(_add_rows(grad._data, index, shape))
-        out = array_module(grad._data).zeros(shape, dtype=grad._data.dtype)
-        if _is_basic(index):
-            out[index] = grad._data
-        elif _is_row_index(index, shape):
-            np.add.at(out, index.reshape(-1) % shape[0],
-                      grad._data.reshape(index.size, *shape[1:]))
-        else:
-            np.add.at(out, index, grad._data)
-        if tapes.recording() is not None:  # a replay zeroes and scatters again
-            tapes.replayed(_scatter_into, out, index, grad._data)
+        out = array_module(grad._data).empty(shape, dtype=grad._data.dtype)
+        tapes.record(_scatter_into, out, index, grad._data)  # (a captured step's replay: again)
         return _make(out)
 
     @staticmethod
@@ -170,7 +162,7 @@ class IndexAdd(Function):
 
 
 def _scatter_into(out, index, grad):
-    """IndexAdd's numpy paths again, into ``out`` (a captured step's replay)."""
+    """``out`` zeroed, then ``grad`` added at ``index`` (IndexAdd's numpy paths)."""
     out.fill(0)
     if _is_basic(index):
         out[index] = grad
