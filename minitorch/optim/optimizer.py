@@ -16,7 +16,7 @@ import copy
 import numpy as np
 
 from ..autograd.grad_mode import enable_grad
-from ..backends.tape import host
+from ..backends.tape import host, recording
 from ..device_arrays import to_device
 from ..tensor import Tensor
 
@@ -144,7 +144,11 @@ class Optimizer:
                 loss = closure()
         for group in self.param_groups:
             with_grad = [p for p in group["params"] if p.grad is not None]
-            if with_grad:  # (a captured step's replay runs the update again: its scalars change)
+            if not with_grad:
+                continue
+            if recording() is None:
+                self._update_group(group, with_grad)
+            else:  # a captured step's replay runs the update again: its scalars change
                 host(_GroupUpdate(self, group, with_grad))
         return loss
 
