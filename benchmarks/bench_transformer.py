@@ -18,7 +18,9 @@ GEMM FLOPs (counted on minitorch's GEMM calls) over the FMA peak measured in the
 the highest "speed vs torch" any implementation could reach on this machine. Beside it, the step's
 GEMMs alone: the products minitorch's step makes, replayed back to back with nothing between
 them, by minitorch's kernel and by PyTorch's: what a step would cost if everything but its
-GEMMs were free, with the GEMM kernels the machine has.
+GEMMs were free, with the GEMM kernels the machine has. And the same replay on cold operands:
+each product's data spread over an arena many times the cache, none of it cached when the
+product starts: each GEMM library's speed when its operands come from memory.
 
     python benchmarks/bench_transformer.py [--size small|big|both] [--steps 20] [--big-steps 4]
         [--warmup 3] [--rounds 3] [--no-report]
@@ -163,6 +165,29 @@ def _arena_sizes(calls):
     return sizes
 
 
+# Bytes of the arenas a cold replay spreads its operands over: many times the last-level cache
+# of the machines this runs on, so that no call finds its operands in it.
+COLD_ARENA_BYTES = 256 << 20
+
+
+def _cold_places(calls):
+    """({dtype name: arena elements}, [(A, B, C start) per call]) for a replay on cold operands:
+    each call's operands are placed just past the last call's, back at the start of an arena of
+    COLD_ARENA_BYTES where they would run past its end, so that what a call reads was last
+    touched long before and comes from memory."""
+    aligned = [[-(-n // 16) * 16 for n in _operand_sizes(c)] for c in calls]  # 64-byte starts
+    sizes = {}
+    for c, extents in zip(calls, aligned):
+        least = max(COLD_ARENA_BYTES // np.dtype(c["dtype"]).itemsize, sum(extents))
+        sizes[c["dtype"]] = max(sizes.get(c["dtype"], 0), least)
+    places, cursor = [], dict.fromkeys(sizes, 0)
+    for c, extents in zip(calls, aligned):
+        at = cursor[c["dtype"]] if cursor[c["dtype"]] + sum(extents) <= sizes[c["dtype"]] else 0
+        places.append(tuple(at + sum(extents[:i]) for i in range(3)))
+        cursor[c["dtype"]] = at + sum(extents)
+    return sizes, places
+
+
 def _time_best(run, repeats):
     """Best wall time of ``run()`` over ``repeats`` calls, in ms."""
     best = float("inf")
@@ -173,17 +198,24 @@ def _time_best(run, repeats):
     return best * 1000
 
 
-def _replay_minitorch(calls, repeats=5):
+def _replay_minitorch(calls, cold=False, repeats=5):
     """ms to run ``calls`` back to back through minitorch's GEMM kernel (the recorded layouts,
-    operands in the arenas of _arena_sizes): the step's products with nothing between them."""
+    operands in the arenas of _arena_sizes, or where _cold_places puts them if ``cold``): the
+    step's products with nothing between them."""
     from minitorch.backends import c_backend
     rng = np.random.default_rng(0)
-    arenas = {dtype: [rng.standard_normal(n).astype(dtype) for n in sizes]
-              for dtype, sizes in _arena_sizes(calls).items()}
-    pointers = {dtype: [c_backend._ptr(x) for x in arrays] for dtype, arrays in arenas.items()}
+    if cold:
+        sizes, places = _cold_places(calls)
+        arenas = {dtype: rng.standard_normal(n).astype(dtype) for dtype, n in sizes.items()}
+        bases = {dtype: c_backend._ptr(x) for dtype, x in arenas.items()}
+        operands = [[bases[c["dtype"]] + at for at in starts] for c, starts in zip(calls, places)]
+    else:
+        arenas = {dtype: [rng.standard_normal(n).astype(dtype) for n in sizes]
+                  for dtype, sizes in _arena_sizes(calls).items()}
+        pointers = {dtype: [c_backend._ptr(x) for x in arrays] for dtype, arrays in arenas.items()}
+        operands = [pointers[c["dtype"]] for c in calls]
     prepared = []
-    for c in calls:
-        a, b, out = pointers[c["dtype"]]
+    for c, (a, b, out) in zip(calls, operands):
         prepared.append((c_backend._GEMM_KERNELS[np.dtype(c["dtype"])],
                          (c["ta"], c["tb"], c["m"], c["n"], c["k"], c["alpha"], a, c["lda"],
                           c["sa"], b, c["ldb"], c["sb"], c["beta"], out, c["ldc"], c["sc"],
@@ -195,17 +227,24 @@ def _replay_minitorch(calls, repeats=5):
     return _time_best(run, repeats)
 
 
-def _replay_torch(calls, threads, repeats=5):
+def _replay_torch(calls, threads, cold=False, repeats=5):
     """ms for PyTorch's GEMMs (mm/bmm into preallocated outputs) on the same calls, operands
-    in arenas as for minitorch's; None where PyTorch is not installed."""
+    in arenas as for minitorch's (``cold`` too); None where PyTorch is not installed."""
     try:
         import torch
     except ImportError:
         return None
     torch.set_num_threads(threads)
     gen = torch.Generator().manual_seed(0)
-    arenas = {dtype: [torch.randn(n, dtype=getattr(torch, dtype), generator=gen) for n in sizes]
-              for dtype, sizes in _arena_sizes(calls).items()}
+    if cold:
+        sizes, places = _cold_places(calls)
+        whole = {dtype: torch.randn(n, dtype=getattr(torch, dtype), generator=gen)
+                 for dtype, n in sizes.items()}
+        operands = [[whole[c["dtype"]][at:] for at in starts] for c, starts in zip(calls, places)]
+    else:
+        arenas = {dtype: [torch.randn(n, dtype=getattr(torch, dtype), generator=gen)
+                          for n in sizes] for dtype, sizes in _arena_sizes(calls).items()}
+        operands = [arenas[c["dtype"]] for c in calls]
 
     def matrices(arena, batch, rows, cols, transposed, shared):
         """(batch, rows, cols) from the arena's start; stored transposed if ``transposed``;
@@ -215,8 +254,7 @@ def _replay_torch(calls, threads, repeats=5):
         x = x.transpose(1, 2) if transposed else x
         return x.expand(batch, rows, cols) if shared else x
     prepared = []
-    for c in calls:
-        a_arena, b_arena, c_arena = arenas[c["dtype"]]
+    for c, (a_arena, b_arena, c_arena) in zip(calls, operands):
         batch, m, n, k = c["batch"], c["m"], c["n"], c["k"]
         prepared.append((matrices(a_arena, batch, m, k, c["ta"], c["sa"] == 0),
                          matrices(b_arena, batch, k, n, c["tb"], c["sb"] == 0),
@@ -292,7 +330,9 @@ def worker(framework, size, threads, steps, warmup):
     if calls:  # after the timed steps, so that PyTorch's import cannot touch them
         result.update(gemm_flops=sum(2.0 * c["m"] * c["n"] * c["k"] * c["batch"] for c in calls),
                       gemm_alone_ms=_replay_minitorch(calls),
-                      torch_gemm_alone_ms=_replay_torch(calls, threads))
+                      torch_gemm_alone_ms=_replay_torch(calls, threads),
+                      gemm_cold_ms=_replay_minitorch(calls, cold=True),
+                      torch_gemm_cold_ms=_replay_torch(calls, threads, cold=True))
     print(json.dumps(result))
 
 
@@ -309,7 +349,7 @@ def _run(framework, size, threads, steps, warmup):
 
 
 COLUMNS = ["size", "threads", "framework", "ms/step", "tgt tok/s", "peak MB", "speed vs torch",
-           "GEMMs alone ms", "GEMM floor ms", "highest possible"]
+           "GEMMs alone ms", "GEMMs cold ms", "GEMM floor ms", "highest possible"]
 
 
 def _rows(size, threads, best, peak_gflops):
@@ -322,13 +362,15 @@ def _rows(size, threads, best, peak_gflops):
         if r is None:
             continue
         if "error" in r:
-            rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 6)
+            rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 7)
             continue
-        ratio = floor = reachable = alone = ""
+        ratio = floor = reachable = ""
+        alone = cold = None
         if name != "torch" and torch_ok:
             ratio = f"{th['ms'] / r['ms']:.2f}x"
         if name != "captured":
-            alone = mt.get("gemm_alone_ms" if name == "minitorch" else "torch_gemm_alone_ms")
+            prefix = "" if name == "minitorch" else "torch_"
+            alone, cold = mt.get(prefix + "gemm_alone_ms"), mt.get(prefix + "gemm_cold_ms")
         if name == "minitorch":
             if r.get("gemm_flops") and peak_gflops:
                 floor_ms = r["gemm_flops"] / (peak_gflops * 1e9) * 1000
@@ -336,8 +378,8 @@ def _rows(size, threads, best, peak_gflops):
                 if torch_ok:
                     reachable = f"{th['ms'] / floor_ms:.2f}x"
         rows.append([size, str(threads), name, f"{r['ms']:.1f}", f"{r['tok_s']:.0f}",
-                     f"{r['rss_mb']:.0f}", ratio, f"{alone:.1f}" if alone else "", floor,
-                     reachable])
+                     f"{r['rss_mb']:.0f}", ratio, f"{alone:.1f}" if alone else "",
+                     f"{cold:.1f}" if cold else "", floor, reachable])
     return rows
 
 
@@ -347,7 +389,7 @@ def _keep_best(best, name, result):
     old = best.get(name)
     if old is None or "error" in old or result.get("ms", 1e300) < old["ms"]:
         best[name] = dict(result)
-    for key in ("gemm_alone_ms", "torch_gemm_alone_ms"):
+    for key in ("gemm_alone_ms", "torch_gemm_alone_ms", "gemm_cold_ms", "torch_gemm_cold_ms"):
         if old is not None and old.get(key) and result.get(key):
             best[name][key] = min(old[key], result[key])
 
@@ -388,11 +430,13 @@ def main():
               "step (same shapes, layouts, batch counts) replayed back to back, by that row's "
               "framework, on operands kept in cache (three buffers every call reuses; "
               "PyTorch: mm/bmm into preallocated outputs): the step less everything that is "
-              "not a GEMM")
+              "not a GEMM; GEMMs cold = the same products on operands spread over a "
+              f"{COLD_ARENA_BYTES >> 20} MiB arena, none in cache when its product starts: "
+              "each library's GEMMs on operands from memory")
     notes = [", ".join(f"{size}: " + " ".join(f"{k}={v}" for k, v in SIZES[size].items())
                        for size in sizes) + "; dropout=0, Adam", legend]
     print(notes[0])
-    widths = (5, 7, 10, 9, 10, 8, 15, 15, 14, 17)
+    widths = (5, 7, 10, 9, 10, 8, 15, 15, 14, 14, 17)
     print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
     rows = []
     for size in sizes:

@@ -34,14 +34,16 @@ def test_the_counted_flops_are_those_of_the_products_made():
 
 def test_the_floor_is_the_flops_at_the_peak():
     best = {"minitorch": {"ms": 50.0, "tok_s": 1.0, "rss_mb": 10, "gemm_flops": 4e9,
-                          "gemm_alone_ms": 30.0, "torch_gemm_alone_ms": 35.0},
+                          "gemm_alone_ms": 30.0, "torch_gemm_alone_ms": 35.0,
+                          "gemm_cold_ms": 33.0, "torch_gemm_cold_ms": 39.0},
             "torch": {"ms": 80.0, "tok_s": 1.0, "rss_mb": 20}}
     mt_row, torch_row = bench_transformer._rows("small", 1, best, peak_gflops=100.0)
     assert mt_row[6] == "1.60x"             # 80 / 50
     assert mt_row[7] == "30.0"              # minitorch's GEMMs replayed alone
-    assert mt_row[8] == "40.0"              # 4 GFLOP at 100 GFLOP/s
-    assert mt_row[9] == "2.00x"             # 80 / 40
-    assert torch_row[6:] == ["", "35.0", "", ""]   # PyTorch's GEMMs on the same calls
+    assert mt_row[8] == "33.0"              # ... on cold operands
+    assert mt_row[9] == "40.0"              # 4 GFLOP at 100 GFLOP/s
+    assert mt_row[10] == "2.00x"            # 80 / 40
+    assert torch_row[6:] == ["", "35.0", "39.0", "", ""]   # PyTorch's GEMMs on the same calls
 
 
 def test_the_recorded_calls_replay_the_step_products():
@@ -51,9 +53,31 @@ def test_the_recorded_calls_replay_the_step_products():
     assert [(c["m"], c["n"], c["k"], c["tb"], c["batch"]) for c in calls] == \
         [(3, 5, 4, 1, 1), (2, 3, 7, 0, 6)]
     assert bench_transformer._replay_minitorch(calls, repeats=1) > 0
+    assert bench_transformer._replay_minitorch(calls, cold=True, repeats=1) > 0
     torch = pytest.importorskip("torch", reason="PyTorch's replay needs PyTorch")
     assert bench_transformer._replay_torch(calls, threads=1, repeats=1) > 0
+    assert bench_transformer._replay_torch(calls, threads=1, cold=True, repeats=1) > 0
     assert torch.get_num_threads() == 1
+
+
+def test_a_cold_replay_places_each_operand_apart_within_its_arena(monkeypatch):
+    monkeypatch.setattr(bench_transformer, "COLD_ARENA_BYTES", 4096)  # 1024 float32: wraps
+    call = dict(dtype="float32", ta=0, tb=0, m=8, n=8, k=8, lda=8, sa=0, ldb=8, sb=0, ldc=8,
+                sc=0, batch=1)
+    calls = [call, dict(call, dtype="float64"), call, dict(call, m=20, lda=8, ldc=8)] + [call] * 6
+    sizes, places = bench_transformer._cold_places(calls)
+    assert sizes == {"float32": 1024, "float64": 512}
+    spans = []
+    for c, starts in zip(calls, places):
+        extents = bench_transformer._operand_sizes(c)
+        mine = [(at, at + n) for at, n in zip(starts, extents)]
+        assert all(0 <= lo and hi <= sizes[c["dtype"]] and lo % 16 == 0 for lo, hi in mine)
+        assert all(a[1] <= b[0] for a, b in zip(mine, mine[1:]))   # A, B, C in turn, apart
+        spans.append((c["dtype"], mine))
+    f32 = [mine for dtype, mine in spans if dtype == "float32"]
+    for before, after in zip(f32, f32[1:]):   # a call starts past the last, or wraps to 0
+        assert after[0][0] == 0 or after[0][0] >= before[2][1]
+    assert any(mine[0][0] == 0 for mine in f32[1:])   # the arena wrapped at least once
 
 
 def test_rounds_keep_the_fastest_step_and_the_fastest_replays():
