@@ -273,15 +273,19 @@ def test_a_replay_checks_embedding_ids_as_eager_mode_does():
         captured(minitorch.tensor([[1, 2], [3, 10]]))
 
 
-def _training(model, optimizer, loss_of):
-    """(train_step, parameters): ``loss_of(model, *batch)``, backward, an optimizer step."""
+def _training(model, optimizer, loss_of, clip=None):
+    """(train_step, state): ``loss_of(model, *batch)``, backward, ``clip(parameters)`` if given,
+    an optimizer step; state: the parameters and the buffers (a batch norm's running statistics
+    and step count)."""
     def train_step(*batch):
         loss = loss_of(model, *batch)
         optimizer.zero_grad()
         loss.backward()
+        if clip is not None:
+            clip(model.parameters())
         optimizer.step()
         return loss
-    return train_step, list(model.parameters())
+    return train_step, list(model.parameters()) + list(model.buffers())
 
 
 def _gpt_step():
@@ -290,14 +294,16 @@ def _gpt_step():
     model = GPT(GPTConfig(vocab_size=VOCAB, block_size=16, n_layer=2, n_head=2, n_embd=16,
                           dropout=0.1))
     return _training(model, minitorch.optim.AdamW(model.parameters(), lr=1e-2),
-                     lambda m, ids, targets: m(ids, targets)[1])
+                     lambda m, ids, targets: m(ids, targets)[1],
+                     clip=lambda parameters: nn.utils.clip_grad_norm_(parameters, 0.5))
 
 
 def _mlp_step():
     minitorch.manual_seed(0)
     model = nn.Sequential(nn.Linear(8, 32), nn.GELU(), nn.Dropout(0.2), nn.Linear(32, 3))
     return _training(model, minitorch.optim.RMSprop(model.parameters(), lr=1e-2),
-                     lambda m, x, y: F.cross_entropy(m(x), y, label_smoothing=0.1))
+                     lambda m, x, y: F.cross_entropy(m(x), y, label_smoothing=0.1),
+                     clip=lambda parameters: nn.utils.clip_grad_value_(parameters, 0.05))
 
 
 def _vit_step():
@@ -307,6 +313,122 @@ def _vit_step():
                               d_model=16, nhead=2, num_layers=2, dim_feedforward=32, dropout=0.1)
     return _training(model, minitorch.optim.Adam(model.parameters(), lr=1e-2),
                      lambda m, images, labels: F.cross_entropy(m(images), labels))
+
+
+class _ElementwiseZoo(nn.Module):
+    """A linear map, then the elementwise ops whose numpy bodies a tape records one by one
+    (roots, powers, trigonometry, comparisons and selections, a gather by an index tensor)."""
+
+    def __init__(self):
+        super().__init__()
+        self.linear = nn.Linear(6, 6)
+        self.exponent = nn.Parameter(minitorch.full((6,), 1.5))
+
+    def forward(self, x, rows):
+        h = self.linear(x)
+        a = h.abs().sqrt() + h.sin() * h.cos() + h.tanh()
+        b = minitorch.where(h > 0, a, -a) + minitorch.maximum(h, a) - minitorch.minimum(h, -a)
+        c = (a + 1.0) ** self.exponent + (a + 1.0) ** -0.5 + h.sign() * h
+        d = c.masked_fill(~minitorch.isfinite(c) | (h < -3.0), 0.0)
+        picked = (b + d)[rows]                       # advanced indexing: a gather
+        tens = (rows * 7) // 3                       # integer floor division, no gradient
+        return picked.sum(1) + tens.to(picked.dtype) * 0.01
+
+
+def _zoo_step():
+    minitorch.manual_seed(0)
+    model = _ElementwiseZoo()
+    return _training(model, minitorch.optim.SGD(model.parameters(), lr=1e-2),
+                     lambda m, x, rows, y: F.mse_loss(m(x, rows), y))
+
+
+def _zoo_batches(rng):
+    return [(minitorch.tensor(rng.standard_normal((5, 6))),
+             minitorch.tensor(rng.integers(-5, 5, 4)),
+             minitorch.tensor(rng.standard_normal(4))) for _ in range(6)]
+
+
+def _cnn_step():
+    minitorch.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 6, 3, padding=1), nn.BatchNorm2d(6), nn.ReLU(),
+                          nn.MaxPool2d(2), nn.Conv2d(6, 8, 3, stride=2), nn.BatchNorm2d(8),
+                          nn.Tanh(), nn.AvgPool2d(2), nn.Flatten(), nn.Linear(8, 5))
+    return _training(model, minitorch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9),
+                     lambda m, images, labels: F.cross_entropy(m(images), labels))
+
+
+class _Tagger(nn.Module):
+    """Embedding (with a padding row), a recurrent stack, a linear read-out per position."""
+
+    def __init__(self, recurrent):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, 6, padding_idx=PAD)
+        self.recurrent = recurrent
+        width = (getattr(recurrent, "proj_size", 0) or recurrent.hidden_size) * (
+            2 if recurrent.bidirectional else 1)
+        self.out = nn.Linear(width, VOCAB)
+
+    def forward(self, ids):
+        return self.out(self.recurrent(self.embed(ids))[0])
+
+
+def _recurrent_step(recurrent):
+    def make():
+        minitorch.manual_seed(0)
+        model = _Tagger(recurrent())
+        return _training(model, minitorch.optim.Adam(model.parameters(), lr=1e-2),
+                         lambda m, ids, tags: F.cross_entropy(m(ids).reshape(-1, VOCAB),
+                                                              tags.reshape(-1)))
+    return make
+
+
+_gru_step = _recurrent_step(lambda: nn.GRU(6, 8, num_layers=2, batch_first=True, dropout=0.3,
+                                           bidirectional=True))
+_lstm_step = _recurrent_step(lambda: nn.LSTM(6, 8, num_layers=2, batch_first=True, proj_size=5))
+_rnn_step = _recurrent_step(lambda: nn.RNN(6, 8, nonlinearity="relu"))
+
+
+def _rnn_seq2seq_step(cell, attention, dropout):
+    def make():
+        from minitorch.text.rnn_model import Seq2SeqRNN
+        minitorch.manual_seed(0)
+        model = Seq2SeqRNN(VOCAB, VOCAB, 8, 8, cell=cell, attention=attention, num_layers=2,
+                           dropout=dropout)
+        return _training(model, minitorch.optim.Adam(model.parameters(), lr=1e-2),
+                         lambda m, src, tgt_in, tgt_out: F.cross_entropy(
+                             m(src, tgt_in).reshape(-1, VOCAB), tgt_out.reshape(-1),
+                             ignore_index=PAD))
+    return make
+
+
+def _captioner_step():
+    from minitorch.vision.captioning import AttentionCaptioner, caption_loss
+    minitorch.manual_seed(0)
+    model = AttentionCaptioner(VOCAB, image_size=16, channels=(4, 4, 4), embed_size=8,
+                               hidden_size=8, attention_size=8)
+    return _training(model, minitorch.optim.Adam(model.parameters(), lr=1e-2), caption_loss)
+
+
+def _captioner_batches(rng):
+    return [(minitorch.tensor(rng.standard_normal((3, 3, 16, 16)).astype(np.float32)),
+             minitorch.tensor(rng.integers(0, VOCAB, (3, 7)))) for _ in range(6)]
+
+
+def _seq2seq_batches(rng):
+    """(src, tgt_in, tgt_out) of full-length sentences (a padding mask's lengths would be a
+    Python value read from the data: see docs/autograd.md)."""
+    return [tuple(minitorch.tensor(a) for a in rng.integers(1, VOCAB, (3, 4, 6)))
+            for _ in range(6)]
+
+
+def _cnn_batches(rng):
+    return [(minitorch.tensor(rng.standard_normal((4, 3, 12, 12)).astype(np.float32)),
+             minitorch.tensor(rng.integers(0, 5, 4))) for _ in range(6)]
+
+
+def _tagging_batches(rng):
+    return [tuple(minitorch.tensor(a) for a in rng.integers(0, VOCAB, (2, 3, 7)))
+            for _ in range(6)]
 
 
 def _vit_batches(rng):
@@ -325,8 +447,15 @@ def _mlp_batches(rng):
 
 
 @needs_c
-@pytest.mark.parametrize("make, data", [(_gpt_step, _gpt_batches), (_vit_step, _vit_batches),
-                                        (_mlp_step, _mlp_batches)], ids=["gpt", "vit", "mlp"])
+@pytest.mark.parametrize("make, data", [
+    (_gpt_step, _gpt_batches), (_vit_step, _vit_batches), (_mlp_step, _mlp_batches),
+    (_cnn_step, _cnn_batches), (_gru_step, _tagging_batches), (_lstm_step, _tagging_batches),
+    (_rnn_step, _tagging_batches),
+    (_rnn_seq2seq_step("gru", "additive", 0.0), _seq2seq_batches),
+    (_rnn_seq2seq_step("lstm", "dot", 0.2), _seq2seq_batches),
+    (_captioner_step, _captioner_batches), (_zoo_step, _zoo_batches)],
+    ids=["gpt", "vit", "mlp", "cnn", "gru", "lstm", "rnn", "rnn-seq2seq-gru",
+         "rnn-seq2seq-lstm-dropout", "captioner", "elementwise"])
 def test_other_models_captured_train_as_eager_bit_for_bit(make, data):
     batches = data(np.random.default_rng(0))
     eager_step, eager_params = make()
@@ -337,3 +466,28 @@ def test_other_models_captured_train_as_eager_bit_for_bit(make, data):
     for p, q in zip(params, eager_params):
         np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
     assert captured.tape is not None
+
+
+@needs_c
+def test_a_captured_step_returns_each_steps_gradient_norm_from_clip_grad_norm():
+    def make():
+        minitorch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+        optimizer = minitorch.optim.SGD(model.parameters(), lr=0.1)
+
+        def step(x, y):
+            loss = F.mse_loss(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            norm = nn.utils.clip_grad_norm_(model.parameters(), 0.1)
+            optimizer.step()
+            return loss, norm
+        return step
+    rng = np.random.default_rng(3)
+    batches = [(minitorch.tensor(rng.standard_normal((6, 4))),
+                minitorch.tensor(rng.standard_normal((6, 1)))) for _ in range(6)]
+    eager_step, captured = make(), minitorch.capture(make())
+    eager = [tuple(t.item() for t in eager_step(*b)) for b in batches]
+    replayed = [tuple(t.item() for t in captured(*b)) for b in batches]
+    assert replayed == eager
+    assert len({norm for _, norm in eager}) == len(eager) and min(n for _, n in eager) > 0.1

@@ -8,7 +8,8 @@ gradient checking.
 - ``functional.py``: ``jacobian``, ``hessian``, ``vjp``, ``jvp``, ``vhp``, ``hvp``
 - ``anomaly.py``: ``detect_anomaly``, ``set_detect_anomaly`` (NaN gradients, forward stacks)
 
-May import: ``minitorch.tensor`` (lazily, to avoid a cycle) and numpy.
+May import: ``minitorch.tensor`` and ``minitorch.backends.tape`` (lazily, to avoid a cycle)
+and numpy.
 """
 from .anomaly import (detect_anomaly, is_anomaly_check_nan_enabled, is_anomaly_enabled,
                       set_detect_anomaly)
@@ -23,6 +24,7 @@ def _as_list(x):
 
 def _initial_grads(outputs, grad_outputs):
     from ..tensor import Tensor
+    from ..backends import tape as tapes
     import numpy as np
     grads = []
     for i, (out, g) in enumerate(zip(outputs, grad_outputs)):
@@ -33,7 +35,7 @@ def _initial_grads(outputs, grad_outputs):
             if out.numel() != 1:
                 raise RuntimeError(f"grad can be implicitly created only for scalar outputs; "
                                    f"output {i} has shape {tuple(out.shape)}: pass a gradient")
-            g = Tensor._make(np.ones_like(out._data))
+            g = Tensor._make(tapes.constant(np.ones_like(out._data)))  # (a captured step's too)
         elif not isinstance(g, Tensor):
             g = Tensor(g, dtype=out.dtype)
         if tuple(g.shape) != tuple(out.shape):

@@ -208,7 +208,7 @@ class GradientBuffer:
         if grads is not None and len(grads) > 1:  # one output: its gradient is there
             make = _tensor_class()._make
             xp = array_module(next(g for g in grads if g is not None)._data)  # their device
-            grads = [make(xp.zeros(shape, dtype)) if grad is None else grad
+            grads = [make(tapes.constant(xp.zeros(shape, dtype))) if grad is None else grad
                      for grad, (shape, dtype) in zip(grads, node.output_meta)]
         return grads
 

@@ -2,7 +2,8 @@
 
 While a tape records, each C kernel the C backend calls is appended to it with its arguments
 (the C pointers it was given, whose arrays the tape keeps alive), and so is each numpy call an
-op makes through ``record`` (a zero fill, a row lookup into an existing array);
+op makes through ``record`` (a zero fill, a row lookup into an existing array), ``computed``
+(a ufunc's new array) or ``evaluated`` (any numpy function's);
 ``host(callback)`` appends a Python function that must run again on every replay (an
 optimizer's update, whose step sizes change each step). ``Tape.replay()`` makes the same calls
 again, in the same order, on the same memory: no Python between them but this loop.
@@ -107,6 +108,22 @@ def computed(function, *args, **kwargs):
             if isinstance(array, np.ndarray):
                 _recording.hold(array)
     return result
+
+
+def evaluated(function, *args):
+    """``function(*args)``, for a numpy function that takes no ``out=`` (np.where, a result cast
+    to another dtype); while recording, a replay computes it again and copies the values into
+    the array returned now."""
+    result = function(*args)
+    if _recording is not None:
+        if not isinstance(result, np.ndarray):  # a numpy scalar: a 0-d array can be copied into
+            result = np.asarray(result)
+        replayed(_copy_result, result, function, *args)
+    return result
+
+
+def _copy_result(out, function, *args):
+    np.copyto(out, function(*args), casting="unsafe")
 
 
 def constant(array):

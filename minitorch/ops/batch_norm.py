@@ -13,11 +13,14 @@ x·scale + shift per channel, in numpy) whose backward is a node of its own
 dx = rstd·weight·(dy − dbias/n − x̂·dweight/n)); that one's derivative autograd takes over
 the same formula in Tensor ops, so gradients of gradients work. Eval is x·scale + shift in
 Tensor ops. The statistics' update happens outside the graph.
-May import: ``minitorch.tensor``, ``minitorch.autograd``, the sibling op modules.
+May import: ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.backends`` (the tape),
+``minitorch.device_arrays``, the sibling op modules.
 """
 import numpy as np
 
 from ..autograd.function import Function
+from ..backends import tape as tapes
+from ..device_arrays import array_module
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .fused import _differentiate_composite
@@ -35,27 +38,56 @@ def _reduced_dims(ndim):
     return (0,) + tuple(range(2, ndim))
 
 
+def _forward_into(data, weight, bias, eps, y, mean, var, rstd):
+    """The batch's statistics (mean, biased var, rstd) of ``data`` and its normalized y, each
+    written into the given array (weight, bias: arrays or None). One function, so that a
+    captured step (tape.py) replays it as one call."""
+    dims = _reduced_dims(data.ndim)
+    np.mean(data, axis=dims, out=mean)
+    np.subtract(data, _per_channel(mean, data.ndim), out=y)  # centered, then scaled in place
+    np.mean(np.square(y), axis=dims, out=var)
+    rstd[...] = 1.0 / np.sqrt(var + eps)
+    scale = rstd if weight is None else rstd * weight
+    y *= _per_channel(scale, data.ndim)
+    if bias is not None:
+        y += _per_channel(bias, data.ndim)
+
+
+def _backward_into(d, x, weight, mean, rstd, dx, dweight, dbias):
+    """dx, dweight and dbias of batch normalization (the formula in the module docstring),
+    each written into the given array; one function for a captured step, as _forward_into."""
+    ndim, dims = d.ndim, _reduced_dims(d.ndim)
+    count = d.size // d.shape[1]
+    xhat = (x - _per_channel(mean, ndim)) * _per_channel(rstd, ndim)
+    np.sum(d, axis=dims, out=dbias)
+    n, c = d.shape[:2]
+    dweight[...] = np.einsum("ncl,ncl->c", d.reshape(n, c, -1), xhat.reshape(n, c, -1))
+    scale = rstd if weight is None else rstd * weight
+    xhat *= _per_channel(dweight / count, ndim)
+    np.multiply(d - _per_channel(dbias / count, ndim) - xhat, _per_channel(scale, ndim), out=dx)
+
+
+def _data(t):
+    return None if t is None else t._data
+
+
 class BatchNorm(Function):
     """y = (x − mean)·rstd·weight + bias with the batch's statistics; also returns the mean
     and the biased variance (not differentiable: the running statistics' update reads them)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
-        data, dims = x._data, _reduced_dims(x.ndim)
-        mean = data.mean(axis=dims)
-        centered = data - _per_channel(mean, data.ndim)
-        var = np.mean(np.square(centered), axis=dims)
-        rstd = (1.0 / np.sqrt(var + eps)).astype(data.dtype)
-        scale = rstd if weight is None else rstd * weight._data
-        centered *= _per_channel(scale, data.ndim)      # y, in place of the centered copy
-        if bias is not None:
-            centered += _per_channel(bias._data, data.ndim)
+        data = x._data
+        xp = array_module(data)
+        y = xp.empty(data.shape, data.dtype)
+        mean, var, rstd = (xp.empty(data.shape[1], data.dtype) for _ in range(3))
+        tapes.record(_forward_into, data, _data(weight), _data(bias), eps, y, mean, var, rstd)
         ctx.eps, ctx.mean, ctx.rstd = eps, _make(mean), _make(rstd)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(x, weight)
         mean_out, var_out = _make(mean), _make(var)
         ctx.mark_non_differentiable(mean_out, var_out)
-        return _make(centered), mean_out, var_out
+        return _make(y), mean_out, var_out
 
     @staticmethod
     def backward(ctx, grad, _grad_mean, _grad_var):
@@ -71,15 +103,12 @@ class BatchNormBackward(Function):
     def forward(ctx, dy, x, weight, mean, rstd, eps):
         ctx.eps = eps
         ctx.save_for_backward(dy, x, weight)
-        d, ndim, dims = dy._data, dy.ndim, _reduced_dims(dy.ndim)
-        count = d.size // d.shape[1]
-        xhat = (x._data - _per_channel(mean._data, ndim)) * _per_channel(rstd._data, ndim)
-        dbias = d.sum(axis=dims)
-        n, c = d.shape[:2]
-        dweight = np.einsum("ncl,ncl->c", d.reshape(n, c, -1), xhat.reshape(n, c, -1))
-        scale = rstd._data if weight is None else rstd._data * weight._data
-        xhat *= _per_channel(dweight / count, ndim)
-        dx = (d - _per_channel(dbias / count, ndim) - xhat) * _per_channel(scale, ndim)
+        d = dy._data
+        xp = array_module(d)
+        dx = xp.empty(d.shape, d.dtype)
+        dweight, dbias = xp.empty(d.shape[1], d.dtype), xp.empty(d.shape[1], d.dtype)
+        tapes.record(_backward_into, d, x._data, _data(weight), mean._data, rstd._data, dx,
+                     dweight, dbias)
         return _make(dx), _make(dweight), _make(dbias)
 
     @staticmethod

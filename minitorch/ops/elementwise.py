@@ -174,7 +174,7 @@ class Pow(Function):
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(a, b)
-        return _make(np.power(a._data, b._data))
+        return _make(tapes.computed(np.power, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -192,9 +192,11 @@ def _power(x, exponent):
     if float(exponent).is_integer() and -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
         return _kernels().pow_int_forward(x, int(exponent))
     if exponent in (0.5, -0.5):
-        root = np.sqrt(x)
-        if exponent < 0:  # (0-d: ufuncs return a numpy scalar, which takes no out=)
-            root = np.divide(1, root, out=root) if root.ndim else 1 / root
+        root = tapes.computed(np.sqrt, x)
+        if exponent < 0:
+            if isinstance(root, np.generic):  # (0-d: ufuncs return a scalar, which takes no out=)
+                return 1 / root
+            tapes.record(np.divide, 1, root, root)
         return root
     return _kernels().pow_scalar_forward(x, exponent)
 
@@ -205,7 +207,7 @@ class PowScalar(Function):
         ctx.exponent = exponent
         ctx.save_for_backward(a)
         if a._data.dtype.kind != "f":  # integers: numpy's exact power (and its errors)
-            return _make(np.power(a._data, a._data.dtype.type(exponent)))
+            return _make(tapes.computed(np.power, a._data, a._data.dtype.type(exponent)))
         return _make(_power(a._data, exponent))
 
     @staticmethod
@@ -241,7 +243,7 @@ class Abs(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return _make(np.abs(a._data))
+        return _make(tapes.computed(np.abs, a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -292,7 +294,7 @@ class Log(Function):
 class Sqrt(Function):
     @staticmethod
     def forward(ctx, a):
-        out = _make(np.sqrt(a._data))
+        out = _make(tapes.computed(np.sqrt, a._data))
         ctx.save_for_backward(out)
         return out
 
@@ -321,7 +323,7 @@ class Sin(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return _make(np.sin(a._data))
+        return _make(tapes.computed(np.sin, a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -333,7 +335,7 @@ class Cos(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return _make(np.cos(a._data))
+        return _make(tapes.computed(np.cos, a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -344,7 +346,7 @@ class Cos(Function):
 class Tanh(Function):
     @staticmethod
     def forward(ctx, a):
-        out = _make(np.tanh(a._data))
+        out = _make(tapes.computed(np.tanh, a._data))
         ctx.save_for_backward(out)
         return out
 
@@ -417,7 +419,7 @@ class ReLU(Function):
     @staticmethod
     def forward(ctx, a):
         if a._data.dtype.kind != "f":  # integers: no gradient, numpy's max
-            return _make(np.maximum(a._data, 0))
+            return _make(tapes.computed(np.maximum, a._data, 0))
         out = _make(_kernels().relu_forward(a._data))
         ctx.save_for_backward(out)
         return out
@@ -507,12 +509,26 @@ class Clamp(Function):
         ctx.save_for_backward(a)
         if x.dtype.kind == "f" and _kernel_bound(low) and _kernel_bound(high):
             return _make(_kernels().clamp_forward(x, low, high))
-        return _make(np.clip(x, low, high).astype(x.dtype, copy=False))
+        return _make(tapes.evaluated(_clip, x, low, high))
 
     @staticmethod
     def backward(ctx, grad):
         (a,) = ctx.saved_tensors
         return ClampBackward.apply(grad, a, *ctx.bounds), None, None
+
+
+def _clip(x, low, high):
+    return np.clip(x, low, high).astype(x.dtype, copy=False)
+
+
+def _clamp_backward(dy, x, low, high):
+    """dy where low <= x <= high, else 0 (numpy: a NaN bound leaves nothing inside)."""
+    inside = np.ones(x.shape, dtype=bool)
+    if low is not None:
+        inside &= x >= low
+    if high is not None:
+        inside &= x <= high
+    return np.where(inside, dy, 0).astype(dy.dtype)
 
 
 def _kernel_bound(bound):
@@ -531,12 +547,7 @@ class ClampBackward(Function):
         ctx.save_for_backward(x)
         if _kernel_bound(low) and _kernel_bound(high):
             return _make(_kernels().clamp_backward(dy._data, x._data, low, high))
-        inside = np.ones(x._data.shape, dtype=bool)  # (a NaN bound: nothing is inside)
-        if low is not None:
-            inside &= x._data >= low
-        if high is not None:
-            inside &= x._data <= high
-        return _make(np.where(inside, dy._data, 0).astype(dy._data.dtype))
+        return _make(tapes.evaluated(_clamp_backward, dy._data, x._data, low, high))
 
     @staticmethod
     def backward(ctx, grad):
@@ -547,12 +558,16 @@ class ClampBackward(Function):
 def _winner_weight(ctx, grad, wins):
     """1 where ``a`` wins (``wins(a, b)``), 0.5 on ties, 0 where ``b`` wins, as a constant."""
     a, b = ctx.saved_tensors
-    x, y = np.broadcast_arrays(a._data, b._data)
-    weight_a = wins(x, y).astype(grad._data.dtype)
+    return _make(tapes.evaluated(_weights_of_winners, a._data, b._data, wins, grad._data.dtype))
+
+
+def _weights_of_winners(a, b, wins, dtype):
+    x, y = np.broadcast_arrays(a, b)
+    weight_a = wins(x, y).astype(dtype)
     ties = np.equal(x, y)
     if ties.any():
         weight_a[ties] = 0.5
-    return _make(weight_a)
+    return weight_a
 
 
 class Maximum(Function):
@@ -562,7 +577,7 @@ class Maximum(Function):
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(a, b)  # the weights are made in backward: no_grad calls skip them
-        return _make(np.maximum(a._data, b._data))
+        return _make(tapes.computed(np.maximum, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -577,7 +592,7 @@ class Minimum(Function):
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(a, b)
-        return _make(np.minimum(a._data, b._data))
+        return _make(tapes.computed(np.minimum, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -592,7 +607,7 @@ class Where(Function):
     def forward(ctx, condition, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(condition)  # a mask changed in place later makes backward raise
-        return _make(np.where(condition._data, a._data, b._data))
+        return _make(tapes.evaluated(np.where, condition._data, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -606,7 +621,7 @@ class Where(Function):
 
 
 def zeros_scalar(like):
-    return _make(np.zeros_like(like._data, shape=()))
+    return _make(tapes.constant(np.zeros_like(like._data, shape=())))
 
 
 
@@ -647,9 +662,13 @@ def div(input, other, rounding_mode=None):
     if rounding_mode not in ("floor", "trunc"):
         raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got "
                          f"{rounding_mode!r}")
-    q = np.floor_divide(input._data, other._data) if rounding_mode == "floor" else np.trunc(
-        input._data / other._data).astype(input._data.dtype)
-    return _make(q)
+    if rounding_mode == "floor":
+        return _make(tapes.computed(np.floor_divide, input._data, other._data))
+    return _make(tapes.evaluated(_truncated_quotient, input._data, other._data))
+
+
+def _truncated_quotient(a, b):
+    return np.trunc(a / b).astype(a.dtype)
 
 
 @tensor_method("__floordiv__")
@@ -768,11 +787,15 @@ def gelu(input, approximate="none"):
 def sign(input):
     x = input._data
     if x.dtype.kind != "f":
-        return _make(np.sign(x))
-    # (x > 0) - (x < 0) on bytes: np.sign's float loop is ~5x slower (abs's backward uses
-    # this); NaN gives 0, as in PyTorch
+        return _make(tapes.computed(np.sign, x))
+    return _make(tapes.evaluated(_float_sign, x))
+
+
+def _float_sign(x):
+    """(x > 0) - (x < 0) on bytes: np.sign's float loop is ~5x slower (abs's backward uses
+    this); NaN gives 0, as in PyTorch."""
     positive, negative = as_array(x > 0, x), as_array(x < 0, x)
-    return _make((positive.view(np.int8) - negative.view(np.int8)).astype(x.dtype))
+    return (positive.view(np.int8) - negative.view(np.int8)).astype(x.dtype)
 
 
 @op(aliases="clip", inplace="clamp_ clip_")
@@ -865,19 +888,19 @@ logical_xor = _compare(np.logical_xor, "logical_xor", "__xor__")
 
 @op(methods="__invert__")
 def logical_not(input):
-    return _make(np.logical_not(input._data))
+    return _make(tapes.computed(np.logical_not, input._data))
 
 
 @op()
 def isnan(input):
-    return _make(np.isnan(input._data))
+    return _make(tapes.computed(np.isnan, input._data))
 
 
 @op()
 def isinf(input):
-    return _make(np.isinf(input._data))
+    return _make(tapes.computed(np.isinf, input._data))
 
 
 @op()
 def isfinite(input):
-    return _make(np.isfinite(input._data))
+    return _make(tapes.computed(np.isfinite, input._data))

@@ -5,15 +5,18 @@ was overwritten) and leave the tensor's history as it was, as in PyTorch.
 """
 import numpy as np
 
+from ..backends import tape as tapes
 from ..random import numpy_generator
 from ..tensor import Tensor, check_fits
-from .registry import check_inplace, tensor_method
+from .registry import check_inplace, tensor_method, write_inplace
 
 
 def _write(tensor, values):
     check_inplace(tensor)
-    values = np.broadcast_to(np.asarray(values, dtype=tensor._data.dtype), tensor._data.shape)
-    return tensor._inplace(Tensor._make(values))
+    array = np.asarray(values, dtype=tensor._data.dtype)
+    if not isinstance(values, np.ndarray):  # a number: a constant of a captured step
+        array = tapes.constant(array)
+    return write_inplace(tensor, Tensor._make(np.broadcast_to(array, tensor._data.shape)))
 
 
 @tensor_method("zero_")

@@ -34,7 +34,7 @@ class Embedding(Function):
     def backward(ctx, grad):
         (indices,) = ctx.saved_tensors
         if ctx.padding_idx is not None:
-            pad = Tensor._make((indices._data == ctx.padding_idx)[..., None])
+            pad = Tensor._make(tapes.computed(np.equal, indices._data, ctx.padding_idx)[..., None])
             grad = masked_fill(grad, pad, 0.0)
         # Scatter-add (repeated indices accumulate); its backward gathers, so this is
         # differentiable again.

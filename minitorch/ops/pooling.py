@@ -21,6 +21,7 @@ op modules.
 import numpy as np
 
 from .. import backends
+from ..backends import tape as tapes
 from ..autograd.function import Function
 from ..backends.checks import pooled_size
 from ..device_arrays import on_device_of
@@ -178,7 +179,7 @@ def _adaptive_matrix(size, out):
 def _separable(x, rows, cols):
     """rows · x · colsᵀ over the last two dims of x (a linear map, so its gradient is too)."""
     dtype = x.dtype.numpy
-    rows, cols = (on_device_of(m.astype(dtype), x._data)
+    rows, cols = (on_device_of(tapes.constant(m.astype(dtype)), x._data)
                   for m in (rows, np.ascontiguousarray(cols.T)))
     return _make(rows) @ x @ _make(cols)
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
+from ..backends import tape as tapes
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from .fused import _differentiate_composite
@@ -78,7 +79,18 @@ def _step_order(batch_sizes, reverse):
 def _with_tail(head, state):
     """The state after a step that updated only its first ``len(head)`` rows (the sequences
     still running); the other rows keep their state."""
-    return head if head.shape[0] == state.shape[0] else np.concatenate([head, state[len(head):]])
+    return head if head.shape[0] == state.shape[0] else _concatenate([head, state[len(head):]])
+
+
+def _concatenate(arrays):
+    """np.concatenate(arrays) (rows), one array as itself; a captured step redoes it (tape.py),
+    as it does the other numpy work of this file."""
+    return arrays[0] if len(arrays) == 1 else tapes.computed(np.concatenate, arrays)
+
+
+def _add_into(out, addend):
+    """out += addend, redone by a captured step."""
+    tapes.record(np.add, out, addend, out)
 
 
 class RecurrentLayer(Function):
@@ -94,9 +106,9 @@ class RecurrentLayer(Function):
         # gate scales h W_hnᵀ + b_hn as a whole
         xw = kernels.matmul(x._data, w_ih._data.T)
         if b_ih is not None:
-            xw += b_ih._data
+            _add_into(xw, b_ih._data)
         if b_hh is not None and mode != "GRU":
-            xw += b_hh._data
+            _add_into(xw, b_hh._data)
         steps = _step_order(batch_sizes, reverse)
         h = h0._data
         c = None if c0 is None else c0._data
@@ -115,7 +127,7 @@ class RecurrentLayer(Function):
                     h_new = kernels.matmul(h_new, W_hr.T)
             elif mode == "GRU":
                 if b_hh is not None:
-                    hw += b_hh._data
+                    _add_into(hw, b_hh._data)
                 h_new, gates = kernels.gru_cell_forward(xw_t, hw, h_prev)
                 saved[t] = (h_prev, gates)
             else:
@@ -126,7 +138,7 @@ class RecurrentLayer(Function):
         ctx.mode, ctx.batch_sizes, ctx.reverse, ctx.steps = mode, batch_sizes, reverse, steps
         ctx.per_step = saved
         ctx.save_for_backward(x, h0, c0, w_ih, w_hh, b_ih, b_hh, w_hr)
-        out = Tensor._make(np.concatenate(outs) if len(outs) > 1 else outs[0])
+        out = Tensor._make(_concatenate(outs))
         if mode == "LSTM":
             return out, Tensor._make(h), Tensor._make(c)
         return out, Tensor._make(h)
@@ -159,7 +171,7 @@ def _backward_through_time(ctx, inputs, needs, d_out, dh, dc):
     d_hw = [None] * n_steps   # per step: gradient of h W_hhᵀ (+ b_hh); the GRU's differs
     d_proj = [None] * n_steps  # per step: gradient of the projected h (proj_size)
     for t, first, rows in reversed(ctx.steps):
-        g = dh[:rows] + d_out[first:first + rows]
+        g = tapes.computed(np.add, dh[:rows], d_out[first:first + rows])
         per_step = ctx.per_step[t]
         if mode == "LSTM":
             h_prev, c_prev, c_new, act, h_full = per_step
@@ -181,20 +193,20 @@ def _backward_through_time(ctx, inputs, needs, d_out, dh, dc):
         dh = _with_tail(dh_prev, dh)
     # the input's and the weights' gradients: one GEMM each over all steps' rows
     need_x, _, _, need_w_ih, need_w_hh, need_b_ih, need_b_hh, need_w_hr = needs
-    d_xw_all = np.concatenate(d_xw) if n_steps > 1 else d_xw[0]
-    d_hw_all = d_xw_all if mode != "GRU" else (np.concatenate(d_hw) if n_steps > 1 else d_hw[0])
+    d_xw_all = _concatenate(d_xw)
+    d_hw_all = d_xw_all if mode != "GRU" else _concatenate(d_hw)
     dx = kernels.matmul(d_xw_all, w_ih._data) if need_x else None
     dw_ih = kernels.matmul(d_xw_all.T, x._data) if need_w_ih else None
     dw_hh = None
     if need_w_hh:
-        h_prev_all = np.concatenate([ctx.per_step[t][0] for t in range(n_steps)])
+        h_prev_all = _concatenate([ctx.per_step[t][0] for t in range(n_steps)])
         dw_hh = kernels.matmul(d_hw_all.T, h_prev_all)
-    db_ih = d_xw_all.sum(axis=0) if need_b_ih else None
-    db_hh = d_hw_all.sum(axis=0) if need_b_hh else None
+    db_ih = tapes.computed(np.sum, d_xw_all, axis=0) if need_b_ih else None
+    db_hh = tapes.computed(np.sum, d_hw_all, axis=0) if need_b_hh else None
     dw_hr = None
     if need_w_hr:
-        h_full = np.concatenate([ctx.per_step[t][4] for t in range(n_steps)])
-        dw_hr = kernels.matmul(np.concatenate(d_proj).T, h_full)
+        h_full = _concatenate([ctx.per_step[t][4] for t in range(n_steps)])
+        dw_hr = kernels.matmul(_concatenate(d_proj).T, h_full)
     return dx, dh, dc, dw_ih, dw_hh, db_ih, db_hh, dw_hr
 
 

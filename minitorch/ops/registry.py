@@ -20,11 +20,15 @@ written into the tensor's memory). ``op``'s options (names: a list or one space-
 ``@tensor_method("zero_")`` declares a method that is no op of its own (fills, casts, ``copy_``).
 ``ops/__init__.py`` imports every module of the package and calls ``bind()``; minitorch and
 nn.functional take their names from ``functions()`` and ``functional()``.
-May import: ``minitorch.tensor``, ``minitorch.autograd``.
+May import: ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.backends.tape`` (a
+captured step's record of an in-place write).
 """
 from dataclasses import dataclass
 
+import numpy as np
+
 from ..autograd.grad_mode import is_grad_enabled
+from ..backends import tape as tapes
 from ..tensor import Tensor
 
 
@@ -112,7 +116,16 @@ def apply_inplace(tensor, fn, *args, **kwargs):
     """``tensor = fn(tensor, *args, **kwargs)`` written into tensor's memory: the generic
     in-place op, differentiable (the tensor's history moves to the op that made the result)."""
     check_inplace(tensor)
-    return tensor._inplace(fn(tensor._history_alias(), *args, **kwargs))
+    return write_inplace(tensor, fn(tensor._history_alias(), *args, **kwargs))
+
+
+def write_inplace(tensor, result):
+    """``tensor._inplace(result)``; while a step is captured, its copy into tensor's memory is
+    recorded too (a replay writes the new values again: a BatchNorm's step count)."""
+    tensor._inplace(result)
+    if tapes.recording() is not None:
+        tapes.replayed(np.copyto, tensor._data, result._data, "unsafe")
+    return tensor
 
 
 def bind():

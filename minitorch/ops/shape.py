@@ -136,7 +136,7 @@ class GetItem(Function):
             if not any(i is Ellipsis for i in items):
                 items = items + (Ellipsis,)
             return _view(a._data[items], a)
-        return _make(as_array(a._data[index], a._data))
+        return _make(as_array(tapes.evaluated(operator.getitem, a._data, index), a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -227,11 +227,11 @@ def _add_rows(values, rows, shape):
     """zeros(shape) with the rows of ``values`` added at the rows of dim 0 that the int array
     ``rows`` picks (repeats add up): the backend's ``index_add_rows`` (np.add.at is an
     unbuffered element-by-element loop, tens of times slower)."""
-    xp, flat = array_module(rows), rows.reshape(-1)
+    xp, flat = array_module(rows), tapes.reshaped(rows, (-1,))
     rows = xp.empty(flat.shape, np.int64)
     # negative rows: the same row as their positive twin (recorded: new ids on each replay)
     tapes.record(xp.remainder, flat, shape[0], rows)
-    values = values.reshape(rows.size, *shape[1:])
+    values = tapes.reshaped(values, (rows.size, *shape[1:]))  # (a strided gradient: a copy)
     return backends.current().index_add_rows(values, rows, shape[0])
 
 

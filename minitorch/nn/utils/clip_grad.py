@@ -6,13 +6,17 @@ Both work in place on each parameter's ``.grad`` storage, between ``backward()``
 
 ``foreach`` (PyTorch's choice of a fused implementation) is accepted and changes nothing.
 
+Under ``minitorch.capture`` both are recorded (clip_grad_norm_'s norms change every step: its
+scaling is a host callback, ``_ClipByNorm``).
+
 May import: math, numpy, ``minitorch.tensor``, ``minitorch.creation``,
-``minitorch.device_arrays``.
+``minitorch.device_arrays``, ``minitorch.backends.tape``.
 """
 import math
 
 import numpy as np
 
+from ...backends import tape as tapes
 from ...creation import tensor
 from ...device_arrays import on_device_of
 from ...tensor import Tensor
@@ -71,19 +75,42 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     if len(grads) == 0:
         return tensor(0.0)
     dtype = np.result_type(*(g._data.dtype for g in grads))
-    # each norm to the host (exactly: float() of a float32 is exact), the total there
-    per_grad = np.array([float(_vector_norm(g._data, norm_type)) for g in grads], dtype=dtype)
-    total_norm = _vector_norm(per_grad, norm_type)
-    if error_if_nonfinite and not np.isfinite(total_norm):
-        raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} for gradients "
-                           f"from `parameters` is non-finite ({total_norm}), so it cannot be "
-                           "clipped. To disable this error and scale the gradients by the "
-                           "non-finite norm anyway, set `error_if_nonfinite=False`")
-    clip_coef = min(dtype.type(max_norm) / (total_norm + dtype.type(1e-6)), dtype.type(1.0))
+    total = on_device_of(np.zeros((), dtype=dtype), grads[0]._data)
+    tapes.host(_ClipByNorm([g._data for g in grads], max_norm, norm_type, error_if_nonfinite,
+                           total))
     for g in grads:
-        g._data *= clip_coef
         g._version[0] += 1
-    return Tensor._make(on_device_of(np.array(total_norm, dtype=dtype), grads[0]._data))
+    return Tensor._make(total)
+
+
+class _ClipByNorm:
+    """The gradient arrays scaled by min(1, max_norm / (total norm + 1e-6)), the total norm
+    written into ``total``: a callable, so that a captured step runs it again on each replay
+    (tape.host), with the norms of that step's gradients."""
+
+    def __init__(self, grads, max_norm, norm_type, error_if_nonfinite, total):
+        self.grads, self.total = grads, total
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.error_if_nonfinite = error_if_nonfinite
+
+    def arrays(self):
+        return self.grads + [self.total]
+
+    def __call__(self):
+        dtype, norm_type = self.total.dtype, self.norm_type
+        # each norm to the host (exactly: float() of a float32 is exact), the total there
+        per_grad = np.array([float(_vector_norm(g, norm_type)) for g in self.grads], dtype=dtype)
+        total_norm = _vector_norm(per_grad, norm_type)
+        if self.error_if_nonfinite and not np.isfinite(total_norm):
+            raise RuntimeError(f"clip_grad_norm_: the total norm of order {norm_type} for "
+                               f"gradients from `parameters` is non-finite ({total_norm}), so it "
+                               "cannot be clipped. To disable this error and scale the gradients "
+                               "by the non-finite norm anyway, set `error_if_nonfinite=False`")
+        clip_coef = min(dtype.type(self.max_norm) / (total_norm + dtype.type(1e-6)),
+                        dtype.type(1.0))
+        for g in self.grads:
+            g *= clip_coef
+        self.total[...] = total_norm
 
 
 def clip_grad_value_(parameters, clip_value, foreach=None):
@@ -97,5 +124,5 @@ def clip_grad_value_(parameters, clip_value, foreach=None):
     if not clip_value >= 0:
         raise ValueError(f"clip_grad_value_: clip_value must be >= 0, got {clip_value}")
     for g in _grads(parameters, "clip_grad_value_"):
-        np.clip(g._data, -clip_value, clip_value, out=g._data)
+        tapes.record(np.clip, g._data, -clip_value, clip_value, g._data)
         g._version[0] += 1
