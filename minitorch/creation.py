@@ -36,6 +36,11 @@ def _float_dtype(dtype):
 def tensor(data, dtype=None, requires_grad=False, device=None):
     """A new tensor holding a copy of ``data`` (nested lists, numbers, arrays or tensors)."""
     t = Tensor(data, dtype=dtype)
+    if tapes.recording() is not None:  # a captured step: the copy again, or a constant's values
+        if isinstance(data, Tensor):
+            tapes.replayed(np.copyto, t._data, data._data, "unsafe")
+        else:
+            tapes.constant(t._data)
     if device is not None:
         t = Tensor._make(to_device(t._data, resolve(device, "tensor")))
     return t.requires_grad_(True) if requires_grad else t

@@ -104,9 +104,7 @@ def computed(function, *args, **kwargs):
             result = np.asarray(result)
         _recording.calls.append((functools.partial(function, *args, out=result, **kwargs), (),
                                  False))
-        for array in args + (result,):
-            if isinstance(array, np.ndarray):
-                _recording.hold(array)
+        _hold_arrays(args + (result,))
     return result
 
 
@@ -147,9 +145,19 @@ def reshaped(array, shape):
 def replayed(function, *args):
     """While recording: ``function(*args)`` on every replay (its caller has run it now)."""
     _recording.calls.append((function, args, False))
-    for array in args:
-        if isinstance(array, np.ndarray):
-            _recording.hold(array)
+    _hold_arrays(args)
+
+
+def _hold_arrays(args):
+    """Hold the arrays among ``args``, and those in a list or tuple argument (a concatenation's
+    parts), so that the capture's check poisons and compares them too."""
+    for arg in args:
+        if isinstance(arg, np.ndarray):
+            _recording.hold(arg)
+        elif isinstance(arg, (list, tuple)):
+            for array in arg:
+                if isinstance(array, np.ndarray):
+                    _recording.hold(array, references=1)
 
 
 def host(callback):
