@@ -19,9 +19,9 @@ May import: ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.backends``
 import numpy as np
 
 from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
 from ..backends import tape as tapes
 from ..device_arrays import array_module
-from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
 from .fused import _differentiate_composite
 from .registry import op

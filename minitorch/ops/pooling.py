@@ -21,8 +21,8 @@ op modules.
 import numpy as np
 
 from .. import backends
-from ..backends import tape as tapes
 from ..autograd.function import Function
+from ..backends import tape as tapes
 from ..backends.checks import pooled_size
 from ..device_arrays import on_device_of
 from ..dtype import bool_, int64

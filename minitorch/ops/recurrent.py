@@ -29,8 +29,8 @@ import numpy as np
 
 from .. import backends
 from ..autograd.function import Function
-from ..backends import tape as tapes
 from ..autograd.grad_mode import is_grad_enabled
+from ..backends import tape as tapes
 from ..tensor import Tensor
 from .fused import _differentiate_composite
 from .shape import cat
