@@ -414,31 +414,26 @@ def _captioner_batches(rng):
              minitorch.tensor(rng.integers(0, VOCAB, (3, 7)))) for _ in range(6)]
 
 
-def _seq2seq_batches(rng):
-    """(src, tgt_in, tgt_out) of full-length sentences (a padding mask's lengths would be a
-    Python value read from the data: see docs/autograd.md)."""
-    return [tuple(minitorch.tensor(a) for a in rng.integers(1, VOCAB, (3, 4, 6)))
-            for _ in range(6)]
+def _id_batches(shape, low=0):
+    """Six batches, each ``shape[0]`` tensors of token ids of shape ``shape[1:]``."""
+    return lambda rng: [tuple(minitorch.tensor(a) for a in rng.integers(low, VOCAB, shape))
+                        for _ in range(6)]
 
 
-def _cnn_batches(rng):
-    return [(minitorch.tensor(rng.standard_normal((4, 3, 12, 12)).astype(np.float32)),
-             minitorch.tensor(rng.integers(0, 5, 4))) for _ in range(6)]
+def _image_batches(shape, classes):
+    """Six batches of float32 images of ``shape`` and one label per image."""
+    return lambda rng: [(minitorch.tensor(rng.standard_normal(shape).astype(np.float32)),
+                         minitorch.tensor(rng.integers(0, classes, shape[0])))
+                        for _ in range(6)]
 
 
-def _tagging_batches(rng):
-    return [tuple(minitorch.tensor(a) for a in rng.integers(0, VOCAB, (2, 3, 7)))
-            for _ in range(6)]
-
-
-def _vit_batches(rng):
-    return [(minitorch.tensor(rng.standard_normal((4, 1, 8, 8)).astype(np.float32)),
-             minitorch.tensor(rng.integers(0, 10, 4))) for _ in range(6)]
-
-
-def _gpt_batches(rng):
-    return [tuple(minitorch.tensor(a) for a in rng.integers(0, VOCAB, (2, 4, 8)))
-            for _ in range(6)]
+# full-length sentences (a padding mask's lengths would be a Python value read from the data:
+# see docs/autograd.md)
+_seq2seq_batches = _id_batches((3, 4, 6), low=1)
+_tagging_batches = _id_batches((2, 3, 7))
+_gpt_batches = _id_batches((2, 4, 8))
+_cnn_batches = _image_batches((4, 3, 12, 12), 5)
+_vit_batches = _image_batches((4, 1, 8, 8), 10)
 
 
 def _mlp_batches(rng):
