@@ -78,6 +78,9 @@ def parse_args(argv=None):
                    help="decoding of the held-out captions")
     p.add_argument("--beam-size", type=positive_int, default=3, help="for --decode beam")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
+    p.add_argument("--no-capture", action="store_true",
+                   help="run every training step eagerly (default: minitorch.capture records "
+                        "the step once and then replays its kernels, ~10%% faster here)")
     add_run_arguments(p, "run folder (default: runs/caption/shapes)")
     p.add_argument("--quiet", action="store_true", help="only the final lines")
     p.add_argument("--no-plots", action="store_true",
@@ -321,6 +324,16 @@ def main(argv=None):
         f"parameters; backend {minitorch.backend()}, {minitorch.get_num_threads()} threads; "
         f"data in {time.perf_counter() - started:.1f}s")
 
+    def train_step(images, tokens):
+        loss = caption_loss(model, images, tokens)
+        optimizer.zero_grad()
+        loss.backward()
+        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        return loss
+    # every batch has the same shapes, so the step can be recorded once and replayed
+    run_step = train_step if args.no_capture else minitorch.capture(train_step)
+
     first_step, last_step = step, step + args.max_steps
     progress = Progress(args.max_steps, "training", enabled=not args.quiet)
     model.train()
@@ -330,12 +343,7 @@ def main(argv=None):
             group["lr"] = lr
         index = batch_indices(step, c.n_train, c.batch_size, c.seed)
         tokens = train_tokens[index]
-        loss = caption_loss(model, minitorch.tensor(corpus.train.images[index]),
-                            minitorch.tensor(tokens))
-        optimizer.zero_grad()
-        loss.backward()
-        nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
+        loss = run_step(minitorch.tensor(corpus.train.images[index]), minitorch.tensor(tokens))
         value = float(loss.item())
         if not math.isfinite(value):
             raise FloatingPointError(f"training loss became {value} at step {step}: lower --lr")
