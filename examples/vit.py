@@ -69,6 +69,9 @@ def parse_args(argv=None):
     p.add_argument("--panels", type=positive_int, default=8,
                    help="held-out digits drawn in attention.png")
     p.add_argument("--seed", type=non_negative_int, default=0, help="random seed")
+    p.add_argument("--no-capture", action="store_true",
+                   help="run every training step eagerly (default: minitorch.capture records "
+                        "the step once per batch shape and then replays its kernels)")
     p.add_argument("--threads", type=positive_int, default=1,
                    help="C kernel threads (small matrices: one thread is fastest)")
     p.add_argument("--backend", choices=("c", "numpy"), default=None,
@@ -183,6 +186,15 @@ def train(model, data, args, say):
     optimizer = optim.AdamW(model.parameters(), lr=args.lr, weight_decay=args.weight_decay)
     scheduler = optim.lr_scheduler.CosineAnnealingLR(optimizer, T_max=total_steps)
     rng = np.random.default_rng(args.seed)
+
+    def train_step(images, labels):
+        loss = F.cross_entropy(model(images), labels)
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        return loss
+    # two batch shapes: the full one and an epoch's shorter last batch
+    run_step = train_step if args.no_capture else minitorch.capture(train_step, max_shapes=2)
     losses, accuracies, step = [], [], 0
     for epoch in range(1, args.epochs + 1):
         if step == total_steps:
@@ -195,11 +207,8 @@ def train(model, data, args, say):
             if step == total_steps:
                 break
             batch = order[start:start + args.batch_size]
-            logits = model(minitorch.tensor(data.train_images[batch]))
-            loss = F.cross_entropy(logits, minitorch.tensor(data.train_labels[batch]))
-            optimizer.zero_grad()
-            loss.backward()
-            optimizer.step()
+            loss = run_step(minitorch.tensor(data.train_images[batch]),
+                            minitorch.tensor(data.train_labels[batch]))
             scheduler.step()
             step += 1
             losses.append(loss.item())

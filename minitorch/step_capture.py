@@ -31,10 +31,11 @@ data) and ``RuntimeError`` says so, the state left as eager mode's. From the fou
 new inputs are copied into the captured ones and the tape is replayed.
 
 What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
-(ValueError otherwise), Tensors (or numbers that do not change) as arguments, Tensors as
-results, no Python control flow on values it computes. The tape keeps every intermediate of the
-step alive between calls: more memory than eager mode, which frees them as backward goes. With
-the numpy backend there are no kernels to replay: every call runs ``fn`` as it is.
+(ValueError otherwise; ``capture(fn, max_shapes=k)`` keeps a recording per shape instead),
+Tensors (or numbers that do not change) as arguments, Tensors as results, no Python control
+flow on values it computes. The tape keeps every intermediate of the step alive between calls:
+more memory than eager mode, which frees them as backward goes. With the numpy backend there
+are no kernels to replay: every call runs ``fn`` as it is.
 """
 import numpy as np
 
@@ -164,9 +165,53 @@ def _put_back(arrays, callbacks, saved):
         callback.restore(value)
 
 
-def capture(fn):
-    """``fn`` recorded on its second call and replayed from its fourth (see this module)."""
-    return CapturedStep(fn)
+def capture(fn, max_shapes=1):
+    """``fn`` recorded on its second call and replayed from its fourth (see this module).
+    ``max_shapes`` above 1: a recording of its own for each signature of the arguments (their
+    shapes and dtypes, and the Python values among them), the ``max_shapes`` used most recently
+    kept (each holds its step's intermediates): batches of a few shapes, such as an epoch's
+    shorter last batch."""
+    if isinstance(max_shapes, bool) or not isinstance(max_shapes, int) or max_shapes < 1:
+        raise ValueError(f"capture: max_shapes must be an int >= 1, got {max_shapes!r}")
+    return CapturedStep(fn) if max_shapes == 1 else CapturedShapes(fn, max_shapes)
+
+
+class CapturedShapes:
+    """``fn`` captured once per signature of its arguments, least recently used dropped."""
+
+    def __init__(self, fn, max_shapes):
+        self.fn, self.max_shapes = fn, max_shapes
+        self.steps = {}  # signature -> CapturedStep, least recently used first
+        self._last = None
+
+    @property
+    def tape(self):
+        """The tape of the signature called last (None until it is checked)."""
+        return None if self._last is None else self._last.tape
+
+    def __call__(self, *args):
+        key = tuple(_signature(a) for a in args)
+        step = self.steps.pop(key, None) or CapturedStep(self.fn)
+        self.steps[key] = step
+        if len(self.steps) > self.max_shapes:
+            del self.steps[next(iter(self.steps))]
+        if step is not self._last and step.tape is not None:
+            # Python's references (a parameter's .grad) back on this recording's arrays: the
+            # other signature's replays left them on its own
+            for callback in step.tape.host_states:
+                callback.adopt()
+        self._last = step
+        return step(*args)
+
+
+def _signature(value):
+    if isinstance(value, Tensor):
+        return "tensor", tuple(value.shape), value.dtype
+    try:
+        hash(value)
+    except TypeError:
+        return "object", id(value)
+    return type(value), value
 
 
 def _owner(array):

@@ -486,3 +486,45 @@ def test_a_captured_step_returns_each_steps_gradient_norm_from_clip_grad_norm():
     replayed = [tuple(t.item() for t in captured(*b)) for b in batches]
     assert replayed == eager
     assert len({norm for _, norm in eager}) == len(eager) and min(n for _, n in eager) > 0.1
+
+
+@needs_c
+def test_max_shapes_keeps_a_recording_per_shape_and_trains_as_eager_bit_for_bit():
+    """Batches of three sizes, two recordings kept: the third size evicts the one used least
+    recently, which is recorded again when it comes back; every step, loss, parameter and
+    .grad as eager mode's."""
+    def make():
+        minitorch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(5, 16), nn.ReLU(), nn.Dropout(0.2), nn.Linear(16, 3))
+        optimizer = minitorch.optim.Adam(model.parameters(), lr=1e-2)
+
+        def step(x, y):
+            loss = F.cross_entropy(model(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(model.parameters(), 0.5)
+            optimizer.step()
+            return loss
+        return step, list(model.parameters())
+    rng = np.random.default_rng(4)
+    sizes = [8] * 5 + [3, 8, 3, 3, 3, 8, 8, 5, 5, 5, 5, 3, 8, 8, 8]
+    batches = [(minitorch.tensor(rng.standard_normal((n, 5))),
+                minitorch.tensor(rng.integers(0, 3, n))) for n in sizes]
+    def states(params):
+        return [(p.detach().numpy().copy(), p.grad.numpy().copy()) for p in params]
+    eager_step, eager_params = make()  # each run in turn: dropout draws from the one generator
+    eager = [(eager_step(*batch).item(), states(eager_params)) for batch in batches]
+    step, params = make()
+    captured = minitorch.capture(step, max_shapes=2)
+    for batch, (loss, state) in zip(batches, eager):
+        assert captured(*batch).item() == loss
+        for (value, grad), (eager_value, eager_grad) in zip(states(params), state):
+            np.testing.assert_array_equal(value, eager_value)
+            np.testing.assert_array_equal(grad, eager_grad)
+    assert len(captured.steps) == 2 and captured.tape is not None
+
+
+def test_max_shapes_must_be_a_positive_int():
+    for bad in (0, -1, 1.5, True, "2"):
+        with pytest.raises(ValueError, match="max_shapes"):
+            minitorch.capture(lambda x: x, max_shapes=bad)
