@@ -171,6 +171,8 @@ def capture(fn, max_shapes=1):
     shapes and dtypes, and the Python values among them), the ``max_shapes`` used most recently
     kept (each holds its step's intermediates): batches of a few shapes, such as an epoch's
     shorter last batch."""
+    if not callable(fn):
+        raise TypeError(f"capture: expected a callable, got {type(fn).__name__}")
     if isinstance(max_shapes, bool) or not isinstance(max_shapes, int) or max_shapes < 1:
         raise ValueError(f"capture: max_shapes must be an int >= 1, got {max_shapes!r}")
     return CapturedStep(fn) if max_shapes == 1 else CapturedShapes(fn, max_shapes)

@@ -528,3 +528,5 @@ def test_max_shapes_must_be_a_positive_int():
     for bad in (0, -1, 1.5, True, "2"):
         with pytest.raises(ValueError, match="max_shapes"):
             minitorch.capture(lambda x: x, max_shapes=bad)
+    with pytest.raises(TypeError, match="callable"):
+        minitorch.capture(3, max_shapes=2)
