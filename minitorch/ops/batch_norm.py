@@ -23,7 +23,7 @@ from ..autograd.grad_mode import no_grad
 from ..backends import tape as tapes
 from ..device_arrays import array_module
 from ..tensor import Tensor
-from .fused import _differentiate_composite
+from .fused import _array, _differentiate_composite
 from .registry import op
 
 _make = Tensor._make
@@ -67,10 +67,6 @@ def _backward_into(d, x, weight, mean, rstd, dx, dweight, dbias):
     np.multiply(d - _per_channel(dbias / count, ndim) - xhat, _per_channel(scale, ndim), out=dx)
 
 
-def _data(t):
-    return None if t is None else t._data
-
-
 class BatchNorm(Function):
     """y = (x − mean)·rstd·weight + bias with the batch's statistics; also returns the mean
     and the biased variance (not differentiable: the running statistics' update reads them)."""
@@ -81,7 +77,7 @@ class BatchNorm(Function):
         xp = array_module(data)
         y = xp.empty(data.shape, data.dtype)
         mean, var, rstd = (xp.empty(data.shape[1], data.dtype) for _ in range(3))
-        tapes.record(_forward_into, data, _data(weight), _data(bias), eps, y, mean, var, rstd)
+        tapes.record(_forward_into, data, _array(weight), _array(bias), eps, y, mean, var, rstd)
         ctx.eps, ctx.mean, ctx.rstd = eps, _make(mean), _make(rstd)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(x, weight)
@@ -107,7 +103,7 @@ class BatchNormBackward(Function):
         xp = array_module(d)
         dx = xp.empty(d.shape, d.dtype)
         dweight, dbias = xp.empty(d.shape[1], d.dtype), xp.empty(d.shape[1], d.dtype)
-        tapes.record(_backward_into, d, x._data, _data(weight), mean._data, rstd._data, dx,
+        tapes.record(_backward_into, d, x._data, _array(weight), mean._data, rstd._data, dx,
                      dweight, dbias)
         return _make(dx), _make(dweight), _make(dbias)
 

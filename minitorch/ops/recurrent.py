@@ -83,9 +83,9 @@ def _with_tail(head, state):
 
 
 def _concatenate(arrays):
-    """np.concatenate(arrays) (rows), one array as itself; a captured step redoes it (tape.py),
-    as it does the other numpy work of this file."""
-    return arrays[0] if len(arrays) == 1 else tapes.computed(np.concatenate, arrays)
+    """The arrays joined along their rows (the backend's concatenate: a captured step redoes
+    it), one array as itself."""
+    return arrays[0] if len(arrays) == 1 else backends.current().concatenate(arrays, 0)
 
 
 def _add_into(out, addend):
