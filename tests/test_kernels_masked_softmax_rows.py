@@ -4,8 +4,10 @@ columns' last vector, the columns past the causal limit as -inf; at AVX-512 the 
 the causal limit are lane masks. So: key counts on both sides of every vector length, every
 causal limit from 1 to the row's length (queries 0 .. L-1, and more queries than keys), a key
 padding mask as bool and as additive floats (stride 1 along the keys) and as one value per row
-(stride 0), and what a masked column hides (+inf, NaN) not mattering. 1 and 2 threads, every
-tuned level.
+(stride 0), and what a masked column hides (+inf, NaN) not mattering. At AVX-512, rows of up
+to 512 bytes with a mask row of their own are held in registers, four side by side
+(softmax_short_rows.h): rows all masked or NaN anywhere among them, and a row's values not
+depending on the rows beside it. 1 and 2 threads, every tuned level.
 
 Tolerances as test_kernels_softmax_short_rows.py's: the tuned exp is within 2 ulp and the sums
 run in T lanes added in double.
@@ -98,3 +100,64 @@ def test_one_mask_value_per_row(dtype, isa):
         kept = ~row_excluded[..., 0]
         np.testing.assert_allclose(excluded[kept], plain[kept], **tight(dtype))
         np.testing.assert_allclose(shifted, plain, **tight(dtype), err_msg=f"keys {keys}")
+
+
+def short_widths(dtype):
+    """Key counts of the rows the AVX-512 level holds in registers with their mask (up to 512
+    bytes: 1, 2, 4 and 8 vectors), and the first past them."""
+    v = 64 // np.dtype(dtype).itemsize
+    return [3, v, 2 * v + 1, 8 * v, 8 * v + 1]
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_fully_masked_and_nan_rows_anywhere_among_short_rows(mask_kind, dtype, threads, isa):
+    """Short masked rows go 16 at a time, four side by side (softmax_short_masked_rows): a row
+    whose every key is masked gives zeros, a NaN among its live keys gives NaN, wherever it lies
+    among them (first, inside a group of four, last of 16, in the partial last batch), and the
+    rows around it keep the reference level's values."""
+    rng = np.random.default_rng(21 + (mask_kind == "float"))
+    rows = 16 * 2 + 5
+    for keys in short_widths(dtype):
+        for place in (0, 1, 3, 4, 15, 16, 17, rows - 1):
+            x = (rng.standard_normal((rows, keys)) * 3).astype(dtype)
+            excluded = rng.random((rows, keys)) < 0.3
+            excluded[:, 0] = False
+            excluded[place] = True
+            nan_row = (place + 1) % rows
+            x[nan_row, 0] = np.nan
+            if mask_kind == "bool":
+                mask = excluded
+            else:
+                mask = (rng.standard_normal((rows, keys)) * 0.5).astype(dtype)
+                mask[excluded] = -np.inf
+            expected, got = reference_and_tuned(
+                isa, threads, lambda: C.softmax_forward(x, scale=0.5, mask=mask))
+            np.testing.assert_allclose(got, expected, equal_nan=True, **tight(dtype),
+                                       err_msg=f"keys {keys}, place {place}")
+            assert (got[place] == 0).all() and np.isnan(got[nan_row]).all()
+            others = np.ones(rows, bool)
+            others[[place, nan_row]] = False
+            assert not np.isnan(got[others]).any()
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_a_masked_row_does_not_depend_on_its_neighbours(mask_kind, dtype, isa):
+    """Each of 37 causal rows with a key padding mask equals, bit for bit, the same row
+    computed alone: decoding one query at a time gives what the whole sequence gives."""
+    rng = np.random.default_rng(23)
+    for keys in short_widths(dtype):
+        x = rng.standard_normal((1, 1, 37, keys)).astype(dtype)
+        mask = padding(rng, 1, keys, mask_kind == "float", dtype)
+        with c_threads(1, isa):
+            together = C.softmax_forward(x, scale=0.25, mask=mask)
+            for q in range(37):
+                alone = C.softmax_forward(x[:, :, q:q + 1], scale=0.25, mask=mask)
+                np.testing.assert_array_equal(alone[0, 0, 0], together[0, 0, q],
+                                              err_msg=f"keys {keys}, query {q}")

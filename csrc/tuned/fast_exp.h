@@ -206,6 +206,18 @@ void softmax_backward_short_rows_avx512_f32(const float *y, const float *dy, flo
                                             int64_t r0, int64_t r1, int64_t n, float scale);
 void softmax_backward_short_rows_avx512_f64(const double *y, const double *dy, double *dx,
                                             int64_t r0, int64_t r1, int64_t n, double scale);
+/* The forward on masked rows (AVX-512 level, rows of up to MT_SHORT_SOFTMAX_ROW_BYTES): rows
+ * r0 .. r0+count-1, row g's columns j < live[g] taking part, with the contiguous mask row
+ * madd[g] (added to x*scale: madd not NULL) or mbool[g] (true excludes). Returns how many rows
+ * it did: count, or up to a row whose max is -inf, left to the general row body. */
+int64_t softmax_short_masked_rows_avx512_f32(const float *x, float *y, int64_t r0, int64_t count,
+                                             int64_t n, float scale, const int64_t *live,
+                                             const float *const *madd,
+                                             const uint8_t *const *mbool);
+int64_t softmax_short_masked_rows_avx512_f64(const double *x, double *y, int64_t r0,
+                                             int64_t count, int64_t n, double scale,
+                                             const int64_t *live, const double *const *madd,
+                                             const uint8_t *const *mbool);
 /* The longest rows they take, in bytes */
 #define MT_SHORT_SOFTMAX_ROW_BYTES 512
 /* AVX2 (softmax_short_rows_avx2.c): the forward above for rows of up to 4 vectors (32

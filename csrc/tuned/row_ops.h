@@ -80,6 +80,9 @@
  * longest such row, in bytes */
 #define MT_SHORT_ROWS_avx2 128
 #define MT_SHORT_ROWS_avx512 MT_SHORT_SOFTMAX_ROW_BYTES
+/* The level whose masked softmax rows of up to MT_SHORT_SOFTMAX_ROW_BYTES are held in registers
+ * too (fast_exp.h) */
+#define MT_SHORT_MASKED_ROWS_avx512 1
 
 /* Whether a forward pass that loads ins[k][j] (NULL: none) and stores out[j], elements of
  * `size` bytes, has a store just below a later load modulo 4096 (see MT_ALIAS_WINDOW). */

@@ -216,6 +216,29 @@ static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
  * of x and of y at most) */
 #define MT_SHORT_ROW_BYTES 4096
 
+#if MT_CAT(MT_SHORT_MASKED_ROWS, ISA)
+/* Short rows taken together by softmax_short_masked_rows (fast_exp.h) */
+#define MT_MASKED_ROWS_TOGETHER 16
+
+/* Rows first .. first+count-1 with contiguous mask rows, in registers (fast_exp.h); a row whose
+ * max is -inf through the row body. madd / mbool: one of them is NULL. */
+static void V(softmax_masked_short_rows)(const T *x, T *y, int64_t first, int64_t count,
+                                         int64_t cols, T scale, const int64_t *live,
+                                         const T *const *madd, const uint8_t *const *mbool) {
+    int64_t g = 0;
+    while (g < count) {
+        g += V(softmax_short_masked_rows)(x, y, first + g, count - g, cols, scale, live + g,
+                                          madd ? madd + g : NULL, mbool ? mbool + g : NULL);
+        if (g < count) {
+            V(softmax_row_masked)(x + (first + g) * cols, y + (first + g) * cols, cols, scale,
+                                  madd ? madd[g] : NULL, mbool ? mbool[g] : NULL, 1, live[g],
+                                  NULL);
+            ++g;
+        }
+    }
+}
+#endif
+
 /* Rows [r0, r1) of a masked or causal softmax. The row's query (r % causal_lq) and mask offset
  * are counted along rather than divided out per row: mt_mask_row_offset's divisions cost as
  * much as the exps of a short attention row. */
@@ -230,6 +253,16 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
     const int64_t inner_stride = has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0;
     int64_t inner_index = -1, base = 0;
     int64_t query = causal_lq > 0 ? r0 % causal_lq : 0;
+#if MT_CAT(MT_SHORT_MASKED_ROWS, ISA)
+    /* Short rows with a mask row of their own: a row's chain of reductions is most of its
+     * time there (32 keys with a padding mask: 3x an unmasked row's), so they go in registers,
+     * several side by side. */
+    const int together = has_mask && mask_col_stride == 1 &&
+                         cols * (int64_t)sizeof(T) <= MT_SHORT_SOFTMAX_ROW_BYTES;
+    int64_t live_of[MT_MASKED_ROWS_TOGETHER], first = r0, count = 0;
+    const T *madd_of[MT_MASKED_ROWS_TOGETHER];
+    const uint8_t *mbool_of[MT_MASKED_ROWS_TOGETHER];
+#endif
     for (int64_t r = r0; r < r1; ++r) {
         int64_t live = cols;
         if (causal_lq > 0) {
@@ -248,6 +281,21 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
             if (mask_add) madd = mask_add + off;
             else mbool = mask_bool + off;
         }
+#if MT_CAT(MT_SHORT_MASKED_ROWS, ISA)
+        if (together) {
+            if (count == 0) first = r;
+            live_of[count] = live;
+            madd_of[count] = madd;
+            mbool_of[count] = mbool;
+            if (++count == MT_MASKED_ROWS_TOGETHER || r + 1 == r1) {
+                V(softmax_masked_short_rows)(x, y, first, count, cols, scale, live_of,
+                                             mask_add ? madd_of : NULL,
+                                             mask_add ? NULL : mbool_of);
+                count = 0;
+            }
+            continue;
+        }
+#endif
         if (r + 1 < r1 && cols * (int64_t)sizeof(T) <= MT_SHORT_ROW_BYTES) {
             /* the next row's x, and its y for writing: all of them, at once (a causal row's
              * exp pass prefetches only its `live` part, and the zeros after it are written

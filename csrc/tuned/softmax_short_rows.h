@@ -1,5 +1,6 @@
 /* tuned/softmax_short_rows.h — AVX-512 softmax forward and backward for rows short enough to
- * sit in registers whole: up to 8 vectors (128 float32, 64 float64), an attention head's keys.
+ * sit in registers whole: up to 8 vectors (128 float32, 64 float64), an attention head's keys,
+ * unmasked or causal, and masked by a key padding or additive mask (softmax_short_masked_rows).
  *
  * The row loops of fast_exp.c pay per row for what a long row spreads over many vectors: a
  * call, a horizontal max and sum, a division, and the pipeline that overlaps rows through
@@ -117,6 +118,100 @@ __attribute__((target("avx512f"))) int64_t SR_NAME(softmax_short_rows)(
     SR_ROWS_SCALED(8);
 #undef SR_ROWS_SCALED
 #undef SR_ROWS
+}
+
+/* Masked rows (a key-padding or additive mask beside the causal limit): rows r0 .. r0+count-1
+ * in lockstep, each with its own live columns (j < live[g] take part) and mask row: madd[g]
+ * (added to x*scale) or mbool[g] (true excludes), contiguous, as softmax_row_masked scores them
+ * (z = x*scale + add, then exp(z - max z)), so that the values are that row body's up to the
+ * order of the sum. `group` rows (<= count) go at once; returns how many rows it did, stopping
+ * before a group with a row whose max is -inf (all excluded, or NaN), which the caller does
+ * through the row body. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static int SR_NAME(
+    softmax_masked_group)(const SR_T *x, SR_T *y, int64_t r, int64_t n, SR_VEC vs,
+                          const int64_t *live, const SR_T *const *madd,
+                          const uint8_t *const *mbool, SR_TABLE_TYPE tab, const int vectors,
+                          const int group, const int additive) {
+    const SR_VEC minus_inf = SR_(set1)(-INFINITY);
+    SR_VEC v[SR_MAX_GROUP][SR_MAX_VECTORS], m[SR_MAX_GROUP], sum[SR_MAX_GROUP];
+    SR_T row_max[SR_MAX_GROUP];
+    int empty = 0;
+    for (int g = 0; g < group; ++g) {
+        m[g] = minus_inf;
+        for (int i = 0; i < vectors; ++i) {
+            SR_MASK in = SR_NAME(lanes_below)(live[g] - i * SR_LANES);
+            const SR_T *xi = x + (r + g) * n + i * SR_LANES;
+            SR_VEC z;
+            if (additive) {
+                z = SR_(fmadd)(SR_(maskz_loadu)(in, xi), vs,
+                               SR_(maskz_loadu)(in, madd[g] + i * SR_LANES));
+            } else {
+                const __m128i bytes = _mm_maskz_loadu_epi8((__mmask16)in,
+                                                           mbool[g] + i * SR_LANES);
+                in &= (SR_MASK)~_mm_test_epi8_mask(bytes, bytes);
+                z = SR_(mul)(SR_(maskz_loadu)(in, xi), vs);
+            }
+            v[g][i] = SR_(mask_mov)(minus_inf, in, z); /* excluded: -inf, whose exp is 0 */
+            m[g] = SR_(max)(v[g][i], m[g]);            /* NaN skipped, as masked_scores */
+        }
+    }
+    for (int g = 0; g < group; ++g) {
+        row_max[g] = SR_(reduce_max)(m[g]);
+        empty |= row_max[g] == -(SR_T)INFINITY;
+    }
+    if (empty) return 0;
+    for (int g = 0; g < group; ++g) {
+        const SR_VEC shift = SR_(set1)(row_max[g]);
+        sum[g] = SR_(setzero)();
+        for (int i = 0; i < vectors; ++i) {
+            v[g][i] = SR_EXP(SR_(sub)(v[g][i], shift));
+            sum[g] = SR_(add)(sum[g], v[g][i]);
+        }
+    }
+    for (int g = 0; g < group; ++g) {
+        const SR_VEC factor = SR_(set1)((SR_T)(1.0 / SR_TOTAL(sum[g])));
+        for (int i = 0; i < vectors; ++i)
+            SR_(mask_storeu)(y + (r + g) * n + i * SR_LANES,
+                             SR_NAME(lanes_below)(n - i * SR_LANES),
+                             SR_(mul)(v[g][i], factor));
+    }
+    return 1;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static int64_t SR_NAME(
+    softmax_masked_rows_of)(const SR_T *x, SR_T *y, int64_t r0, int64_t count, int64_t n,
+                            SR_T scale, const int64_t *live, const SR_T *const *madd,
+                            const uint8_t *const *mbool, const int vectors, const int group,
+                            const int additive) {
+    const SR_TABLE_TYPE tab = SR_TABLE();
+    const SR_VEC vs = SR_(set1)(scale);
+    int64_t g = 0;
+    for (; g + group <= count; g += group)
+        if (!SR_NAME(softmax_masked_group)(x, y, r0 + g, n, vs, live + g, madd + g, mbool + g,
+                                           tab, vectors, group, additive))
+            break; /* then a row at a time, up to the row with max -inf */
+    for (; g < count; ++g)
+        if (!SR_NAME(softmax_masked_group)(x, y, r0 + g, n, vs, live + g, madd + g, mbool + g,
+                                           tab, vectors, 1, additive))
+            return g;
+    return count;
+}
+
+__attribute__((target("avx512f,avx512bw,avx512vl"))) int64_t SR_NAME(softmax_short_masked_rows)(
+    const SR_T *x, SR_T *y, int64_t r0, int64_t count, int64_t n, SR_T scale,
+    const int64_t *live, const SR_T *const *madd, const uint8_t *const *mbool) {
+    const int64_t vectors = (n + SR_LANES - 1) / SR_LANES;
+    const int additive = madd != NULL;
+#define SR_MASKED(V)                                                                       \
+    return additive ? SR_NAME(softmax_masked_rows_of)(x, y, r0, count, n, scale, live, madd, \
+                                                      mbool, V, SR_GROUP(V), 1)             \
+                    : SR_NAME(softmax_masked_rows_of)(x, y, r0, count, n, scale, live, madd, \
+                                                      mbool, V, SR_GROUP(V), 0)
+    if (vectors <= 1) SR_MASKED(1);
+    if (vectors <= 2) SR_MASKED(2);
+    if (vectors <= 4) SR_MASKED(4);
+    SR_MASKED(8);
+#undef SR_MASKED
 }
 
 /* dx = scale * y * (dy - sum(y * dy)) for rows [r0, r1) with `vectors` vectors each */
