@@ -32,40 +32,21 @@ __attribute__((target("avx512f"))) MT_INLINE static SR_MASK SR_NAME(lanes_below)
     return count <= 0 ? (SR_MASK)0 : (SR_MASK)((1u << count) - 1);
 }
 
-/* Rows [r0, r1) with `vectors` vectors each, `group` rows at a time in lockstep (both constants
- * after inlining): see fast_exp.h. A row's steps form one long chain of latencies (max, its
- * horizontal reduction, exp, the sum's, the division), and the scheduler's queues hold only
- * about a row of them; rows side by side in the code fill the wait with each other's work
- * (4096 x 32 float32 rows: 68 -> 50 us a call). A group holding a row with max -inf is done a
- * row at a time, up to that row. */
-__attribute__((target("avx512f"))) MT_INLINE static int SR_NAME(softmax_short_group)(
-    const SR_T *x, SR_T *y, int64_t r, int64_t n, SR_T scale, int64_t *query_at,
-    int64_t causal_lq, SR_VEC vs, SR_TABLE_TYPE tab, const int vectors, const int group,
-    const int scale_is_one) {
-    const SR_VEC minus_inf = SR_(set1)(-INFINITY);
-    int64_t query = *query_at;
-    SR_VEC v[SR_MAX_GROUP][SR_MAX_VECTORS], m[SR_MAX_GROUP], sum[SR_MAX_GROUP];
+/* The end of a group's rows, loaded into v (excluded columns as -inf) with each row's max
+ * among the lanes of m[g]: 0, writing nothing, if a row's max is -inf; else 1, with
+ * y = exp(v*scale - max*scale) / its sum (v - max where scale_is_one) stored up to the row's
+ * end. */
+__attribute__((target("avx512f"))) MT_INLINE static int SR_NAME(normalize_group)(
+    SR_VEC (*v)[SR_MAX_VECTORS], const SR_VEC *m, SR_T *y, int64_t r, int64_t n, SR_T scale,
+    SR_VEC vs, SR_TABLE_TYPE tab, const int vectors, const int group, const int scale_is_one) {
+    SR_VEC sum[SR_MAX_GROUP];
     SR_T row_max[SR_MAX_GROUP];
     int empty = 0;
-    for (int g = 0; g < group; ++g) {
-        int64_t live = n; /* the columns that take part: all, or up to the causal limit */
-        if (causal_lq > 0) {
-            live = query + 1 < n ? query + 1 : n;
-            if (++query == causal_lq) query = 0;
-        }
-        /* excluded columns load as -inf, whose exp is 0: they add nothing, are stored as 0 */
-        m[g] = minus_inf;
-        for (int i = 0; i < vectors; ++i) {
-            v[g][i] = SR_(mask_loadu)(minus_inf, SR_NAME(lanes_below)(live - i * SR_LANES),
-                                      x + (r + g) * n + i * SR_LANES);
-            m[g] = SR_(max)(v[g][i], m[g]); /* NaN skipped, as row_max */
-        }
-    }
     for (int g = 0; g < group; ++g) {
         row_max[g] = SR_(reduce_max)(m[g]);
         empty |= row_max[g] == -(SR_T)INFINITY;
     }
-    if (empty) return 0; /* (*query_at unchanged) */
+    if (empty) return 0;
     for (int g = 0; g < group; ++g) {
         const SR_VEC shift = SR_(set1)(row_max[g] * scale);
         sum[g] = SR_(setzero)();
@@ -81,6 +62,38 @@ __attribute__((target("avx512f"))) MT_INLINE static int SR_NAME(softmax_short_gr
                              SR_NAME(lanes_below)(n - i * SR_LANES),
                              SR_(mul)(v[g][i], factor));
     }
+    return 1;
+}
+
+/* Rows [r0, r1) with `vectors` vectors each, `group` rows at a time in lockstep (both constants
+ * after inlining): see fast_exp.h. A row's steps form one long chain of latencies (max, its
+ * horizontal reduction, exp, the sum's, the division), and the scheduler's queues hold only
+ * about a row of them; rows side by side in the code fill the wait with each other's work
+ * (4096 x 32 float32 rows: 68 -> 50 us a call). A group holding a row with max -inf is done a
+ * row at a time, up to that row. */
+__attribute__((target("avx512f"))) MT_INLINE static int SR_NAME(softmax_short_group)(
+    const SR_T *x, SR_T *y, int64_t r, int64_t n, SR_T scale, int64_t *query_at,
+    int64_t causal_lq, SR_VEC vs, SR_TABLE_TYPE tab, const int vectors, const int group,
+    const int scale_is_one) {
+    const SR_VEC minus_inf = SR_(set1)(-INFINITY);
+    int64_t query = *query_at;
+    SR_VEC v[SR_MAX_GROUP][SR_MAX_VECTORS], m[SR_MAX_GROUP];
+    for (int g = 0; g < group; ++g) {
+        int64_t live = n; /* the columns that take part: all, or up to the causal limit */
+        if (causal_lq > 0) {
+            live = query + 1 < n ? query + 1 : n;
+            if (++query == causal_lq) query = 0;
+        }
+        /* excluded columns load as -inf, whose exp is 0: they add nothing, are stored as 0 */
+        m[g] = minus_inf;
+        for (int i = 0; i < vectors; ++i) {
+            v[g][i] = SR_(mask_loadu)(minus_inf, SR_NAME(lanes_below)(live - i * SR_LANES),
+                                      x + (r + g) * n + i * SR_LANES);
+            m[g] = SR_(max)(v[g][i], m[g]); /* NaN skipped, as row_max */
+        }
+    }
+    if (!SR_NAME(normalize_group)(v, m, y, r, n, scale, vs, tab, vectors, group, scale_is_one))
+        return 0; /* (*query_at unchanged) */
     *query_at = query;
     return 1;
 }
@@ -133,9 +146,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static int SR_NAM
                           const uint8_t *const *mbool, SR_TABLE_TYPE tab, const int vectors,
                           const int group, const int additive) {
     const SR_VEC minus_inf = SR_(set1)(-INFINITY);
-    SR_VEC v[SR_MAX_GROUP][SR_MAX_VECTORS], m[SR_MAX_GROUP], sum[SR_MAX_GROUP];
-    SR_T row_max[SR_MAX_GROUP];
-    int empty = 0;
+    SR_VEC v[SR_MAX_GROUP][SR_MAX_VECTORS], m[SR_MAX_GROUP];
     for (int g = 0; g < group; ++g) {
         m[g] = minus_inf;
         for (int i = 0; i < vectors; ++i) {
@@ -155,27 +166,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static int SR_NAM
             m[g] = SR_(max)(v[g][i], m[g]);            /* NaN skipped, as masked_scores */
         }
     }
-    for (int g = 0; g < group; ++g) {
-        row_max[g] = SR_(reduce_max)(m[g]);
-        empty |= row_max[g] == -(SR_T)INFINITY;
-    }
-    if (empty) return 0;
-    for (int g = 0; g < group; ++g) {
-        const SR_VEC shift = SR_(set1)(row_max[g]);
-        sum[g] = SR_(setzero)();
-        for (int i = 0; i < vectors; ++i) {
-            v[g][i] = SR_EXP(SR_(sub)(v[g][i], shift));
-            sum[g] = SR_(add)(sum[g], v[g][i]);
-        }
-    }
-    for (int g = 0; g < group; ++g) {
-        const SR_VEC factor = SR_(set1)((SR_T)(1.0 / SR_TOTAL(sum[g])));
-        for (int i = 0; i < vectors; ++i)
-            SR_(mask_storeu)(y + (r + g) * n + i * SR_LANES,
-                             SR_NAME(lanes_below)(n - i * SR_LANES),
-                             SR_(mul)(v[g][i], factor));
-    }
-    return 1;
+    /* (z is scaled already: exp(z - max z)) */
+    return SR_NAME(normalize_group)(v, m, y, r, n, (SR_T)1, vs, tab, vectors, group, 1);
 }
 
 __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static int64_t SR_NAME(
