@@ -4,6 +4,8 @@ Packing only moves values, and each row of C is summed alone in the same order w
 holds it, so:
 - a product of strided views (leading dimension not a multiple of the vector width, a start
   one element in, so vector loads are unaligned) equals the same product of contiguous copies;
+- in the blocked path, a row-major A read where it lies (AVX-512) gives the product of the
+  same A packed (stored transposed), with C read and over several K and A blocks;
 - in the small-product path (e.g. attention's 32x32 heads), the last partial row tile, taken
   as the full tile of the last MR rows when C is not read, gives the rows the same values as
   a product whose rows fill whole tiles (extra rows appended), and so does the packed edge
@@ -56,6 +58,27 @@ def test_packing_strided_operands_equals_contiguous_copies(dtype, threads, isa):
                 got = C.matmul(x, y)
                 np.testing.assert_array_equal(got, C.matmul(np.ascontiguousarray(x),
                                                             np.ascontiguousarray(y)))
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_a_read_in_place_equals_a_packed(dtype, threads, isa):
+    """Row-major A (read in place on AVX-512: full MR-row tiles through the strided kernel, the
+    last partial tile packed) against the same values stored transposed (always packed):
+    m past one A block with a partial row tile, n with a partial B sliver, k over one and two
+    K blocks, a leading dimension wider than the row; C read (beta != 0)."""
+    rng = np.random.default_rng(12)
+    for m, n, k in [(203, 97, 300), (301, 40, 1100), (135, 520, 517), (16, 64, 700)]:
+        a = strided(rng, m, k, dtype)
+        a_packed = np.ascontiguousarray(a.T).T  # same values, stored k x m: trans_a
+        b = rng.standard_normal((k, n)).astype(dtype)
+        c0 = rng.standard_normal((m, n)).astype(dtype)
+        with c_threads(threads, isa):
+            in_place = C.gemm(a, b, alpha=0.75, beta=0.5, out=c0.copy())
+            packed = C.gemm(a_packed, b, alpha=0.75, beta=0.5, out=c0.copy())
+        np.testing.assert_array_equal(in_place, packed, err_msg=f"{m}x{n}x{k}")
 
 
 @needs_c

@@ -42,6 +42,10 @@ typedef struct {
     void (*pack_b_rows)(int64_t kc, const float *b, int64_t ldb, float *bp);
     /* Pack a full MR-row sliver of a row-major A: ap[p*MR + r] = a[r*lda + p]. */
     void (*pack_a_rows)(int64_t kc, const float *a, int64_t lda, float *ap);
+    /* Whether the blocked path reads a row-major A's full MR-row tiles where they lie, through
+     * strided_kernel, instead of packing them (AVX-512: the packing was a few percent of
+     * products with few B slivers per A block; on AVX2 it did not pay). */
+    int a_rows_in_place;
 } mt_gemm_plan_f32;
 
 typedef struct {
@@ -52,6 +56,7 @@ typedef struct {
     void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp, int cols);
     void (*pack_b_rows)(int64_t kc, const double *b, int64_t ldb, double *bp);
     void (*pack_a_rows)(int64_t kc, const double *a, int64_t lda, double *ap);
+    int a_rows_in_place;
 } mt_gemm_plan_f64;
 
 /* Fill `plan` for `isa` (MT_ISA_PORTABLE / AVX2 / AVX512), which must be supported. */

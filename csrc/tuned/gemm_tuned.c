@@ -6,7 +6,8 @@
  * gemm_microkernels.c (chosen by the ISA level). Loop nest, outermost first:
  *   jc over N in NC columns       (B panel kc x nc lives in L3)
  *     pc over K in KC             (pack B panel into NR-column slivers, shared by threads)
- *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2)
+ *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2;
+ *                                  on AVX-512 a row-major A's full slivers are read in place)
  *         jr over NR slivers      (B sliver stays in L1)
  *           ir over MR slivers    -> micro-kernel on a MR x NR tile of C
  * Threads take the (ic block x group of jr slivers) work items first come, first served; they
@@ -165,12 +166,14 @@ static void F(store_edge)(const T *restrict edge, int nr, T *restrict c, int64_t
     }
 }
 
-/* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. */
-static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
-                            int64_t ic, int64_t mc, int64_t jc, int64_t nc,
+/* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. A's full row tiles
+ * are read from a_rows (op(A)[ic:, pc:] where it lies, rows lda apart) when it is not NULL, else
+ * from the packed block ap; a last partial row tile is always packed, at the start of ap. */
+static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, const T *bp,
+                            T *c, int64_t ic, int64_t mc, int64_t jc, int64_t nc,
                             int64_t kc, int64_t s0, int64_t s1, T beta) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
-    const int64_t ldc = pr->ldc;
+    const int64_t ldc = pr->ldc, full_rows = mc / mr * mr;
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     for (int64_t s = s0; s < s1; ++s) {
         int64_t j = s * nr;
@@ -179,13 +182,17 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *ap, const T *bp, T *c,
         for (int64_t i = 0; i < mc; i += mr) {
             int64_t rows = mc - i < mr ? mc - i : mr;
             T *ct = c + (ic + i) * ldc + jc + j;
-            const T *as = ap + i * kc;
-            if (rows == mr && cols == nr) {
-                pr->plan.kernel(kc, as, bs, ct, ldc, pr->alpha, beta);
-            } else {
-                pr->plan.kernel(kc, as, bs, edge, nr, (T)1, (T)0);
-                F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, beta);
-            }
+            int full = rows == mr && cols == nr;
+            T *dst = full ? ct : edge;
+            int64_t ld_dst = full ? ldc : nr;
+            T alpha = full ? pr->alpha : (T)1, beta_dst = full ? beta : (T)0;
+            if (a_rows && i < full_rows)
+                pr->plan.strided_kernel(kc, a_rows + i * pr->lda, pr->lda, 1, bs, nr, dst,
+                                        ld_dst, alpha, beta_dst);
+            else
+                pr->plan.kernel(kc, ap + (a_rows ? 0 : i * kc), bs, dst, ld_dst, alpha,
+                                beta_dst);
+            if (!full) F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, beta);
         }
     }
 }
@@ -256,8 +263,16 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                 int64_t ic = slivers_m * ib / n_ic * pr->plan.mr;
                 int64_t i_end = slivers_m * (ib + 1) / n_ic * pr->plan.mr;
                 int64_t mc = (i_end < m ? i_end : m) - ic;
-                F(pack_a)(pr, a, ic, mc, pc, kc, apack);
-                F(macro_kernel)(pr, apack, bpack, c, ic, mc, jc, nc, kc,
+                const T *a_rows = NULL;
+                if (pr->trans_a || !pr->plan.a_rows_in_place) {
+                    F(pack_a)(pr, a, ic, mc, pc, kc, apack);
+                } else { /* row-major A's full row tiles are read where they lie */
+                    const int64_t full_rows = mc / pr->plan.mr * pr->plan.mr;
+                    a_rows = a + ic * pr->lda + pc;
+                    if (full_rows < mc)
+                        F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack);
+                }
+                F(macro_kernel)(pr, a_rows, apack, bpack, c, ic, mc, jc, nc, kc,
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta);
             }
         }
