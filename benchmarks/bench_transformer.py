@@ -96,7 +96,8 @@ _ATTENTION_PRODUCTS = {
 def _record_gemm_calls(step):
     """The GEMM calls one minitorch step makes, as dicts of their sizes, layouts and scalars
     (not their data), in order, the fused attention's per-head products among them (as one
-    batched call each); [] where the C backend is not built."""
+    batched call each) and a Linear's GEMM with its bias (mt_gemm_bias) as its product alone;
+    [] where the C backend is not built."""
     try:
         from minitorch.backends import c_backend
     except ImportError:
@@ -109,6 +110,12 @@ def _record_gemm_calls(step):
             calls.append(dict(dtype=dtype.name, ta=ta, tb=tb, m=m, n=n, k=k, alpha=alpha, lda=lda,
                               sa=sa, ldb=ldb, sb=sb, beta=beta, ldc=ldc, sc=sc, batch=batch))
             return kernel(ta, tb, m, n, k, alpha, a, lda, sa, b, ldb, sb, beta, c, ldc, sc, batch)
+        return call
+
+    def gemm_bias(kernel, dtype):
+        def call(ta, tb, m, n, k, a, lda, b, ldb, bias, relu, c, ldc):
+            calls.append(dict(_gemm_call(dtype, ta, tb, m, n, k, 1), lda=lda, ldb=ldb, ldc=ldc))
+            return kernel(ta, tb, m, n, k, a, lda, b, ldb, bias, relu, c, ldc)
         return call
 
     def attention(kernel, name, dtype):
@@ -125,6 +132,8 @@ def _record_gemm_calls(step):
             kernel, name, dtype = getattr(lib, entry), entry[3:-4], dtypes.get(entry[-3:])
             if name == "gemm" and dtype is not None:
                 return gemm(kernel, dtype)
+            if name == "gemm_bias" and dtype is not None:
+                return gemm_bias(kernel, dtype)
             if name in _ATTENTION_PRODUCTS and dtype is not None:
                 return attention(kernel, name, dtype)
             return kernel

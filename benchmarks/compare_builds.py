@@ -28,7 +28,7 @@ import numpy as np
 import bench_transformer
 
 # What the step's time inside the kernels is split into, by the kernel's name (mt_<name>_<dtype>)
-GROUPS = {"gemm": ("gemm",), "attention": ("attention_forward", "attention_backward",
+GROUPS = {"gemm": ("gemm", "gemm_bias"), "attention": ("attention_forward", "attention_backward",
                                             "attention_step_forward")}
 
 

@@ -5,6 +5,8 @@
  *
  * op(X) is X or its transpose, X_b = x + b*stride_x (a stride of 0 broadcasts X), rows ld
  * elements apart. beta == 0 means C is not read; alpha == 0 (or k == 0) that A and B are not.
+ * mt_gemm_bias is the same product (batch 1, alpha 1, beta 0) with a bias row added to C's
+ * rows and an optional ReLU: a Linear layer's forward.
  * The reference body is the triple loop, summing in double. The tuned body
  * (tuned/gemm_tuned.c) blocks and packs the operands for the caches and SIMD micro-kernels.
  * This file is its own body, compiled once per element type T (each_dtype.h).
@@ -61,6 +63,31 @@ int F(mt_gemm)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alph
                              stride_b, beta, c, ldc, stride_c, batch);
     F(gemm_reference)(trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb, stride_b,
                       beta, c, ldc, stride_c, batch);
+    return 0;
+}
+
+/* C = op(A) op(B) + bias, the bias (n values) added to every row, then C = max(C, 0) if relu
+ * (z < 0 ? 0 : z: NaN and -0 stay): a Linear layer's forward, and with relu the feed-forward
+ * block's first one. The tuned body adds the bias to each tile of C as soon as its sums are
+ * done, while the tile is in L1, instead of in another pass over C; the values are those of
+ * mt_gemm then arith's add (then bias_relu_forward's ReLU), bit for bit. */
+int F(mt_gemm_bias)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, const T *a,
+                    int64_t lda, const T *b, int64_t ldb, const T *bias, int relu, T *c,
+                    int64_t ldc) {
+    if (m < 0 || n < 0 || k < 0) return MT_ERR_ARGS;
+    if (m == 0 || n == 0) return 0;
+    if (ldc < n || lda < (trans_a ? m : k) || ldb < (trans_b ? k : n)) return MT_ERR_ARGS;
+    int isa = mt_get_isa();
+    if (k > 0 && isa > MT_ISA_REFERENCE)
+        return F(tuned_gemm_bias)(isa, trans_a, trans_b, m, n, k, a, lda, b, ldb, bias, relu, c,
+                                  ldc);
+    if (k > 0)
+        F(gemm_reference)(trans_a, trans_b, m, n, k, 1, a, lda, 0, b, ldb, 0, 0, c, ldc, 0, 1);
+    for (int64_t i = 0; i < m; ++i)
+        for (int64_t j = 0; j < n; ++j) {
+            T z = (k > 0 ? c[i * ldc + j] : (T)0) + bias[j];
+            c[i * ldc + j] = relu && z < 0 ? 0 : z;
+        }
     return 0;
 }
 #endif

@@ -62,6 +62,15 @@ int mt_gemm_f64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, doubl
                 const double *a, int64_t lda, int64_t stride_a,
                 const double *b, int64_t ldb, int64_t stride_b,
                 double beta, double *c, int64_t ldc, int64_t stride_c, int64_t batch);
+/* C = op(A) op(B) + bias, bias[j] added to every row's C[i*ldc + j], then C = max(C, 0) if
+ * relu (z < 0 ? 0 : z: NaN stays NaN): a Linear layer's forward in one call, the values of
+ * mt_gemm (alpha 1, beta 0) then the bias add then the ReLU. k may be 0 (C = bias rows). */
+int mt_gemm_bias_f32(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                     const float *a, int64_t lda, const float *b, int64_t ldb,
+                     const float *bias, int relu, float *c, int64_t ldc);
+int mt_gemm_bias_f64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                     const double *a, int64_t lda, const double *b, int64_t ldb,
+                     const double *bias, int relu, double *c, int64_t ldc);
 
 /* ---- softmax over the last dim (softmax.c) ----
  * x, y: rows x cols contiguous. z = x*scale (+ mask_add) ; entries where mask_bool != 0, or

@@ -32,6 +32,15 @@ def test_the_counted_flops_are_those_of_the_products_made():
     assert bench_transformer._count_gemm_flops(lambda: a @ b) == 2 * 3 * 5 * 4
 
 
+def test_a_linear_layers_gemm_with_its_bias_is_counted_and_replayed():
+    x, layer = minitorch.randn(6, 4), minitorch.nn.Linear(4, 5)
+    calls = bench_transformer._record_gemm_calls(lambda: layer(x))  # mt_gemm_bias: one call
+    assert [(c["m"], c["n"], c["k"], c["tb"], c["ldb"], c["batch"]) for c in calls] == \
+        [(6, 5, 4, 1, 4, 1)]
+    assert bench_transformer._count_gemm_flops(lambda: layer(x)) == 2 * 6 * 5 * 4
+    assert bench_transformer._replay_minitorch(calls, repeats=1) > 0
+
+
 def test_the_floor_is_the_flops_at_the_peak():
     best = {"minitorch": {"ms": 50.0, "tok_s": 1.0, "rss_mb": 10, "gemm_flops": 4e9,
                           "gemm_alone_ms": 30.0, "torch_gemm_alone_ms": 35.0,

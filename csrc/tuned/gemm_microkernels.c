@@ -26,14 +26,16 @@
 
 #define DEFINE_PORTABLE_KERNEL(NAME, T)                                                        \
     static void NAME(int64_t kc, const T *ap, const T *bp, T *c, int64_t ldc, T alpha,       \
-                     T beta) {                                                                \
-        NAME##_strided(kc, ap, 1, MT_PORTABLE_MR, bp, MT_PORTABLE_NR, c, ldc, alpha, beta);    \
+                     T beta, const T *bias, int relu) {                                       \
+        NAME##_strided(kc, ap, 1, MT_PORTABLE_MR, bp, MT_PORTABLE_NR, c, ldc, alpha, beta,     \
+                       bias, relu);                                                           \
     }
 
 /* The same tile with A(r, p) = a[r*rs_a + p*cs_a] and B rows ldb apart (unpacked operands). */
 #define DEFINE_PORTABLE_STRIDED_KERNEL(NAME, T)                                                \
     static void NAME(int64_t kc, const T *a, int64_t rs_a, int64_t cs_a, const T *bp,        \
-                     int64_t ldb, T *c, int64_t ldc, T alpha, T beta) {                       \
+                     int64_t ldb, T *c, int64_t ldc, T alpha, T beta, const T *bias,          \
+                     int relu) {                                                              \
         T acc[MT_PORTABLE_MR][MT_PORTABLE_NR] = {{0}};                                          \
         for (int64_t p = 0; p < kc; ++p) {                                                    \
             for (int r = 0; r < MT_PORTABLE_MR; ++r)                                           \
@@ -43,9 +45,14 @@
             bp += ldb;                                                                        \
         }                                                                                     \
         for (int r = 0; r < MT_PORTABLE_MR; ++r)                                               \
-            for (int j = 0; j < MT_PORTABLE_NR; ++j)                                           \
-                c[r * ldc + j] = beta == 0 ? alpha * acc[r][j]                                \
-                                           : alpha * acc[r][j] + beta * c[r * ldc + j];       \
+            for (int j = 0; j < MT_PORTABLE_NR; ++j) {                                         \
+                T v = beta == 0 ? alpha * acc[r][j] : alpha * acc[r][j] + beta * c[r * ldc + j]; \
+                if (bias) {                                                                   \
+                    v = v + bias[j];                                                          \
+                    if (relu && v < 0) v = 0;                                                 \
+                }                                                                             \
+                c[r * ldc + j] = v;                                                           \
+            }                                                                                 \
     }
 
 DEFINE_PORTABLE_STRIDED_KERNEL(microkernel_portable_f32_strided, float)
@@ -102,6 +109,25 @@ DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
         STOREU(c + (r) * ldc + VL, FMADD(vb, LOADU(c + (r) * ldc + VL), MUL(va, acc##r##b))); \
     }
 
+/* The same, then the bias (bias_lo, bias_hi) added and, if relu, z < 0 ? 0 : z (RELU: NaN and
+ * -0 stay). */
+#define MT_UK_STORE_ROW_BIAS(r)                                                         \
+    {                                                                                   \
+        VEC lo = MUL(va, acc##r##a), hi = MUL(va, acc##r##b);                           \
+        if (beta != 0) {                                                                \
+            lo = FMADD(vb, LOADU(c + (r) * ldc), lo);                                   \
+            hi = FMADD(vb, LOADU(c + (r) * ldc + VL), hi);                              \
+        }                                                                               \
+        lo = ADD(lo, bias_lo);                                                          \
+        hi = ADD(hi, bias_hi);                                                          \
+        if (relu) {                                                                     \
+            lo = RELU(lo);                                                              \
+            hi = RELU(hi);                                                              \
+        }                                                                               \
+        STOREU(c + (r) * ldc, lo);                                                      \
+        STOREU(c + (r) * ldc + VL, hi);                                                 \
+    }
+
 /* The loop and the store of one MR x (2 vectors) tile, its rows listed by ROWS. After each
  * step A advances by A_STEP elements and B by B_STEP (a packed sliver: MR and 2*VL). */
 #define MT_UK_BODY(ROWS, A_STEP, B_STEP)                                                \
@@ -115,20 +141,26 @@ DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
         bp += (B_STEP);                                                                 \
     }                                                                                   \
     VEC va = SET1(alpha), vb = SET1(beta);                                              \
-    ROWS(MT_UK_STORE_ROW)
+    if (bias) {                                                                         \
+        VEC bias_lo = LOADU(bias), bias_hi = LOADU(bias + VL);                          \
+        ROWS(MT_UK_STORE_ROW_BIAS)                                                      \
+    } else {                                                                            \
+        ROWS(MT_UK_STORE_ROW)                                                           \
+    }
 
 /* NAME works on packed slivers; NAME##_strided reads A(r, p) = a[r*rs_a + p*cs_a] and B rows
  * ldb apart, so small products can skip packing (a transposed A is rs_a = 1, cs_a = lda). */
 #define DEFINE_SIMD_KERNEL(NAME, TARGET, T, MR)                                         \
     __attribute__((target(TARGET))) static void NAME(int64_t kc, const T *ap,          \
                                                      const T *bp, T *c, int64_t ldc,    \
-                                                     T alpha, T beta) {                 \
+                                                     T alpha, T beta, const T *bias,    \
+                                                     int relu) {                        \
         const int64_t rs_a = 1;                                                         \
         MT_UK_BODY(MT_ROWS_##MR, MR, 2 * VL)                                            \
     }                                                                                   \
     __attribute__((target(TARGET))) static void NAME##_strided(                         \
         int64_t kc, const T *ap, int64_t rs_a, int64_t cs_a, const T *bp, int64_t ldb,  \
-        T *c, int64_t ldc, T alpha, T beta) {                                           \
+        T *c, int64_t ldc, T alpha, T beta, const T *bias, int relu) {                  \
         MT_UK_BODY(MT_ROWS_##MR, cs_a, ldb)                                             \
     }
 
@@ -142,6 +174,8 @@ DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
 #define FMADD _mm256_fmadd_ps
 #define MUL _mm256_mul_ps
 #define SET1 _mm256_set1_ps
+#define ADD _mm256_add_ps
+#define RELU(v) _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ))
 DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, 6)
 #undef VL
 #undef VEC
@@ -152,6 +186,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, 6)
 #undef FMADD
 #undef MUL
 #undef SET1
+#undef ADD
+#undef RELU
 
 /* AVX2 + FMA, double: 6 x 8 */
 #define VL 4
@@ -163,6 +199,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, 6)
 #define FMADD _mm256_fmadd_pd
 #define MUL _mm256_mul_pd
 #define SET1 _mm256_set1_pd
+#define ADD _mm256_add_pd
+#define RELU(v) _mm256_blendv_pd(v, _mm256_setzero_pd(), _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ))
 DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, 6)
 #undef VL
 #undef VEC
@@ -173,6 +211,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, 6)
 #undef FMADD
 #undef MUL
 #undef SET1
+#undef ADD
+#undef RELU
 
 /* AVX-512F, float: 8 x 32 */
 #define VL 16
@@ -184,6 +224,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, 6)
 #define FMADD _mm512_fmadd_ps
 #define MUL _mm512_mul_ps
 #define SET1 _mm512_set1_ps
+#define ADD _mm512_add_ps
+#define RELU(v) _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps())
 DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, 8)
 #undef VL
 #undef VEC
@@ -194,6 +236,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, 8)
 #undef FMADD
 #undef MUL
 #undef SET1
+#undef ADD
+#undef RELU
 
 /* AVX-512F, double: 6 x 16 */
 #define VL 8
@@ -205,6 +249,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, 8)
 #define FMADD _mm512_fmadd_pd
 #define MUL _mm512_mul_pd
 #define SET1 _mm512_set1_pd
+#define ADD _mm512_add_pd
+#define RELU(v) _mm512_mask_mov_pd(v, _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_LT_OQ), _mm512_setzero_pd())
 DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, 6)
 #undef VL
 #undef VEC
@@ -215,6 +261,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, 6)
 #undef FMADD
 #undef MUL
 #undef SET1
+#undef ADD
+#undef RELU
 /* ---- packing a transposed B (e.g. the Kᵀ of attention scores): 8x8 / 4x4 register
  * transposes. Each op(B) column is a contiguous stored row, so a full sliver is NR stored rows
  * turned on their side, which element by element costs a small product much of its time. ---- */

@@ -1,7 +1,9 @@
 /* gemm_microkernels.h — the register-blocked inner kernels of the GEMM and their shapes.
  *
  * A micro-kernel multiplies one packed MR x kc sliver of A by one packed kc x NR sliver of B
- * and writes C[0:MR, 0:NR] = alpha * (A*B) + beta * C (C not read when beta == 0).
+ * and writes C[0:MR, 0:NR] = alpha * (A*B) + beta * C (C not read when beta == 0), then, with a
+ * bias (NR values, or NULL), C[r][j] += bias[j] and, if relu, C = C < 0 ? 0 : C: a Linear
+ * layer's bias and activation while the tile is in registers (rounded as a separate pass would).
  * Packed A: ap[p*MR + r]; packed B: bp[p*NR + j].
  * Each also has a strided twin for small products that are not worth packing.
  */
@@ -15,18 +17,22 @@
 #define MT_GEMM_MAX_NR 32
 
 typedef void (*mt_microkernel_f32)(int64_t kc, const float *ap, const float *bp, float *c,
-                                   int64_t ldc, float alpha, float beta);
+                                   int64_t ldc, float alpha, float beta, const float *bias,
+                                   int relu);
 typedef void (*mt_microkernel_f64)(int64_t kc, const double *ap, const double *bp, double *c,
-                                   int64_t ldc, double alpha, double beta);
+                                   int64_t ldc, double alpha, double beta, const double *bias,
+                                   int relu);
 
 /* The same tile on unpacked operands: A(r, p) = a[r*rs_a + p*cs_a], B(p, j) = b[p*ldb + j].
  * B's NR columns must all exist (the caller pads edge slivers); A's MR rows too. */
 typedef void (*mt_strided_microkernel_f32)(int64_t kc, const float *a, int64_t rs_a,
                                            int64_t cs_a, const float *b, int64_t ldb, float *c,
-                                           int64_t ldc, float alpha, float beta);
+                                           int64_t ldc, float alpha, float beta,
+                                           const float *bias, int relu);
 typedef void (*mt_strided_microkernel_f64)(int64_t kc, const double *a, int64_t rs_a,
                                            int64_t cs_a, const double *b, int64_t ldb,
-                                           double *c, int64_t ldc, double alpha, double beta);
+                                           double *c, int64_t ldc, double alpha, double beta,
+                                           const double *bias, int relu);
 
 /* Tile shape and cache blocking for one instruction set and dtype. */
 typedef struct {

@@ -35,6 +35,8 @@ typedef struct {
     int64_t lda, ldb, ldc;
     int64_t mc, kc;   /* block sizes balanced for this problem (mc: the largest A block) */
     int64_t blocks_m; /* A blocks per K block: each gets an equal share (+-1) of MR slivers */
+    const T *bias;    /* NULL, or a row added to every row of C once its sums are done */
+    int relu;         /* with bias: then C = max(C, 0) */
 } F(gemm_problem);
 #define PROBLEM F(gemm_problem)
 
@@ -166,12 +168,34 @@ static void F(store_edge)(const T *restrict edge, int nr, T *restrict c, int64_t
     }
 }
 
+/* C[0:rows, 0:cols] += bias[0:cols] on every row, then ReLU if relu, for an edge tile (a full
+ * one gets them in the micro-kernel's registers): rounded as the passes of arith's add and
+ * bias_relu.c would round them (the product in T, then the sum, then z < 0 ? 0 : z, which keeps
+ * NaN and -0). */
+static void F(add_bias_tile)(T *c, int64_t ldc, int64_t rows, int64_t cols, const T *bias,
+                             int relu) {
+    for (int64_t r = 0; r < rows; ++r) {
+        T *cr = c + r * ldc;
+        if (relu) {
+#pragma omp simd
+            for (int64_t q = 0; q < cols; ++q) {
+                T z = cr[q] + bias[q];
+                cr[q] = z < 0 ? 0 : z;
+            }
+        } else {
+#pragma omp simd
+            for (int64_t q = 0; q < cols; ++q) cr[q] = cr[q] + bias[q];
+        }
+    }
+}
+
 /* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. A's full row tiles
  * are read from a_rows (op(A)[ic:, pc:] where it lies, rows lda apart) when it is not NULL, else
- * from the packed block ap; a last partial row tile is always packed, at the start of ap. */
+ * from the packed block ap; a last partial row tile is always packed, at the start of ap.
+ * last_k: this is the last K block, so C's tiles are done (the bias goes in). */
 static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, const T *bp,
                             T *c, int64_t ic, int64_t mc, int64_t jc, int64_t nc,
-                            int64_t kc, int64_t s0, int64_t s1, T beta) {
+                            int64_t kc, int64_t s0, int64_t s1, T beta, int last_k) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t ldc = pr->ldc, full_rows = mc / mr * mr;
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
@@ -186,13 +210,18 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, con
             T *dst = full ? ct : edge;
             int64_t ld_dst = full ? ldc : nr;
             T alpha = full ? pr->alpha : (T)1, beta_dst = full ? beta : (T)0;
+            const T *bias = last_k && pr->bias ? pr->bias + jc + j : NULL;
+            const T *tile_bias = full ? bias : NULL;
             if (a_rows && i < full_rows)
                 pr->plan.strided_kernel(kc, a_rows + i * pr->lda, pr->lda, 1, bs, nr, dst,
-                                        ld_dst, alpha, beta_dst);
+                                        ld_dst, alpha, beta_dst, tile_bias, pr->relu);
             else
                 pr->plan.kernel(kc, ap + (a_rows ? 0 : i * kc), bs, dst, ld_dst, alpha,
-                                beta_dst);
-            if (!full) F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, beta);
+                                beta_dst, tile_bias, pr->relu);
+            if (!full) {
+                F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, beta);
+                if (bias) F(add_bias_tile)(ct, ldc, rows, cols, bias, pr->relu);
+            }
         }
     }
 }
@@ -273,7 +302,8 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                         F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack);
                 }
                 F(macro_kernel)(pr, a_rows, apack, bpack, c, ic, mc, jc, nc, kc,
-                                slivers * js / n_js, slivers * (js + 1) / n_js, beta);
+                                slivers * js / n_js, slivers * (js + 1) / n_js, beta,
+                                pc + kc >= k);
             }
         }
     }
@@ -330,11 +360,15 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
             const T *as = i < full_rows ? a + i * rs_a : apack;
             int64_t rs = i < full_rows ? rs_a : 1, cs = i < full_rows ? cs_a : mr;
             T *ct = c + i * ldc + j;
+            /* (a repeated overlap-tail row is overwritten first: its bias goes in once) */
+            const T *bias = pr->bias ? pr->bias + j : NULL;
             if (rows == mr && cols == nr) {
-                pr->plan.strided_kernel(k, as, rs, cs, bs, ldb, ct, ldc, pr->alpha, pr->beta);
+                pr->plan.strided_kernel(k, as, rs, cs, bs, ldb, ct, ldc, pr->alpha, pr->beta,
+                                        bias, pr->relu);
             } else {
-                pr->plan.strided_kernel(k, as, rs, cs, bs, ldb, edge, nr, (T)1, (T)0);
+                pr->plan.strided_kernel(k, as, rs, cs, bs, ldb, edge, nr, (T)1, (T)0, NULL, 0);
                 F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, pr->beta);
+                if (bias) F(add_bias_tile)(ct, ldc, rows, cols, bias, pr->relu);
             }
         }
     }
@@ -364,6 +398,7 @@ static void F(problem_init)(PROBLEM *pr, int isa, int trans_a, int trans_b, int6
     pr->m = m; pr->n = n; pr->k = k;
     pr->alpha = alpha; pr->beta = beta;
     pr->lda = lda; pr->ldb = ldb; pr->ldc = ldc;
+    pr->bias = NULL; pr->relu = 0;
     int64_t blocks_m = (m + pr->plan.mc - 1) / pr->plan.mc;
     if (team > 1) blocks_m = (blocks_m + team - 1) / team * team;
     int64_t slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
@@ -399,11 +434,13 @@ void F(tuned_gemm_one)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
     F(gemm_one)(&pr, a, b, c, scratch, scratch + F(round_up)(F(a_pack_elems)(&pr), 64));
 }
 
-/* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b (minitorch.h); the caller has checked
- * the arguments and handled m, n, k or alpha of 0. */
-int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
-                  const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
-                  int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch) {
+/* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b, then (bias not NULL) the bias added
+ * to every row and (relu) the ReLU; the caller has checked the arguments and handled m, n, k or
+ * alpha of 0. */
+static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       T alpha, const T *a, int64_t lda, int64_t stride_a, const T *b,
+                       int64_t ldb, int64_t stride_b, T beta, T *c, int64_t ldc,
+                       int64_t stride_c, int64_t batch, const T *bias, int relu) {
     int nt = mt_get_num_threads();
     double flops_per_matrix = 2.0 * (double)m * (double)n * (double)k;
     if (flops_per_matrix * (double)batch < 4e6) nt = 1; /* waking a team costs more than
@@ -416,6 +453,8 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
     int team = batch_parallel ? 1 : nt;
     PROBLEM pr;
     F(problem_init)(&pr, isa, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, team);
+    pr.bias = bias;
+    pr.relu = relu;
 
     int64_t a_elems = F(a_pack_elems)(&pr), b_elems = F(b_pack_elems)(&pr);
     int failed = 0;
@@ -455,6 +494,7 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
             if (j0 < j1) {
                 PROBLEM slice = pr;
                 slice.n = j1 - j0;
+                if (bias) slice.bias = bias + j0;
                 int64_t slice_b = slice.kc * F(round_up)(
                     slice.n < pr.plan.nc ? slice.n : pr.plan.nc, pr.plan.nr);
                 T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
@@ -515,6 +555,22 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
     free(bpack);
     free(bpack2);
     return failed ? MT_ERR_NOMEM : 0;
+}
+
+/* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b (minitorch.h). */
+int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
+                  const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
+                  int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch) {
+    return F(gemm_run)(isa, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
+                       stride_b, beta, c, ldc, stride_c, batch, NULL, 0);
+}
+
+/* C = op(A) op(B) + bias on every row, then ReLU if relu (gemm.c's mt_gemm_bias); k > 0. */
+int F(tuned_gemm_bias)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       const T *a, int64_t lda, const T *b, int64_t ldb, const T *bias,
+                       int relu, T *c, int64_t ldc) {
+    return F(gemm_run)(isa, trans_a, trans_b, m, n, k, (T)1, a, lda, 0, b, ldb, 0, (T)0, c,
+                       ldc, 0, 1, bias, relu);
 }
 
 #undef PLAN

@@ -29,6 +29,9 @@
 int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, T alpha,
                   const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
                   int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch);
+int F(tuned_gemm_bias)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       const T *a, int64_t lda, const T *b, int64_t ldb, const T *bias,
+                       int relu, T *c, int64_t ldc);
 /* One product on the calling thread into caller's scratch (gemm_tuned.c): for kernels that run
  * many small products in their own parallel loop. */
 int64_t F(tuned_gemm_one_scratch)(int isa, int64_t m, int64_t n, int64_t k);

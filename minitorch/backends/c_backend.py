@@ -40,7 +40,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_reduction, check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
-from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
+from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_bias, check_matmul_into
 from .checks import check_real_exponent
 from . import large_buffers, numpy_backend
 from .tape import host, record, recording, replayed
@@ -389,6 +389,38 @@ def _matmul_2d_contiguous(a, b):
     status = kernel(ta, tb, m, n, k, 1.0, pa, lda, 0, pb, ldb, 0, 0.0, _ptr(out), n, 0, 1)
     if status:
         _check_status(status, "matmul")
+    return out
+
+
+def matmul_bias(a, b, bias, relu=False):
+    """a @ b + bias (bias added to every row), then max(., 0) if ``relu``, for a (m, k), b
+    (k, n) and bias (n,) of one float dtype: a Linear layer's forward as one GEMM that adds the
+    bias (and applies the ReLU) to each tile of the product while it is in cache (mt_gemm_bias),
+    the values of matmul, then arith's add (then bias_relu_forward) bit for bit."""
+    if (type(a) is np.ndarray and type(b) is np.ndarray and type(bias) is np.ndarray
+            and a.ndim == 2 and b.ndim == 2 and bias.ndim == 1 and a.dtype in _SUFFIX
+            and a.dtype == b.dtype == bias.dtype and a.shape[1] == b.shape[0] != 0
+            and bias.shape[0] == b.shape[1] and bias.flags.c_contiguous and bias.flags.aligned):
+        layout_a, layout_b = _plain_layout(a), _plain_layout(b)  # a decoding step's case: lean
+        if layout_a is not None and layout_b is not None:
+            return _gemm_bias(a.shape[0], b.shape[1], a.shape[1], layout_a, layout_b,
+                              _ptr(bias), relu, a.dtype)
+    check_matmul_bias(a, b, bias)
+    a, ta, lda = _matrix_layout(a)
+    b, tb, ldb = _matrix_layout(b)
+    return _gemm_bias(a.shape[0], b.shape[1], a.shape[1], (ta, lda, _base_pointer(a)),
+                      (tb, ldb, _base_pointer(b)), _ptr(_contiguous(bias)), relu, a.dtype)
+
+
+def _gemm_bias(m, n, k, layout_a, layout_b, bias_pointer, relu, dtype):
+    """A new (m, n) array from mt_gemm_bias on operands given as (trans, ld, pointer)."""
+    out = (np.empty((m, n), dtype) if m * n * dtype.itemsize < large_buffers.MIN_BYTES
+           else empty((m, n), dtype))
+    if out.size:
+        (ta, lda, pa), (tb, ldb, pb) = layout_a, layout_b
+        status = _kernel("gemm_bias", dtype)(ta, tb, m, n, k, pa, lda, pb, ldb, bias_pointer,
+                                             1 if relu else 0, _ptr(out), n)
+        _check_status(status, "matmul_bias")
     return out
 
 

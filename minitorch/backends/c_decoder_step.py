@@ -10,10 +10,11 @@ but the last between steps, and makes each call with the pointers it already has
 
 It computes what ``nn.TransformerDecoderLayer._cached_step`` computes through
 ``backends.current()``, bit for bit: the same kernels on the same operands in the same order,
-and numpy's adds where that path adds with numpy. That path is the reference; the tests hold
-this one to it. Layout (batch first): x (N, L, E); the self-attention cache's buffers
-``kt`` (N, H, D, capacity), the keys transposed, and ``v`` (N, H, capacity, D), holding
-``past`` positions; the cross-attention's the same over the S memory positions.
+and numpy's adds where that path adds with numpy (a bias goes in through the GEMM on both).
+That path is the reference; the tests hold this one to it. Layout (batch first): x (N, L, E);
+the self-attention cache's buffers ``kt`` (N, H, D, capacity), the keys transposed, and ``v``
+(N, H, capacity, D), holding ``past`` positions; the cross-attention's the same over the S
+memory positions.
 
 Imports: numpy and c_backend (never the rest of minitorch).
 """
@@ -71,7 +72,7 @@ class DecoderLayerStep:
         self.n, self.length, self.rows = n, length, n * length
         self.norm_first = norm_first
         self.scale = 1.0 / math.sqrt(self.head_dim)
-        self._gemm = _GEMM_KERNELS[dtype]
+        self._gemm, self._gemm_bias = _GEMM_KERNELS[dtype], _kernel("gemm_bias", dtype)
         self._attend = _STEP_KERNELS[dtype]
         self._norm = _kernel("layer_norm_forward", dtype)
         self._activation = ((_kernel("relu_forward", dtype), ()) if activation == "relu" else
@@ -99,9 +100,9 @@ class DecoderLayerStep:
         def linear(weight, bias, out, k, bias_rows=None):
             b = arrays[bias] if bias_rows is None or arrays[bias] is None \
                 else arrays[bias][:bias_rows]
-            return pointer(weight), b, k, out, self._ptrs[id(out)]
-        # Each GEMM: (weight pointer, bias or None, K, output, output pointer). The static
-        # cross-attention's queries use the first E rows of its packed projection.
+            return pointer(weight), None if b is None else _ptr(b), k, out, self._ptrs[id(out)]
+        # Each GEMM: (weight pointer, bias pointer or None, K, output, output pointer). The
+        # static cross-attention's queries use the first E rows of its packed projection.
         self._self_in = linear("in_proj_weight", "in_proj_bias", self.qkv, e)
         self._self_out = linear("out_proj_weight", "out_proj_bias", self.projected, e)
         self._cross_q = linear("cross_in_proj_weight", "cross_in_proj_bias", self.cross_q, e,
@@ -130,15 +131,18 @@ class DecoderLayerStep:
 
     # ------------------------------------------------------------------ the kernel calls
     def _linear(self, a, gemm):
-        """out = a @ weight.T (+ bias) for a (rows, K) C-contiguous, weight (cols, K)."""
+        """out = a @ weight.T (+ bias, added by the GEMM: mt_gemm_bias) for a (rows, K)
+        C-contiguous, weight (cols, K)."""
         weight, bias, k, out, out_pointer = gemm
         cols = out.shape[1]
-        status = self._gemm(0, 1, self.rows, cols, k, 1.0, self._pointer(a), k, 0, weight, k, 0,
-                            0.0, out_pointer, cols, 0, 1)
+        if bias is None:
+            status = self._gemm(0, 1, self.rows, cols, k, 1.0, self._pointer(a), k, 0, weight,
+                                k, 0, 0.0, out_pointer, cols, 0, 1)
+        else:
+            status = self._gemm_bias(0, 1, self.rows, cols, k, self._pointer(a), k, weight, k,
+                                     bias, 0, out_pointer, cols)
         if status:
             _check_status(status, "matmul")
-        if bias is not None:
-            out += bias
         return out
 
     def _pointer(self, a):

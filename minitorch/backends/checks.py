@@ -624,6 +624,19 @@ def check_bias_relu(x, bias, out):
             raise ValueError("out must be x itself or share no memory with x and bias")
 
 
+def check_matmul_bias(a, b, bias):
+    """matmul_bias's arguments: a (m, k) and b (k, n) float arrays of one dtype, bias (n,) of
+    that dtype."""
+    check_float("a", a)
+    check_float("b", b, a.dtype)
+    if a.ndim != 2 or b.ndim != 2:
+        raise ValueError(f"a and b must be 2-d, got shapes {a.shape} and {b.shape}")
+    if a.shape[1] != b.shape[0]:
+        raise ValueError(f"a and b shapes cannot be multiplied: {a.shape} and {b.shape}")
+    check_float("bias", bias, a.dtype)
+    check_same_shape("bias", bias, b.shape[1:])
+
+
 def check_bias_relu_backward(dy, y, out=None):
     """bias_relu_backward's arguments: dy and y 2-d float arrays of one shape and dtype, out
     None or a C-contiguous writable array of that shape and dtype (dy itself allowed)."""

@@ -52,7 +52,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_row_indices, check_same_shape, check_target,
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
-from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_into
+from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_bias, check_matmul_into
 from .checks import check_real_exponent
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
@@ -95,6 +95,17 @@ def matmul(a, b):
     xp = array_module(a)
     check_matmul_operands(a, b)
     return xp.ascontiguousarray(np.matmul(a, b))
+
+
+def matmul_bias(a, b, bias, relu=False):
+    """a @ b + bias (bias added to every row, the sum rounded to the dtype), then
+    max(., 0) if ``relu`` (NaN stays NaN), for a (m, k), b (k, n) and bias (n,) of one float
+    dtype: a Linear layer's forward."""
+    check_matmul_bias(a, b, bias)
+    out = np.add(matmul(a, b), bias)
+    if relu:
+        out[out < 0] = 0
+    return out
 
 
 def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):

@@ -26,7 +26,7 @@ from ..creation import empty
 from ..device_arrays import array_module, on_device_of, to_host
 from ..dtype import bool_, float32, float64
 from ..ops.fused import attention_on_rows, merge_heads, split_heads
-from ..ops.linalg import LinearPair
+from ..ops.linalg import LinearPair, linear_arrays
 from ..tensor import Tensor
 from . import functional as F
 from . import init
@@ -513,15 +513,11 @@ class MultiheadAttention(Module):
         bias = None if self.in_proj_bias is None else self.in_proj_bias._data
         past = 0
         if cache.static:
-            q = kernels.matmul(rows, weight[:E].T)
-            if bias is not None:
-                q += bias[:E]
+            q = linear_arrays(rows, weight[:E], None if bias is None else bias[:E])
             q = q.reshape(n, length, H, self.head_dim).swapaxes(1, 2)
         else:
             past = len(cache)
-            qkv = kernels.matmul(rows, weight.T)
-            if bias is not None:
-                qkv += bias
+            qkv = linear_arrays(rows, weight, bias)
             qkv = qkv.reshape(n, length, 3, H, self.head_dim)
             q = qkv[:, :, 0].swapaxes(1, 2)
             cache.update(Tensor._make(qkv[:, :, 1].swapaxes(1, 2)),
@@ -538,10 +534,9 @@ class MultiheadAttention(Module):
                                               causal)
         cache.weights = weights = Tensor._make(weights)
         out_proj = self.out_proj
-        out = kernels.matmul(out.reshape(n * length, E), out_proj.weight._data.T)
         out_bias = out_proj.bias
-        if out_bias is not None:
-            out += out_bias._data
+        out = linear_arrays(out.reshape(n * length, E), out_proj.weight._data,
+                            None if out_bias is None else out_bias._data)
         return out.reshape(n, length, E), weights
 
     def _batch_first(self, x, batched):

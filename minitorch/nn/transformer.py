@@ -16,6 +16,7 @@ import numpy as np
 from .. import backends
 from ..autograd import is_grad_enabled
 from ..creation import full
+from ..ops.linalg import linear_arrays
 from ..ops.shape import triu
 from ..tensor import Tensor
 from . import functional as F
@@ -248,11 +249,8 @@ class TransformerDecoderLayer(Module):
                                               module.eps)[0]
 
         def linear(module, a):
-            out = kernels.matmul(a.reshape(-1, a.shape[-1]), module.weight._data.T)
             bias = module.bias
-            if bias is not None:
-                out += bias._data
-            return out.reshape(a.shape[:-1] + (out.shape[-1],))
+            return linear_arrays(a, module.weight._data, None if bias is None else bias._data)
 
         def sa(a):
             return self.self_attn._step(a, tgt_pad, tgt_is_causal, self_cache)[0]

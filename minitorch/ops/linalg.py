@@ -50,7 +50,7 @@ class MatMul(Function):
 
 class Linear(Function):
     """x Wᵀ + b over the last dim of x, as one node: a single GEMM over all leading dims that
-    reads W transposed in place (a flag, no copy), with b added into the GEMM's fresh output.
+    reads W transposed in place (a flag, no copy) and adds b to each tile of its output.
     Its backward is matmuls and a sum, so it differentiates again."""
 
     @staticmethod
@@ -60,12 +60,7 @@ class Linear(Function):
         ctx.x_shape = x.shape
         # Row count spelled out, not -1: with zero in_features a reshape cannot infer it.
         rows = tapes.reshaped(x._data, (math.prod(x._data.shape[:-1]), x._data.shape[-1]))
-        if rows.shape[1] == 0:  # an empty sum: x Wᵀ is zeros and the result is the bias
-            out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
-        else:
-            out = backends.current().matmul(rows, weight._data.T)
-        if bias is not None:
-            _add_bias_(out, bias._data)
+        out = _affine(rows, weight._data, None if bias is None else bias._data)
         return Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
 
     @staticmethod
@@ -92,20 +87,16 @@ class Linear(Function):
 
 class LinearReLU(Function):
     """relu(x Wᵀ + b) as one node (the feed-forward block's linear1 and its activation): the
-    GEMM, then the bias and the ReLU in one pass over the GEMM's fresh output, in place
-    (``bias_relu_forward``). Its backward takes the mask and the bias gradient in one pass too
-    (``bias_relu_backward``), then the same two GEMMs as ``Linear``: the values of
+    GEMM with the bias and the ReLU applied to each tile of its output (``matmul_bias``). Its
+    backward takes the mask and the bias gradient in one pass (``bias_relu_backward``), then
+    the same two GEMMs as ``Linear``: the values of
     ``relu(Linear(x, W, b))`` bit for bit, without the pre-activation array either way.
     For x, W, b numpy arrays of one float dtype, with b of shape (out_features,)."""
 
     @staticmethod
     def forward(ctx, x, weight, bias):
         rows = tapes.reshaped(x._data, (math.prod(x._data.shape[:-1]), x._data.shape[-1]))
-        if rows.shape[1] == 0:  # an empty sum: the result is relu(b) on every row
-            out = np.zeros((rows.shape[0], weight._data.shape[0]), dtype=rows.dtype)
-        else:
-            out = backends.current().matmul(rows, weight._data.T)
-        backends.current().bias_relu_forward(out, bias._data, out=out)
+        out = _affine(rows, weight._data, bias._data, relu=True)
         result = Tensor._make(out.reshape(x._data.shape[:-1] + (weight._data.shape[0],)))
         ctx.x_shape = x.shape
         ctx.save_for_backward(x if ctx.needs_input_grad[1] else None,
@@ -144,14 +135,9 @@ class FeedForwardReLU(Function):
 
     @staticmethod
     def forward(ctx, x, weight1, bias1, weight2, bias2):
-        kernels = backends.current()
         rows = tapes.reshaped(x._data, (math.prod(x._data.shape[:-1]), x._data.shape[-1]))
-        if rows.shape[1] == 0:
-            hidden = np.zeros((rows.shape[0], weight1._data.shape[0]), dtype=rows.dtype)
-        else:
-            hidden = kernels.matmul(rows, weight1._data.T)
-        kernels.bias_relu_forward(hidden, bias1._data, out=hidden)
-        out = _linear_rows(hidden, weight2._data, bias2._data)
+        hidden = _affine(rows, weight1._data, bias1._data, relu=True)
+        out = linear_arrays(hidden, weight2._data, bias2._data)
         ctx.x_shape, ctx.hidden = x.shape, hidden
         ctx.save_for_backward(x, weight1, bias1, weight2)
         return Tensor._make(out.reshape(x._data.shape[:-1] + (weight2._data.shape[0],)))
@@ -185,16 +171,33 @@ class FeedForwardReLU(Function):
                 Tensor._make(grad_b1) if need_b1 else None, grad_w2, grad_b2)
 
 
-def _linear_rows(x, weight, bias):
-    """x Wᵀ + b on arrays, over all leading dims of x, as ``Linear.forward`` computes it."""
+def linear_arrays(x, weight, bias):
+    """x Wᵀ + b on arrays (b may be None), over all leading dims of x, as ``Linear.forward``
+    computes it: for the inference steps that run on arrays (cached decoding)."""
     rows = x.reshape(math.prod(x.shape[:-1]), x.shape[-1])
-    if rows.shape[1] == 0:
+    return _affine(rows, weight, bias).reshape(x.shape[:-1] + (weight.shape[0],))
+
+
+def _affine(rows, weight, bias, relu=False):
+    """rows Wᵀ + b (b may be None), then the ReLU if ``relu``, on 2-d arrays. With a bias of
+    the rows' float32/float64 dtype, one backend call (the C GEMM adds it, and applies the ReLU,
+    to each tile of the product while the tile is in cache); else the GEMM, then the bias."""
+    kernels = backends.current()
+    if (bias is not None and rows.dtype == weight.dtype == bias.dtype
+            and rows.dtype in _FUSED_BIAS_DTYPES and bias.ndim == 1):
+        return kernels.matmul_bias(rows, weight.T, bias, relu)
+    if rows.shape[1] == 0:  # an empty sum: x Wᵀ is zeros, the result the bias (relu'd)
         out = np.zeros((rows.shape[0], weight.shape[0]), dtype=rows.dtype)
     else:
-        out = backends.current().matmul(rows, weight.T)
-    if bias is not None:
+        out = kernels.matmul(rows, weight.T)
+    if relu:
+        kernels.bias_relu_forward(out, bias, out=out)
+    elif bias is not None:
         _add_bias_(out, bias)
-    return out.reshape(x.shape[:-1] + (weight.shape[0],))
+    return out
+
+
+_FUSED_BIAS_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class LinearPair(Function):
@@ -213,8 +216,8 @@ class LinearPair(Function):
                               y if ctx.needs_input_grad[2] else None,
                               weight if ctx.needs_input_grad[0] or ctx.needs_input_grad[1]
                               else None)
-        return (Tensor._make(_linear_rows(x._data, w[:split], None if b is None else b[:split])),
-                Tensor._make(_linear_rows(y._data, w[split:], None if b is None else b[split:])))
+        return (Tensor._make(linear_arrays(x._data, w[:split], None if b is None else b[:split])),
+                Tensor._make(linear_arrays(y._data, w[split:], None if b is None else b[split:])))
 
     @staticmethod
     def backward(ctx, grad_x_out, grad_y_out):
