@@ -95,8 +95,10 @@ def profile(checkout, size, threads, steps, framework="minitorch"):
     code = WORKER.format(bench=os.path.join(ROOT, "benchmarks"), size=size, threads=threads,
                          steps=steps, framework=framework)
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), PYTHONPATH=checkout)
+    # cwd: ``python -c`` puts the working directory first on sys.path, before PYTHONPATH (run
+    # from this checkout's root, every worker imported this checkout's minitorch)
     worker = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True, env=env)
+                              stdout=subprocess.PIPE, text=True, env=env, cwd=checkout)
     try:
         if worker.stdout.readline().strip() != "ready":
             raise RuntimeError("the worker failed before its timed steps")

@@ -45,22 +45,27 @@ def unfused(x, w, bias, relu):
     return C.arith("add", out, bias, out=out)
 
 
+def cases(dtype, both_layouts):
+    """(label, x, W as the GEMM reads it, bias, relu) over SHAPES, relu off and on; W.T as a
+    Linear's weight is read (transposed B) and, with both_layouts, also stored (in, out)."""
+    for m, n, k in SHAPES:
+        x, weight, bias = operands(m, n, k, dtype, m + n + k)
+        for w in (weight.T, np.ascontiguousarray(weight.T))[:2 if both_layouts else 1]:
+            for relu in (False, True):
+                yield f"{m}x{n}x{k} relu={relu}", x, w, bias, relu
+
+
 @needs_c
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_fused_bias_equals_gemm_then_add_bit_for_bit(dtype, threads, isa):
     with c_threads(threads, isa):
-        for m, n, k in SHAPES:
-            x, weight, bias = operands(m, n, k, dtype, m + n + k)
-            for w in (weight.T, np.ascontiguousarray(weight.T)):
-                for relu in (False, True):
-                    got = C.matmul_bias(x, w, bias, relu)
-                    expected = unfused(x, w, bias, relu)
-                    assert got.shape == (m, n) and got.dtype == dtype
-                    np.testing.assert_array_equal(got, expected,
-                                                  err_msg=f"{m}x{n}x{k} relu={relu}")
-                    np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
+        for label, x, w, bias, relu in cases(dtype, both_layouts=True):
+            got, expected = C.matmul_bias(x, w, bias, relu), unfused(x, w, bias, relu)
+            assert got.shape == expected.shape and got.dtype == dtype
+            np.testing.assert_array_equal(got, expected, err_msg=label)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(expected), err_msg=label)
 
 
 @needs_c
@@ -69,15 +74,12 @@ def test_fused_bias_equals_gemm_then_add_bit_for_bit(dtype, threads, isa):
 def test_c_matmul_bias_equals_numpy_backend(dtype, threads):
     rtol, atol = (1e-5, 1e-4) if dtype == np.float32 else (1e-12, 1e-11)
     with c_threads(threads, C.best_isa()):
-        for m, n, k in SHAPES:
-            x, weight, bias = operands(m, n, k, dtype, m * n + k)
-            for relu in (False, True):
-                got = C.matmul_bias(x, weight.T, bias, relu)
-                expected = N.matmul_bias(x, weight.T, bias, relu)
-                assert expected.dtype == dtype
-                np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol * k ** 0.5,
-                                           err_msg=f"{m}x{n}x{k} relu={relu}")
-                np.testing.assert_array_equal(np.isnan(got), np.isnan(expected))
+        for label, x, w, bias, relu in cases(dtype, both_layouts=False):
+            got, expected = C.matmul_bias(x, w, bias, relu), N.matmul_bias(x, w, bias, relu)
+            assert expected.dtype == dtype
+            np.testing.assert_allclose(got, expected, rtol=rtol,
+                                       atol=atol * x.shape[1] ** 0.5, err_msg=label)
+            np.testing.assert_array_equal(np.isnan(got), np.isnan(expected), err_msg=label)
 
 
 @needs_c

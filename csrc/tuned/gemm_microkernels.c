@@ -46,7 +46,8 @@
         }                                                                                     \
         for (int r = 0; r < MT_PORTABLE_MR; ++r)                                               \
             for (int j = 0; j < MT_PORTABLE_NR; ++j) {                                         \
-                T v = beta == 0 ? alpha * acc[r][j] : alpha * acc[r][j] + beta * c[r * ldc + j]; \
+                T v = beta == 0 ? alpha * acc[r][j]                                           \
+                                : alpha * acc[r][j] + beta * c[r * ldc + j];                  \
                 if (bias) {                                                                   \
                     v = v + bias[j];                                                          \
                     if (relu && v < 0) v = 0;                                                 \
@@ -175,7 +176,8 @@ DEFINE_PORTABLE_KERNEL(microkernel_portable_f64, double)
 #define MUL _mm256_mul_ps
 #define SET1 _mm256_set1_ps
 #define ADD _mm256_add_ps
-#define RELU(v) _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ))
+#define RELU(v) \
+    _mm256_blendv_ps(v, _mm256_setzero_ps(), _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_LT_OQ))
 DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, 6)
 #undef VL
 #undef VEC
@@ -200,7 +202,8 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f32, "avx2,fma", float, 6)
 #define MUL _mm256_mul_pd
 #define SET1 _mm256_set1_pd
 #define ADD _mm256_add_pd
-#define RELU(v) _mm256_blendv_pd(v, _mm256_setzero_pd(), _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ))
+#define RELU(v) \
+    _mm256_blendv_pd(v, _mm256_setzero_pd(), _mm256_cmp_pd(v, _mm256_setzero_pd(), _CMP_LT_OQ))
 DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, 6)
 #undef VL
 #undef VEC
@@ -225,7 +228,9 @@ DEFINE_SIMD_KERNEL(microkernel_avx2_f64, "avx2,fma", double, 6)
 #define MUL _mm512_mul_ps
 #define SET1 _mm512_set1_ps
 #define ADD _mm512_add_ps
-#define RELU(v) _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), _mm512_setzero_ps())
+#define RELU(v) \
+    _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ), \
+                        _mm512_setzero_ps())
 DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, 8)
 #undef VL
 #undef VEC
@@ -250,7 +255,9 @@ DEFINE_SIMD_KERNEL(microkernel_avx512_f32, "avx512f", float, 8)
 #define MUL _mm512_mul_pd
 #define SET1 _mm512_set1_pd
 #define ADD _mm512_add_pd
-#define RELU(v) _mm512_mask_mov_pd(v, _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_LT_OQ), _mm512_setzero_pd())
+#define RELU(v) \
+    _mm512_mask_mov_pd(v, _mm512_cmp_pd_mask(v, _mm512_setzero_pd(), _CMP_LT_OQ), \
+                        _mm512_setzero_pd())
 DEFINE_SIMD_KERNEL(microkernel_avx512_f64, "avx512f", double, 6)
 #undef VL
 #undef VEC
