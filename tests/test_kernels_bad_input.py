@@ -129,6 +129,7 @@ CASES = [
     ("softmax list", lambda: C.softmax_forward([[1.0, 2.0]]), TypeError, "x must be a numpy.ndarray"),
     ("softmax 0-d", lambda: C.softmax_forward(np.float64(1.0)[()]), TypeError, "x must be"),
     ("softmax mask shape", lambda: C.softmax_forward(f64, mask=np.ones((4, 4), bool)), ValueError, "mask of shape"),
+    ("softmax mask more dims", lambda: C.softmax_forward(f64, mask=np.ones((1, 3, 4), bool)), ValueError, "mask of shape"),
     ("softmax mask int", lambda: C.softmax_forward(f64, mask=np.ones((3, 4), np.int8)), TypeError, "mask must be bool"),
     ("softmax mask list", lambda: C.softmax_forward(f64, mask=[[True] * 4] * 3), TypeError, "mask must be"),
     ("softmax causal 1-d", lambda: C.softmax_forward(np.ones(4), causal=True), ValueError, "causal"),

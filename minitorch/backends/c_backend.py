@@ -21,6 +21,7 @@ Imports: numpy, the cffi extension ``minitorch._C`` and the other modules of
 update in place (half dtypes, strided views) to numpy_backend's update.
 """
 import contextlib
+import functools
 import math
 import os
 
@@ -456,6 +457,31 @@ def gemm(a, b, trans_a=False, trans_b=False, alpha=1.0, beta=0.0, out=None):
 # ---------------------------------------------------------------------------------------------
 # Softmax family
 # ---------------------------------------------------------------------------------------------
+@functools.lru_cache(maxsize=256)
+def _mask_strides(mask_shape, x_shape):
+    """(row strides as an int64 array, column stride) of a contiguous mask of mask_shape seen
+    at x_shape: 0 along the dims it has as 1 or lacks (cached: a model's masks keep a few
+    shapes, and building the array per call cost more than the kernel on short rows)."""
+    if len(mask_shape) > len(x_shape) or any(
+            m != 1 and m != d for m, d in zip(reversed(mask_shape), reversed(x_shape))):
+        raise ValueError(f"mask of shape {mask_shape} does not broadcast to x's shape {x_shape}")
+    strides = [0] * len(x_shape)
+    step = 1
+    for axis in range(1, len(mask_shape) + 1):
+        if mask_shape[-axis] != 1:
+            strides[-axis] = step
+        step *= mask_shape[-axis]
+    return _int64_array(tuple(strides[:-1]) or (0,)), strides[-1]
+
+
+@functools.lru_cache(maxsize=256)
+def _int64_array(values):
+    """A read-only int64 array of the tuple `values`, for C (cached: one per shape)"""
+    array = np.array(values, dtype=np.int64)
+    array.flags.writeable = False
+    return array
+
+
 def _mask_layout(x, mask):
     """(contiguous mask, row strides (int64 array), column stride) for C: the mask is
     broadcast to x by stride 0 over the rows, never materialized at x's size."""
@@ -463,18 +489,8 @@ def _mask_layout(x, mask):
         raise TypeError(f"mask must be a numpy.ndarray or None, got {type(mask).__name__}")
     if mask.dtype != np.bool_ and mask.dtype != x.dtype:
         raise TypeError(f"mask must be bool or {x.dtype} (the dtype of x), got {mask.dtype}")
-    try:
-        fits = broadcast_shape(mask.shape, x.shape) == x.shape
-    except ValueError:
-        fits = False
-    if not fits:
-        raise ValueError(f"mask of shape {mask.shape} does not broadcast to x's shape {x.shape}")
-    mask = _contiguous(mask)
-    view = np.broadcast_to(mask, x.shape)
-    item = mask.itemsize
-    col_stride = 0 if x.shape[-1] == 1 else view.strides[-1] // item
-    row_strides = np.array([s // item for s in view.strides[:-1]] or [0], dtype=np.int64)
-    return mask, row_strides, col_stride
+    row_strides, col_stride = _mask_strides(mask.shape, x.shape)
+    return _contiguous(mask), row_strides, col_stride
 
 
 def softmax_forward(x, scale=1.0, mask=None, causal=False):
@@ -499,7 +515,7 @@ def softmax_forward(x, scale=1.0, mask=None, causal=False):
         row_shape = row_strides = _ZERO_INDEX
         col_stride, ndim = 0, 0
     else:
-        row_shape = np.array(x.shape[:-1] or (1,), dtype=np.int64)
+        row_shape = _int64_array(x.shape[:-1] or (1,))
         ndim = x.ndim - 1
         if mask_base.dtype == np.bool_:
             mask_bool = _ptr(mask_base)
