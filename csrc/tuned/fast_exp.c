@@ -557,6 +557,7 @@ __attribute__((target("avx512f"))) void exp_axpy_avx512_f64(const double *x, dou
 #define SR_TOTAL(v) lanes_total_f32(v)
 #define SR_ROW_REGISTERS 16
 #include "softmax_short_rows.h"
+#include "softmax_masked_step.h"
 #undef SR_T
 #undef SR_SFX
 #undef SR_LANES
@@ -581,4 +582,5 @@ __attribute__((target("avx512f"))) void exp_axpy_avx512_f64(const double *x, dou
 #define SR_TOTAL(v) _mm512_reduce_add_pd(v)
 #define SR_ROW_REGISTERS 8
 #include "softmax_short_rows.h"
+#include "softmax_masked_step.h"
 #endif /* MT_X86 */

@@ -220,6 +220,39 @@ int64_t softmax_short_masked_rows_avx512_f64(const double *x, double *y, int64_t
                                              const uint8_t *const *mbool);
 /* The longest rows they take, in bytes */
 #define MT_SHORT_SOFTMAX_ROW_BYTES 512
+/* A masked softmax row to be scored (softmax_rows.h): y[j] = x[j] * scale + add (madd[j] where
+ * madd is not NULL), -inf where j >= live or mbool[j] (mbool not NULL), for j < width. */
+typedef struct {
+    const float *x;
+    float *y;
+    int64_t width, live;
+    float scale, add;
+    const float *madd;
+    const uint8_t *mbool;
+} mt_masked_row_f32;
+typedef struct {
+    const double *x;
+    double *y;
+    int64_t width, live;
+    double scale, add;
+    const double *madd;
+    const uint8_t *mbool;
+} mt_masked_row_f64;
+/* AVX-512 (softmax_masked_step.h): columns [j0, j1) of three rows of a masked softmax in one
+ * loop: returns the sum of cur[j] = exp(cur[j] - shift), j < n_exp (the current row, scored in
+ * place); scores `next` (NULL for none), maxing its scores into *next_max; multiplies prev[j],
+ * j < n_prev, by factor (prev NULL for none); prefetches ahead / ahead_out (the row after
+ * next's x and y, or NULL). */
+double softmax_masked_step_avx512_f32(float *cur, int64_t n_exp, float shift,
+                                      const mt_masked_row_f32 *next, float *next_max,
+                                      float *prev, int64_t n_prev, float factor,
+                                      const float *ahead, float *ahead_out, int64_t j0,
+                                      int64_t j1);
+double softmax_masked_step_avx512_f64(double *cur, int64_t n_exp, double shift,
+                                      const mt_masked_row_f64 *next, double *next_max,
+                                      double *prev, int64_t n_prev, double factor,
+                                      const double *ahead, double *ahead_out, int64_t j0,
+                                      int64_t j1);
 /* AVX2 (softmax_short_rows_avx2.c): the forward above for rows of up to 4 vectors (32
  * float32, 16 float64) */
 int64_t softmax_short_rows_avx2_f32(const float *x, float *y, int64_t r0, int64_t r1, int64_t n,

@@ -184,32 +184,50 @@ MT_INLINE static T V(masked_scores)(const T *x, T *y, int64_t width, int64_t liv
 }
 #endif
 
-/* Masked row: the first `live` columns take part (causal limit), beyond are excluded.
- * madd / mbool point at this row's mask (stride mstride = 0 or 1); at most one is non-NULL.
- * ahead: the next row of x (MT_NEXT_ROW), or NULL. */
+/* A masked row's scoring (mt_masked_row): the first `live` columns take part (causal limit),
+ * beyond are excluded. madd / mbool point at this row's mask (stride mstride = 0 or 1); at most
+ * one is non-NULL. A broadcast (stride-0) mask is one value for the whole row. The row is
+ * scored up to the end of live's last vector: those past live are -inf, their exps 0. */
+static F(mt_masked_row) V(masked_row)(const T *x, T *y, int64_t n, T scale, const T *madd,
+                                      const uint8_t *mbool, int64_t mstride, int64_t live) {
+    const T add = madd && mstride == 0 ? madd[0] : 0;
+    if (mbool && mstride == 0 && mbool[0]) live = 0;
+    const int64_t lanes = (int64_t)(MT_VEC_BYTES / sizeof(T));
+    int64_t width = (live + lanes - 1) / lanes * lanes;
+    if (width > n) width = n;
+    return (F(mt_masked_row)){x, y, width, live, scale, add, mstride == 1 ? madd : NULL,
+                              mstride == 1 ? mbool : NULL};
+}
+
+/* The columns [width, n) of a masked row whose exps summed to s: zeros, or NaN where s is
+ * (a NaN or +inf score makes the whole row NaN, as the reference level's and PyTorch's). */
+static void V(row_tail)(T *y, int64_t width, int64_t n, double s) {
+    if (s != s) {
+        for (int64_t j = width; j < n; ++j) y[j] = (T)NAN;
+        return;
+    }
+    /* (memset: GCC left this loop scalar) */
+    if (width < n) memset(y + width, 0, (size_t)(n - width) * sizeof(T));
+}
+
+/* Masked row (see masked_row). ahead: the next row of x (MT_NEXT_ROW), or NULL. */
 static void V(softmax_row_masked)(const T *x, T *y, int64_t n, T scale,
                                   const T *madd, const uint8_t *mbool,
                                   int64_t mstride, int64_t live,
                                   const T *ahead) {
-    /* A broadcast (stride-0) mask is one value for the whole row. */
-    const T add = madd && mstride == 0 ? madd[0] : 0;
-    if (mbool && mstride == 0 && mbool[0]) live = 0;
-    /* scored up to the end of live's last vector: those past live are -inf, their exps 0 */
-    const int64_t lanes = (int64_t)(MT_VEC_BYTES / sizeof(T));
-    int64_t width = (live + lanes - 1) / lanes * lanes;
-    if (width > n) width = n;
-    T m = V(masked_scores)(x, y, width, live, scale, add, mstride == 1 ? madd : NULL,
-                           mstride == 1 ? mbool : NULL);
+    const F(mt_masked_row) row = V(masked_row)(x, y, n, scale, madd, mbool, mstride, live);
+    int64_t width = row.width;
+    T m = V(masked_scores)(x, y, width, row.live, scale, row.add, row.madd, row.mbool);
     if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(y, width, (T)1);
     if (m == -(T)INFINITY) width = 0; /* fully masked: all zeros, never 0/0 */
+    double s = 0;
     if (width > 0) {
         /* (prefetches the next row's first `width` elements: the causal next row needs one
          * more, which the hardware prefetcher adds) */
-        double s = V(row_exp_sum)(y, y, width, (T)1, m, ahead);
+        s = V(row_exp_sum)(y, y, width, (T)1, m, ahead);
         V(row_scale)(y, width, (T)(1.0 / s));
     }
-    /* (memset: GCC left this loop scalar) */
-    if (width < n) memset(y + width, 0, (size_t)(n - width) * sizeof(T));
+    V(row_tail)(y, width, n, s);
 }
 
 /* Rows up to this long have their next row prefetched whole before their own work (64 lines
@@ -239,63 +257,167 @@ static void V(softmax_masked_short_rows)(const T *x, T *y, int64_t first, int64_
 }
 #endif
 
-/* Rows [r0, r1) of a masked or causal softmax. The row's query (r % causal_lq) and mask offset
- * are counted along rather than divided out per row: mt_mask_row_offset's divisions cost as
- * much as the exps of a short attention row. */
+/* The causal limit and mask row of consecutive rows, counted along rather than divided out
+ * per row: mt_mask_row_offset's divisions cost as much as the exps of a short attention row. */
+typedef struct {
+    const T *mask_add;
+    const uint8_t *mask_bool;
+    int64_t mask_ndim;
+    const int64_t *row_shape, *mask_row_strides;
+    int64_t causal_lq, cols;
+    /* offset(r) = offset(r - inner_index) + inner_index * stride of the mask's last row dim */
+    int64_t inner, inner_stride, inner_index, base, query;
+} V(row_cursor);
+
+static V(row_cursor) V(row_cursor_from)(int64_t r0, int64_t cols, const T *mask_add,
+                                        const uint8_t *mask_bool, int64_t mask_ndim,
+                                        const int64_t *row_shape,
+                                        const int64_t *mask_row_strides, int64_t causal_lq) {
+    const int has_mask = mask_add != NULL || mask_bool != NULL;
+    return (V(row_cursor)){mask_add, mask_bool, mask_ndim, row_shape, mask_row_strides,
+                           causal_lq, cols,
+                           has_mask && mask_ndim > 0 ? row_shape[mask_ndim - 1] : 1,
+                           has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0,
+                           -1, 0, causal_lq > 0 ? r0 % causal_lq : 0};
+}
+
+/* Row r's live columns and mask row (madd or mbool, the other NULL); r is the row after the
+ * one asked before (r0 first). */
+static void V(row_cursor_next)(V(row_cursor) *c, int64_t r, int64_t *live, const T **madd,
+                               const uint8_t **mbool) {
+    *live = c->cols;
+    if (c->causal_lq > 0) {
+        *live = c->query + 1 < c->cols ? c->query + 1 : c->cols;
+        if (++c->query == c->causal_lq) c->query = 0;
+    }
+    *madd = NULL;
+    *mbool = NULL;
+    if (c->mask_add || c->mask_bool) {
+        if (c->inner_index < 0 || ++c->inner_index == c->inner) {
+            c->inner_index = r % c->inner;
+            c->base = mt_mask_row_offset(r - c->inner_index, c->mask_ndim, c->row_shape,
+                                         c->mask_row_strides);
+        }
+        const int64_t off = c->base + c->inner_index * c->inner_stride;
+        if (c->mask_add) *madd = c->mask_add + off;
+        else *mbool = c->mask_bool + off;
+    }
+}
+
+#if MT_CAT(MT_LANE_MASKS, ISA)
+/* The most bytes (x and y) a masked softmax takes through its pipeline (below): it is faster
+ * on rows from L2 or L3, and the three passes a row (softmax_row_masked) on rows from DRAM,
+ * where their prefetch of the next row has all three passes' time to arrive. */
+#define MT_MASKED_PIPELINE_BYTES (16 << 20)
+/* Rows [r0, r1) of a masked softmax as a pipeline: each step is one loop (fast_exp.h:
+ * softmax_masked_step) that exponentiates row r's scores, scores row r + 1 and divides row
+ * r - 1 by its sum, each up to its own width. A row whose max is -inf is zeros (all excluded)
+ * or NaN (a NaN behind it), as softmax_row_masked's. */
+static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64_t r1,
+                                             int64_t cols, T scale, V(row_cursor) *cursor,
+                                             int64_t mask_col_stride) {
+    int64_t live;
+    const T *madd;
+    const uint8_t *mbool;
+    V(row_cursor_next)(cursor, r0, &live, &madd, &mbool);
+    F(mt_masked_row) row = V(masked_row)(x + r0 * cols, y + r0 * cols, cols, scale, madd, mbool,
+                                         mask_col_stride, live);
+    T m = V(masked_scores)(row.x, row.y, row.width, row.live, scale, row.add, row.madd,
+                           row.mbool);
+    /* how far ahead rows are prefetched: 2 rows, or 3 KiB of shorter ones */
+    const int64_t row_bytes = cols * (int64_t)sizeof(T);
+    const int64_t ahead_rows = 3072 / row_bytes > 2 ? 3072 / row_bytes : 2;
+    T *prev = NULL; /* the row before, still to be divided by its sum */
+    int64_t prev_width = 0;
+    T prev_factor = 0;
+    for (int64_t r = r0; r < r1; ++r) {
+        T *yr = y + r * cols;
+        int64_t width = row.width;
+        if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(yr, width, (T)1);
+        if (m == -(T)INFINITY) width = 0; /* fully masked: all zeros, never 0/0 */
+        F(mt_masked_row) next = {0};
+        if (r + 1 < r1) {
+            V(row_cursor_next)(cursor, r + 1, &live, &madd, &mbool);
+            next = V(masked_row)(x + (r + 1) * cols, yr + cols, cols, scale, madd, mbool,
+                                 mask_col_stride, live);
+        }
+        const int has_next = r + 1 < r1;
+        T next_max = -(T)INFINITY;
+        double s = 0;
+        int64_t end = width > next.width ? width : next.width;
+        if (prev && prev_width > end) end = prev_width;
+        const T *ahead = r + ahead_rows < r1 ? x + (r + ahead_rows) * cols : NULL;
+        T *ahead_out = r + ahead_rows < r1 ? y + (r + ahead_rows) * cols : NULL;
+        for (int64_t j0 = 0; j0 < end; j0 += MT_SUM_BLOCK) { /* see MT_SUM_BLOCK */
+            const int64_t j1 = j0 + MT_SUM_BLOCK < end ? j0 + MT_SUM_BLOCK : end;
+            const double block = V(softmax_masked_step)(yr, width, m, has_next ? &next : NULL,
+                                                        &next_max, prev, prev_width,
+                                                        prev_factor, ahead, ahead_out, j0, j1);
+            if (j0 < width) s += block;
+        }
+        /* the rest of that row's y, which the loop's two lines a vector (of 64 bytes) did not
+         * reach: its zeros are written without a read (row_tail), each a miss otherwise */
+        const int64_t line = 64 / (int64_t)sizeof(T);
+        if (ahead_out)
+            for (int64_t j = 2 * ((end + line - 1) / line) * line; j < cols; j += line)
+                __builtin_prefetch(ahead_out + j, 1, 3);
+        V(row_tail)(yr, width, cols, s);
+        prev = width > 0 ? yr : NULL;
+        prev_width = width;
+        prev_factor = width > 0 ? (T)(1.0 / s) : 0;
+        m = next_max;
+        row = next;
+    }
+    if (prev) V(row_scale)(prev, prev_width, prev_factor);
+}
+#endif
+
+/* Rows [r0, r1) of a masked or causal softmax. */
 static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, int64_t r1,
                                    int64_t cols, T scale, const T *mask_add,
                                    const uint8_t *mask_bool, int64_t mask_ndim,
                                    const int64_t *row_shape, const int64_t *mask_row_strides,
                                    int64_t mask_col_stride, int64_t causal_lq) {
-    const int has_mask = mask_add != NULL || mask_bool != NULL;
-    /* offset(r) = offset(r - inner_index) + inner_index * stride of the mask's last row dim */
-    const int64_t inner = has_mask && mask_ndim > 0 ? row_shape[mask_ndim - 1] : 1;
-    const int64_t inner_stride = has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0;
-    int64_t inner_index = -1, base = 0;
-    int64_t query = causal_lq > 0 ? r0 % causal_lq : 0;
+    V(row_cursor) cursor = V(row_cursor_from)(r0, cols, mask_add, mask_bool, mask_ndim,
+                                              row_shape, mask_row_strides, causal_lq);
 #if MT_CAT(MT_SHORT_MASKED_ROWS, ISA)
     /* Short rows with a mask row of their own: a row's chain of reductions is most of its
      * time there (32 keys with a padding mask: 3x an unmasked row's), so they go in registers,
      * several side by side. */
+    const int has_mask = mask_add != NULL || mask_bool != NULL;
     const int together = has_mask && mask_col_stride == 1 &&
                          cols * (int64_t)sizeof(T) <= MT_SHORT_SOFTMAX_ROW_BYTES;
     int64_t live_of[MT_MASKED_ROWS_TOGETHER], first = r0, count = 0;
     const T *madd_of[MT_MASKED_ROWS_TOGETHER];
     const uint8_t *mbool_of[MT_MASKED_ROWS_TOGETHER];
-#endif
-    for (int64_t r = r0; r < r1; ++r) {
-        int64_t live = cols;
-        if (causal_lq > 0) {
-            live = query + 1 < cols ? query + 1 : cols;
-            if (++query == causal_lq) query = 0;
-        }
-        const T *madd = NULL;
-        const uint8_t *mbool = NULL;
-        if (has_mask) {
-            if (inner_index < 0 || ++inner_index == inner) {
-                inner_index = r % inner;
-                base = mt_mask_row_offset(r - inner_index, mask_ndim, row_shape,
-                                          mask_row_strides);
-            }
-            const int64_t off = base + inner_index * inner_stride;
-            if (mask_add) madd = mask_add + off;
-            else mbool = mask_bool + off;
-        }
-#if MT_CAT(MT_SHORT_MASKED_ROWS, ISA)
-        if (together) {
+    if (together) {
+        for (int64_t r = r0; r < r1; ++r) {
             if (count == 0) first = r;
-            live_of[count] = live;
-            madd_of[count] = madd;
-            mbool_of[count] = mbool;
+            V(row_cursor_next)(&cursor, r, &live_of[count], &madd_of[count], &mbool_of[count]);
             if (++count == MT_MASKED_ROWS_TOGETHER || r + 1 == r1) {
                 V(softmax_masked_short_rows)(x, y, first, count, cols, scale, live_of,
                                              mask_add ? madd_of : NULL,
                                              mask_add ? NULL : mbool_of);
                 count = 0;
             }
-            continue;
         }
+        return;
+    }
 #endif
+#if MT_CAT(MT_LANE_MASKS, ISA)
+    if (cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES &&
+        2 * rows * cols * (int64_t)sizeof(T) <= MT_MASKED_PIPELINE_BYTES) {
+        if (r0 < r1)
+            V(softmax_masked_rows_pipelined)(x, y, r0, r1, cols, scale, &cursor,
+                                             mask_col_stride);
+        return;
+    }
+#endif
+    for (int64_t r = r0; r < r1; ++r) {
+        int64_t live;
+        const T *madd;
+        const uint8_t *mbool;
+        V(row_cursor_next)(&cursor, r, &live, &madd, &mbool);
         if (r + 1 < r1 && cols * (int64_t)sizeof(T) <= MT_SHORT_ROW_BYTES) {
             /* the next row's x, and its y for writing: all of them, at once (a causal row's
              * exp pass prefetches only its `live` part, and the zeros after it are written
