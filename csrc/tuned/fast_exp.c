@@ -353,7 +353,8 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_avx512_f64(
  * The exp keeps the FMA pipes busy while loads and stores are idle, so a row's max pass and
  * its finishing pass (a zmm store every 2 cycles on Zen 4) ride along for free: a softmax or
  * log-softmax row costs one pass instead of three. ONE (scale is 1), HAS_NEXT and FINISH (0:
- * none, 1: scale, 2: log-softmax's) are constants after inlining. */
+ * none, 1: scale, 2: log-softmax's) are constants after inlining. out NULL: the exps are only
+ * summed (a log-sum-exp's row from cache, where their stores were a pass of their own). */
 
 __attribute__((target("avx512f"))) MT_INLINE static __m512 finish_f32(
     __m512 y, __m512 x, __m512 factor, __m512 shift, __m512 hi, __m512 lo, const int finish) {
@@ -385,7 +386,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
             __m512 pxv = finish == 2 ? _mm512_loadu_ps(px + j) : vs;
             _mm512_storeu_ps(py + j, finish_f32(pyv, pxv, pf, ps, phi, plo, finish));
         }
-        _mm512_storeu_ps(out + j, e);
+        if (out) _mm512_storeu_ps(out + j, e);
         acc = _mm512_add_ps(acc, e);
         /* max(v, m) is m where v is NaN: NaN skipped */
         if (has_next) m = _mm512_max_ps(_mm512_loadu_ps(next + j), m);
@@ -399,7 +400,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
             __m512 pxv = finish == 2 ? _mm512_maskz_loadu_ps(k, px + j) : vs;
             _mm512_mask_storeu_ps(py + j, k, finish_f32(pyv, pxv, pf, ps, phi, plo, finish));
         }
-        _mm512_mask_storeu_ps(out + j, k, e);
+        if (out) _mm512_mask_storeu_ps(out + j, k, e);
         acc = _mm512_mask_add_ps(acc, k, acc, e);
         if (has_next) m = _mm512_mask_max_ps(m, k, _mm512_maskz_loadu_ps(k, next + j), m);
     }
@@ -448,7 +449,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
             __m512d pxv = finish == 2 ? _mm512_loadu_pd(px + j) : vs;
             _mm512_storeu_pd(py + j, finish_f64(pyv, pxv, pf, ps, phi, plo, finish));
         }
-        _mm512_storeu_pd(out + j, e);
+        if (out) _mm512_storeu_pd(out + j, e);
         acc = _mm512_add_pd(acc, e);
         /* max(v, m) is m where v is NaN: NaN skipped */
         if (has_next) m = _mm512_max_pd(_mm512_loadu_pd(next + j), m);
@@ -462,7 +463,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
             __m512d pxv = finish == 2 ? _mm512_maskz_loadu_pd(k, px + j) : vs;
             _mm512_mask_storeu_pd(py + j, k, finish_f64(pyv, pxv, pf, ps, phi, plo, finish));
         }
-        _mm512_mask_storeu_pd(out + j, k, e);
+        if (out) _mm512_mask_storeu_pd(out + j, k, e);
         acc = _mm512_mask_add_pd(acc, k, acc, e);
         if (has_next) m = _mm512_mask_max_pd(m, k, _mm512_maskz_loadu_pd(k, next + j), m);
     }

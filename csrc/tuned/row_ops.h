@@ -275,7 +275,6 @@ MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, 
 #if MT_CAT(MT_PIPELINED, ISA)
     if (MT_CAT(MT_PIPELINED, ISA) == 1 ||
         (to_l2 && n * (int64_t)sizeof(T) >= MT_PIPELINE_MIN_BYTES)) { /* see MT_PIPELINED_avx2 */
-        T buffer[MT_SUM_BLOCK] __attribute__((aligned(64)));
         F(mt_row_finish) block_prev = prev ? *prev : (F(mt_row_finish)){0};
         double total = 0;
         for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) { /* blocks: see MT_SUM_BLOCK */
@@ -284,7 +283,7 @@ MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, 
                 block_prev.y = prev->y ? prev->y + j0 : NULL;
                 block_prev.x = prev->x ? prev->x + j0 : NULL;
             }
-            total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : buffer, len, scale, shift,
+            total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : NULL, len, scale, shift,
                                                   next ? next + j0 : NULL, next_max,
                                                   prev ? &block_prev : NULL,
                                                   ahead ? ahead + j0 : NULL,

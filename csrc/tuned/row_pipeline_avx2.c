@@ -79,7 +79,7 @@ __attribute__((target("avx2,fma"))) MT_INLINE static double RP(exp_sum_pipelined
             const RP_VEC pxv = finish == 2 ? RP_(loadu)(px + j) : vs;
             RP_(storeu)(py + j, RP(finish)(pyv, pxv, pf, ps, phi, plo, finish));
         }
-        RP_(storeu)(out + j, e);
+        if (out) RP_(storeu)(out + j, e);
         acc = RP_(add)(acc, e);
         /* max(v, m) is m where v is NaN: NaN skipped, as row_max */
         if (has_next) m = RP_(max)(RP_(loadu)(next + j), m);
@@ -91,7 +91,8 @@ __attribute__((target("avx2,fma"))) MT_INLINE static double RP(exp_sum_pipelined
         const RP_T e = RP_SCALAR_EXP(scale_is_one ? x[j] - shift : x[j] * scale - shift);
         if (finish == 1) py[j] *= f;
         if (finish == 2) py[j] = ((px[j] - fs) - fhi) - flo;
-        total += out[j] = e;
+        if (out) out[j] = e;
+        total += e;
         if (has_next) tail_max = next[j] > tail_max ? next[j] : tail_max;
     }
     if (has_next) *next_max = tail_max;

@@ -92,8 +92,10 @@ static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_
         const T *xr = x + r * n;
         T *yr = y + r * n;
         T next_max;
-        /* (out: y's lines are fetched for writing now, and the exps stay in L1) */
-        double log_sum = V(row_log_sum_exp_known_max)(xr, yr, n, &m, r + 1 < r1 ? xr + n : NULL,
+        /* (out, for rows from beyond L2: y's lines are fetched for writing now, a row ahead of
+         * its values; from cache the exps are only summed, those stores a pass of their own) */
+        double log_sum = V(row_log_sum_exp_known_max)(xr, to_l2 ? yr : NULL, n, &m,
+                                                      r + 1 < r1 ? xr + n : NULL,
                                                       &next_max, &pending,
                                                       MT_ROW_AFTER_NEXT(x, r, r1, n), to_l2);
         if (log_sum == -INFINITY) { /* all -inf: log of softmax's zeros, not NaN */
