@@ -222,22 +222,18 @@ int64_t softmax_short_masked_rows_avx512_f64(const double *x, double *y, int64_t
 #define MT_SHORT_SOFTMAX_ROW_BYTES 512
 /* A masked softmax row to be scored (softmax_rows.h): y[j] = x[j] * scale + add (madd[j] where
  * madd is not NULL), -inf where j >= live or mbool[j] (mbool not NULL), for j < width. */
-typedef struct {
-    const float *x;
-    float *y;
-    int64_t width, live;
-    float scale, add;
-    const float *madd;
-    const uint8_t *mbool;
-} mt_masked_row_f32;
-typedef struct {
-    const double *x;
-    double *y;
-    int64_t width, live;
-    double scale, add;
-    const double *madd;
-    const uint8_t *mbool;
-} mt_masked_row_f64;
+#define MT_MASKED_ROW(T, SFX) \
+    typedef struct {          \
+        const T *x;           \
+        T *y;                 \
+        int64_t width, live;  \
+        T scale, add;         \
+        const T *madd;        \
+        const uint8_t *mbool; \
+    } mt_masked_row_##SFX;
+MT_MASKED_ROW(float, f32)
+MT_MASKED_ROW(double, f64)
+#undef MT_MASKED_ROW
 /* AVX-512 (softmax_masked_step.h): columns [j0, j1) of three rows of a masked softmax in one
  * loop: returns the sum of cur[j] = exp(cur[j] - shift), j < n_exp (the current row, scored in
  * place); scores `next` (NULL for none), maxing its scores into *next_max; multiplies prev[j],
