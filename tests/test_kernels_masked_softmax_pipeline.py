@@ -2,14 +2,14 @@
 softmax_rows.h: softmax_masked_rows_pipelined), in which one loop exponentiates a row, scores the
 next and divides the one before, each up to its own width.
 
-It takes the masked rows of arrays up to MT_MASKED_PIPELINE_BYTES (16 MiB of x and y); larger
-ones keep the three passes a row (softmax_row_masked). Their values must be the same bit for
-bit, so each case here runs one array just over that size (three passes) and then its heads one
-at a time (the pipeline), on the same level and thread count: rows of every mask kind (causal
-only, key padding as bool and as floats, one additive mask row per query, one value per row),
-rows over one and two sum blocks (MT_SUM_BLOCK, 1024 columns), and fully masked and NaN rows
-at the first, second and last rows of a head and side by side, where the pipeline takes a row
-out and back in. The reference level checks the values themselves, at every tuned level.
+A row's values must not depend on the rows beside it. So each row of a pipelined call is
+computed again alone, with its causal limit folded into its mask (excluded columns are -inf
+either way, whose exps add exact zeros), and must come out the same bit for bit: rows of every
+mask kind (causal only, key padding as bool and as floats, one additive mask row per query,
+one value per row), rows over one and two sum blocks (MT_SUM_BLOCK, 1024 columns), and fully
+masked and NaN rows at the first, second and last rows of a head and side by side, where the
+pipeline's previous and next rows change width. The reference level checks the values
+themselves, at every tuned level.
 """
 import numpy as np
 import pytest
@@ -19,15 +19,7 @@ from test_kernels_softmax_short_rows import tight
 
 pytestmark = needs_c
 
-# csrc/tuned/softmax_rows.h: MT_MASKED_PIPELINE_BYTES
-PIPELINE_BYTES = 16 << 20
 AVX512 = [isa for isa in TUNED_ISAS if isa.startswith("avx512")]
-
-
-def heads_past_the_pipeline(queries, keys, dtype):
-    """Enough heads of queries x keys that x and y together pass PIPELINE_BYTES."""
-    head_bytes = 2 * queries * keys * np.dtype(dtype).itemsize
-    return PIPELINE_BYTES // head_bytes + 1
 
 
 def case(rng, kind, queries, keys, heads, dtype):
@@ -60,26 +52,36 @@ def case(rng, kind, queries, keys, heads, dtype):
     return x, mask, True
 
 
+def alone(x, mask, causal, head, query):
+    """Row (head, query) computed by itself: a 1-row call whose mask holds its causal limit
+    (bool: excluded; float: -inf), so the pipeline has no row before or after it."""
+    keys = x.shape[-1]
+    row = x[:, head:head + 1, query:query + 1]
+    beyond = np.arange(keys) > query if causal else np.zeros(keys, bool)
+    if mask is None:
+        return C.softmax_forward(row, scale=0.5, mask=beyond.reshape(1, 1, 1, keys))
+    row_mask = np.broadcast_to(mask, x.shape)[:, head:head + 1, query:query + 1]
+    if row_mask.dtype == np.bool_:
+        return C.softmax_forward(row, scale=0.5, mask=row_mask | beyond)
+    return C.softmax_forward(row, scale=0.5, mask=np.where(beyond, -np.inf, row_mask))
+
+
 @pytest.mark.skipif(not AVX512, reason="the pipeline is the AVX-512 level's; this CPU has none")
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("keys", [256, 1030, 2100])
+@pytest.mark.parametrize("keys", [130, 256, 1030, 2100])
 @pytest.mark.parametrize("kind", ["causal", "padding bool", "padding float", "per query float",
                                   "one value per row"])
-def test_pipelined_rows_equal_the_three_pass_rows_bit_for_bit(kind, keys, dtype, threads):
+def test_each_pipelined_row_equals_itself_computed_alone(kind, keys, dtype, threads):
     rng = np.random.default_rng([keys, len(kind)])
-    queries = 256 if keys == 256 else 64
-    heads = heads_past_the_pipeline(queries, keys, dtype)
+    queries, heads = 40, 5
     x, mask, causal = case(rng, kind, queries, keys, heads, dtype)
     with c_threads(threads, AVX512[-1]):
-        three_passes = C.softmax_forward(x, scale=0.5, mask=mask, causal=causal)
-        for h in range(heads):
-            head_mask = mask if mask is None or mask.shape[1] == 1 else mask[:, h:h + 1]
-            pipelined = C.softmax_forward(x[:, h:h + 1], scale=0.5, mask=head_mask,
-                                          causal=causal)
-            np.testing.assert_array_equal(pipelined[0, 0], three_passes[0, h],
-                                          err_msg=f"head {h}")
-    rows = three_passes[0]
+        rows = C.softmax_forward(x, scale=0.5, mask=mask, causal=causal)[0]
+        for head in range(heads):
+            for query in range(queries):
+                np.testing.assert_array_equal(alone(x, mask, causal, head, query)[0, 0, 0],
+                                              rows[head, query], err_msg=f"{head}, {query}")
     if kind != "per query float":
         for head, query in ((0, 0), (2, queries - 1), (3, 6)):
             assert (rows[head, query] == 0).all(), (head, query)

@@ -4,14 +4,13 @@
  * A masked row used to take three passes and a memset (softmax_rows.h: softmax_row_masked):
  * its scores and their max, its exps and their sum, then the division. Each pass is short on a
  * causal row (half a row on average), and between them sits a chain of latencies (a horizontal
- * max, a horizontal sum, a division) that the core could not overlap with the next row: the
- * 8x8x256x256 float32 pad + causal softmax ran at 74% of the copy bandwidth, an unmasked
- * pipelined row of twice the exps at 90%. Here one loop over the columns does the current
- * row's exps (scores in place, their sum), the next row's scores (and max) and the previous
- * row's division, each part as far as its own row's width reaches (lane masks), so the three
- * rows' chains overlap. The values are the three passes' bit for bit: the same operations per
- * lane, the sum in the same lanes (the caller adds blocks of MT_SUM_BLOCK, row_ops.h, as the
- * three passes did).
+ * max, a horizontal sum, a division) that the core could not overlap with the next row: an
+ * unmasked pipelined row, with twice the exps, ran faster. Here one loop over the columns does
+ * the current row's exps (scores in place, their sum), the next row's scores (and max) and the
+ * previous row's division, each part as far as its own row's width reaches (lane masks), so
+ * the three rows' chains overlap. The values are the three passes' bit for bit: the same
+ * operations per lane, the sum in the same lanes (the caller adds blocks of MT_SUM_BLOCK,
+ * row_ops.h, as the three passes did).
  *
  * Included by fast_exp.c once per element type, after softmax_short_rows.h, with its SR_
  * macros defined (lanes_below is that file's).
@@ -26,13 +25,15 @@
  *             j >= next->live or mbool[j] (kind 3), for j < next->width, maxed into *best
  *             (NaN skipped);
  *   previous: prev[j] *= factor for j < n_prev.
- * ahead / ahead_out (or NULL): the row after next's x and y, two lines of each per vector
- * (a causal row's loop is about as long as that row's live part). Each vector's loads come
- * before its stores: y starts half a page from x (large_buffers.page_offset_apart), so with
- * 2 KiB rows the next row's x[j] lies 4 KiB from the current row's y[j], and a load of it
- * after that store waits on it (4K aliasing: row_ops.h), as one of the previous row (4 KiB
- * rows) would. The next row's fields are read once (the stores could alias the struct). */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static void SR_NAME(masked_step_loop)(
+ * ahead / ahead_out (or NULL): a row ahead's x and y, one line of x and two of y per vector
+ * (a causal row's loop is about as long as its live part; the rest of y is zeros). Each
+ * vector's loads come before its stores: y starts half a page from x
+ * (large_buffers.page_offset_apart), so with 2 KiB rows the next row's x[j] lies 4 KiB from
+ * the current row's y[j], and a load of it after that store waits on it (4K aliasing:
+ * row_ops.h), as one of the previous row (4 KiB rows) would. The next row's fields are read
+ * once (the stores could alias the struct). */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static void
+SR_NAME(masked_step_loop)(
     SR_T *cur, int64_t n_exp, SR_T shift, const MT_CAT(mt_masked_row, SR_SFX) *next, SR_VEC *acc,
     SR_VEC *best, SR_T *prev, int64_t n_prev, SR_T factor, const SR_T *ahead, SR_T *ahead_out,
     int64_t j0, int64_t j1, SR_TABLE_TYPE tab, const int HAS_PREV, const int NEXT_KIND,
@@ -48,10 +49,7 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static void SR_NA
     const SR_MASK all = (SR_MASK)~(SR_MASK)0;
     SR_VEC sum = *acc, m = *best;
     for (int64_t j = j0; j < j1; j += SR_LANES) {
-        if (ahead) {
-            _mm_prefetch((const char *)(ahead + 2 * j), _MM_HINT_T0);
-            _mm_prefetch((const char *)(ahead + 2 * j + SR_LANES), _MM_HINT_T0);
-        }
+        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
         if (ahead_out) {
             _mm_prefetch((const char *)(ahead_out + 2 * j), _MM_HINT_ET0);
             _mm_prefetch((const char *)(ahead_out + 2 * j + SR_LANES), _MM_HINT_ET0);

@@ -305,10 +305,6 @@ static void V(row_cursor_next)(V(row_cursor) *c, int64_t r, int64_t *live, const
 }
 
 #if MT_CAT(MT_LANE_MASKS, ISA)
-/* The most bytes (x and y) a masked softmax takes through its pipeline (below): it is faster
- * on rows from L2 or L3, and the three passes a row (softmax_row_masked) on rows from DRAM,
- * where their prefetch of the next row has all three passes' time to arrive. */
-#define MT_MASKED_PIPELINE_BYTES (16 << 20)
 /* Rows [r0, r1) of a masked softmax as a pipeline: each step is one loop (fast_exp.h:
  * softmax_masked_step) that exponentiates row r's scores, scores row r + 1 and divides row
  * r - 1 by its sum, each up to its own width. A row whose max is -inf is zeros (all excluded)
@@ -350,17 +346,21 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
         T *ahead_out = r + ahead_rows < r1 ? y + (r + ahead_rows) * cols : NULL;
         for (int64_t j0 = 0; j0 < end; j0 += MT_SUM_BLOCK) { /* see MT_SUM_BLOCK */
             const int64_t j1 = j0 + MT_SUM_BLOCK < end ? j0 + MT_SUM_BLOCK : end;
-            const double block = V(softmax_masked_step)(yr, width, m, has_next ? &next : NULL,
-                                                        &next_max, prev, prev_width,
-                                                        prev_factor, ahead, ahead_out, j0, j1);
-            if (j0 < width) s += block;
+            /* (a block past this row's width adds an exact 0) */
+            s += V(softmax_masked_step)(yr, width, m, has_next ? &next : NULL, &next_max, prev,
+                                        prev_width, prev_factor, ahead, ahead_out, j0, j1);
         }
-        /* the rest of that row's y, which the loop's two lines a vector (of 64 bytes) did not
-         * reach: its zeros are written without a read (row_tail), each a miss otherwise */
-        const int64_t line = 64 / (int64_t)sizeof(T);
+        /* what the loop's prefetches (one line of x, two of y a 64-byte vector) did not reach:
+         * the rest of that row's y, whose zeros are written without a read (row_tail), each a
+         * miss otherwise, and the two lines of x past `end` that its causal limit may add.
+         * (x beyond them is never read: from DRAM, fetching it cost more than the misses.) */
+        const int64_t line = 64 / (int64_t)sizeof(T), end_line = (end + line - 1) / line * line;
         if (ahead_out)
-            for (int64_t j = 2 * ((end + line - 1) / line) * line; j < cols; j += line)
+            for (int64_t j = 2 * end_line; j < cols; j += line)
                 __builtin_prefetch(ahead_out + j, 1, 3);
+        if (ahead)
+            for (int64_t j = end_line; j < cols && j < end_line + 2 * line; j += line)
+                __builtin_prefetch(ahead + j, 0, 3);
         V(row_tail)(yr, width, cols, s);
         prev = width > 0 ? yr : NULL;
         prev_width = width;
@@ -405,8 +405,7 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
     }
 #endif
 #if MT_CAT(MT_LANE_MASKS, ISA)
-    if (cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES &&
-        2 * rows * cols * (int64_t)sizeof(T) <= MT_MASKED_PIPELINE_BYTES) {
+    if (cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES) {
         if (r0 < r1)
             V(softmax_masked_rows_pipelined)(x, y, r0, r1, cols, scale, &cursor,
                                              mask_col_stride);
