@@ -28,7 +28,8 @@ callbacks' Python state are put back as they were, every other array of the tape
 optimizer state and results must equal eager mode's bit for bit; otherwise ``fn`` computed
 something no tape sees (numpy arithmetic outside minitorch's ops, a Python number computed from
 data) and ``RuntimeError`` says so, the state left as eager mode's. From the fourth call on, the
-new inputs are copied into the captured ones and the tape is replayed.
+new inputs are copied into the captured ones and the tape is replayed. The tape's memory,
+read all through every step, is then moved onto 2 MiB pages (large_buffers.collapse_huge_pages).
 
 What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
 (ValueError otherwise; ``capture(fn, max_shapes=k)`` keeps a recording per shape instead),
@@ -80,6 +81,8 @@ class CapturedStep:
         outputs = self._check(args)
         self.tape, self.inputs, self.outputs = self._recorded
         self._recorded = self._lasting = None
+        from .backends import large_buffers  # the C backend's (a tape means it is built)
+        large_buffers.collapse_huge_pages(self.tape.owners().values())
         return outputs
 
     def _record(self, args):

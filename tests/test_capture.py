@@ -99,6 +99,20 @@ def test_replay_refreshes_the_same_output_tensor_and_records_nothing_new():
 
 
 @needs_c
+def test_a_checked_tape_moves_its_arrays_onto_huge_pages(monkeypatch):
+    from minitorch.backends import large_buffers
+    given = []
+    monkeypatch.setattr(large_buffers, "collapse_huge_pages", lambda arrays: given.append(
+        {id(a) for a in arrays}) or 0)
+    step, _, _ = seq2seq(minitorch.float32, 0.0)
+    captured = minitorch.capture(step)
+    for count, batch in enumerate(batches(5), start=1):
+        captured(*batch)
+        assert len(given) == (0 if count < 3 else 1)  # once, when the third call checks the tape
+    assert given[0] == set(captured.tape.owners())
+
+
+@needs_c
 def test_a_captured_forward_without_grad_follows_new_inputs():
     minitorch.manual_seed(0)
     layer = nn.TransformerEncoderLayer(16, 2, 32, dropout=0.0, batch_first=True)

@@ -6,6 +6,8 @@
 - Threads allocating and dropping outputs at once never get the same block while it is alive.
 - Every C kernel that returns a large output fills all of it, at every ISA level: run on blocks
   left full of NaN by a previous array, they still equal the numpy reference.
+- collapse_huge_pages advises the whole 2 MiB pages around each array, within its anonymous
+  mapping (never a file's), unless huge pages are off, and the data stays as it was.
 Sizes are kept small by lowering MIN_BYTES (the real threshold is 32 MiB).
 """
 import threading
@@ -169,6 +171,54 @@ def test_huge_page_advice_is_taken_on_linux():
         pytest.skip("madvise(MADV_HUGEPAGE) is Linux's")
     block = np.empty(8 << 20, np.uint8)
     assert LB.advise_huge_pages(address(block), block.nbytes)
+
+
+def test_collapse_huge_pages_advises_each_arrays_2mib_stretch_within_its_mapping(monkeypatch):
+    calls = []
+    monkeypatch.setattr(LB, "_madvise", lambda start, length, advice: calls.append(
+        (start, length, advice)) or 0)
+    monkeypatch.setattr(LB, "huge_pages_setting", lambda: "madvise")
+    rng = np.random.default_rng(0)
+    big, small = rng.standard_normal(1 << 20), rng.standard_normal(1000)  # 8 MiB, 8 KB
+    advised = LB.collapse_huge_pages([big, small, np.empty(0)])
+    hugepage = [(start, length) for start, length, advice in calls if advice == 14]
+    assert [(start, length) for start, length, advice in calls if advice == 25] == hugepage
+    assert advised == sum(length for _, length in hugepage)
+    mappings = LB._anonymous_mappings()
+    for array in (big, small):
+        begin, end = address(array), address(array) + array.nbytes
+        low, high = next((lo, hi) for lo, hi in mappings if lo <= begin < hi)
+        # the whole 2 MiB pages around the array, cut to its mapping, in one advised stretch
+        want = (max(low, begin // LB.HUGE_PAGE * LB.HUGE_PAGE),
+                min(high, -(-end // LB.HUGE_PAGE) * LB.HUGE_PAGE))
+        assert any(start <= want[0] and want[1] <= start + length for start, length in hugepage)
+    starts = sorted(hugepage)  # merged: no two stretches overlap or touch
+    assert all(a[0] + a[1] < b[0] for a, b in zip(starts, starts[1:]))
+
+
+def test_collapse_huge_pages_leaves_files_and_respects_the_settings(monkeypatch, tmp_path):
+    calls = []
+    monkeypatch.setattr(LB, "_madvise", lambda *args: calls.append(args) or 0)
+    monkeypatch.setattr(LB, "huge_pages_setting", lambda: "madvise")
+    mapped = np.memmap(tmp_path / "values", dtype=np.float64, mode="w+", shape=(1 << 18,))
+    assert LB.collapse_huge_pages([mapped]) == 0 and calls == []  # a file's pages: not anonymous
+    array = np.ones(1 << 18)
+    monkeypatch.setattr(LB, "huge_pages_setting", lambda: "never")
+    assert LB.collapse_huge_pages([array]) == 0
+    monkeypatch.setattr(LB, "huge_pages_setting", lambda: "always")
+    monkeypatch.setenv("MINITORCH_MALLOC_TUNING", "0")
+    assert LB.collapse_huge_pages([array]) == 0 and calls == []
+    del mapped
+
+
+def test_collapse_huge_pages_keeps_the_data_on_linux():
+    import sys
+    if not sys.platform.startswith("linux") or LB.huge_pages_setting() in (None, "never"):
+        pytest.skip("transparent huge pages are Linux's, and set to 'never' here")
+    array = np.random.default_rng(1).standard_normal(1 << 20)
+    before = array.copy()
+    assert LB.collapse_huge_pages([array]) >= array.nbytes
+    np.testing.assert_array_equal(array, before)
 
 
 def test_page_offset_apart_is_the_middle_of_the_widest_gap():
