@@ -27,15 +27,27 @@
 #include "row_ops.h"
 #include "softmax_rows.h"
 
+#define MT_AHEAD 2
 #define MT_HEAD(ptr, st, b, h) ((ptr) + ((b) / (h)) * (st)[0] + ((b) % (h)) * (st)[1])
 
-/* Ask for a head's rows x cols operand (rows ld apart) in L2, a head ahead of its products:
- * read in place from a projection, its rows are KiBs apart, and each line the micro-kernel
- * misses stalls it (with gemm_small's packing of such rows, the heads ran faster: 8f0a06b). */
+/* Ask for a head's rows x cols operand (rows ld apart) in L2, MT_AHEAD heads ahead of its
+ * products: read in place from a projection, its rows are KiBs apart, and each line the
+ * micro-kernel misses stalls it (with gemm_small's packing of such rows, the heads ran faster:
+ * 8f0a06b). In a training step every operand of a small head comes from memory, so the asks
+ * are spread between the current head's products (each with the product that reads the same
+ * operand) rather than made at once: a head's every line at once came too late for the next. */
 static void V(prefetch_head)(const T *x, int64_t rows, int64_t cols, int64_t ld) {
     for (int64_t r = 0; r < rows; ++r)
         for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
             __builtin_prefetch(x + r * ld + j, 0, 2);
+}
+
+/* The same for an operand the head's products will write (the backward's gradients; not the
+ * forward's weights, which its first product writes whole: asked for, the big heads ran slower). */
+static void V(prefetch_head_for_writing)(const T *x, int64_t rows, int64_t cols, int64_t ld) {
+    for (int64_t r = 0; r < rows; ++r)
+        for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
+            __builtin_prefetch(x + r * ld + j, 1, 2);
 }
 
 /* c = op(a) op(b) (m x n, inner dim k) on this thread; an empty sum is 0, as in mt_gemm. */
@@ -92,12 +104,12 @@ int V(tuned_attention_forward)(const T *q, const T *k, const T *v, T *out, T *we
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < n * h; ++b) {
             if (!scratch) continue;
-            if (b + 1 < n * h) {
-                V(prefetch_head)(MT_HEAD(q, qs, b + 1, h), l, d, qs[2]);
-                V(prefetch_head)(MT_HEAD(k, ks, b + 1, h), s, d, ks[2]);
-                V(prefetch_head)(MT_HEAD(v, vs, b + 1, h), s, dv, vs[2]);
-            }
             T *w = weights + b * l * s;
+            const int64_t a = b + MT_AHEAD < n * h ? b + MT_AHEAD : -1; /* the head to prefetch */
+            if (a >= 0) {
+                V(prefetch_head)(MT_HEAD(q, qs, a, h), l, d, qs[2]);
+                V(prefetch_head)(MT_HEAD(k, ks, a, h), s, d, ks[2]);
+            }
             V(product)(isa, 0, 1, l, s, d, MT_HEAD(q, qs, b, h), qs[2], MT_HEAD(k, ks, b, h),
                        ks[2], w, s, scratch);
             if (s > 0)
@@ -105,6 +117,10 @@ int V(tuned_attention_forward)(const T *q, const T *k, const T *v, T *out, T *we
                                 mask_add, mask_bool, 3, row_shape, mask_row_strides,
                                 mask_col_stride, causal ? l : 0);
             const T *wk = V(kept_weights)(w, keep ? keep + b * l * s : NULL, kept, l * s);
+            if (a >= 0) {
+                V(prefetch_head)(MT_HEAD(v, vs, a, h), s, dv, vs[2]);
+                V(prefetch_head_for_writing)(MT_HEAD(out, os, a, h), l, dv, os[2]);
+            }
             V(product)(isa, 0, 0, l, dv, s, wk, s, MT_HEAD(v, vs, b, h), vs[2],
                        MT_HEAD(out, os, b, h), os[2], scratch);
         }
@@ -137,23 +153,32 @@ int V(tuned_attention_backward)(const T *q, const T *k, const T *v, const T *wei
 #pragma omp for schedule(static)
         for (int64_t b = 0; b < n * h; ++b) {
             if (!scratch) continue;
-            if (b + 1 < n * h) {
-                V(prefetch_head)(MT_HEAD(q, qs, b + 1, h), l, d, qs[2]);
-                V(prefetch_head)(MT_HEAD(k, ks, b + 1, h), s, d, ks[2]);
-                V(prefetch_head)(MT_HEAD(v, vs, b + 1, h), s, dv, vs[2]);
-                V(prefetch_head)(MT_HEAD(dout, gs, b + 1, h), l, dv, gs[2]);
-            }
             const T *qh = MT_HEAD(q, qs, b, h), *kh = MT_HEAD(k, ks, b, h);
             const T *vh = MT_HEAD(v, vs, b, h), *g = MT_HEAD(dout, gs, b, h);
             const T *w = weights + b * l * s, *kp = keep ? keep + b * l * s : NULL;
+            const int64_t a = b + MT_AHEAD < n * h ? b + MT_AHEAD : -1; /* the head to prefetch */
+            if (a >= 0) {
+                V(prefetch_head)(MT_HEAD(dout, gs, a, h), l, dv, gs[2]);
+                V(prefetch_head)(MT_HEAD(v, vs, a, h), s, dv, vs[2]);
+            }
             V(product)(isa, 0, 1, l, s, dv, g, gs[2], vh, vs[2], p, s, scratch);
             if (kp)
                 for (int64_t i = 0; i < l * s; ++i) p[i] *= kp[i];
+            if (a >= 0) V(prefetch_head)(weights + a * l * s, 1, l * s, 0);
             V(softmax_backward_rows)(w, p, p, 0, l, s, scale);
+            if (a >= 0) {
+                V(prefetch_head)(MT_HEAD(k, ks, a, h), s, d, ks[2]);
+                V(prefetch_head_for_writing)(MT_HEAD(dq, dqs, a, h), l, d, dqs[2]);
+            }
             V(product)(isa, 0, 0, l, d, s, p, s, kh, ks[2], MT_HEAD(dq, dqs, b, h), dqs[2],
                        scratch);
+            if (a >= 0) {
+                V(prefetch_head)(MT_HEAD(q, qs, a, h), l, d, qs[2]);
+                V(prefetch_head_for_writing)(MT_HEAD(dk, dks, a, h), s, d, dks[2]);
+            }
             V(product)(isa, 1, 0, s, d, l, p, s, qh, qs[2], MT_HEAD(dk, dks, b, h), dks[2],
                        scratch);
+            if (a >= 0) V(prefetch_head_for_writing)(MT_HEAD(dv_out, dvs, a, h), s, dv, dvs[2]);
             V(product)(isa, 1, 0, s, dv, l, V(kept_weights)(w, kp, kept, l * s), s, g, gs[2],
                        MT_HEAD(dv_out, dvs, b, h), dvs[2], scratch);
         }
@@ -163,4 +188,5 @@ int V(tuned_attention_backward)(const T *q, const T *k, const T *v, const T *wei
 }
 
 #undef MT_HEAD
+#undef MT_AHEAD
 #endif
