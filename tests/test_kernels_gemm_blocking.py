@@ -42,10 +42,10 @@ def assert_within_rounding(got, expected, a, b, c0, alpha, beta):
 
 # m, n, k: m % 8 and % 6 != 0 (partial row tiles), n % 32 and % 16 != 0 (partial column
 # slivers), k % 8 != 0 (the packers' scalar tails), k past one K block of 512 (and 256) into
-# two or three, m below one tile, one A block, several A blocks.
+# two or three, m below one tile, one A block, several A blocks, n past one B panel.
 REFERENCE: dict = {}  # (dtype, m, n, k, trans_a, trans_b) -> the reference body's product
 BLOCK_SHAPES = [(203, 97, 1100), (5, 33, 513), (129, 64, 1031), (300, 130, 517),
-                (17, 300, 700), (64, 64, 64)]
+                (17, 300, 700), (64, 64, 64), (9, 4200, 40)]
 
 
 @needs_c

@@ -5,7 +5,8 @@
  * holds what the level below reuses, and hands register tiles to the SIMD micro-kernels of
  * gemm_microkernels.c (chosen by the ISA level). Loop nest, outermost first:
  *   jc over N in NC columns       (B panel kc x nc lives in L3)
- *     pc over K in KC             (pack B panel into NR-column slivers, shared by threads)
+ *     pc over K in KC             (pack B panel into NR-column slivers, shared by threads;
+ *                                  a thread alone packs each as its first A block reaches it)
  *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2;
  *                                  on AVX-512 a row-major A's full slivers are read in place)
  *         jr over NR slivers      (B sliver stays in L1)
@@ -150,6 +151,24 @@ static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t 
     }
 }
 
+/* Ask for part `part` of `parts` of sliver s's source in op(B)[p0:p0+kc, j0:j0+nc] in L2, so
+ * that packing the sliver finds it there: while the sliver before it is multiplied, a B fresh
+ * from memory (a weight gradient's forward activation) then costs no wait of its own. */
+static void F(prefetch_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t kc,
+                                 int64_t j0, int64_t nc, int64_t s, int64_t part,
+                                 int64_t parts) {
+    const int64_t line = 64 / (int64_t)sizeof(T), col0 = s * pr->plan.nr;
+    const int64_t cols = nc - col0 < pr->plan.nr ? nc - col0 : pr->plan.nr;
+    /* stored rows: kc rows of cols values, or (transposed) cols rows of kc values */
+    const int64_t rows = pr->trans_b ? cols : kc, width = pr->trans_b ? kc : cols;
+    const T *first = pr->trans_b ? b + (j0 + col0) * pr->ldb + p0 : b + p0 * pr->ldb + j0 + col0;
+    for (int64_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r) {
+        const T *row = first + r * pr->ldb;
+        for (int64_t j = 0; j < width; j += line) __builtin_prefetch(row + j, 0, 2);
+        __builtin_prefetch(row + width - 1, 0, 2);
+    }
+}
+
 /* C[0:rows, 0:cols] = alpha * edge + beta * C (C not read when beta is 0): an edge tile the
  * micro-kernel wrote to `edge` (rows nr apart), a row at a time in vectors (the attention
  * scores of fewer keys than NR are all edge tiles). */
@@ -192,18 +211,24 @@ static void F(add_bias_tile)(T *c, int64_t ldc, int64_t rows, int64_t cols, cons
 /* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. A's full row tiles
  * are read from a_rows (op(A)[ic:, pc:] where it lies, rows lda apart) when it is not NULL, else
  * from the packed block ap; a last partial row tile is always packed, at the start of ap.
+ * b_src not NULL: the panel is not packed yet; each sliver is packed from b_src (op(B)'s
+ * [pc:pc+kc, jc:jc+nc]) as its tiles come, the next one's source asked for meanwhile.
  * last_k: this is the last K block, so C's tiles are done (the bias goes in). */
-static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, const T *bp,
-                            T *c, int64_t ic, int64_t mc, int64_t jc, int64_t nc,
-                            int64_t kc, int64_t s0, int64_t s1, T beta, int last_k) {
+static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *bp,
+                            const T *b_src, T *c, int64_t ic, int64_t mc, int64_t jc,
+                            int64_t nc, int64_t pc, int64_t kc, int64_t s0, int64_t s1, T beta,
+                            int last_k) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
-    const int64_t ldc = pr->ldc, full_rows = mc / mr * mr;
+    const int64_t ldc = pr->ldc, full_rows = mc / mr * mr, tiles = (mc + mr - 1) / mr;
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     for (int64_t s = s0; s < s1; ++s) {
         int64_t j = s * nr;
         int64_t cols = nc - j < nr ? nc - j : nr;
         const T *bs = bp + j * kc;
+        if (b_src) F(pack_b_sliver)(pr, b_src, pc, kc, jc, nc, s, bp);
         for (int64_t i = 0; i < mc; i += mr) {
+            if (b_src && s + 1 < s1)
+                F(prefetch_b_sliver)(pr, b_src, pc, kc, jc, nc, s + 1, i / mr, tiles);
             int64_t rows = mc - i < mr ? mc - i : mr;
             T *ct = c + (ic + i) * ldc + jc + j;
             int full = rows == mr && cols == nr;
@@ -280,9 +305,11 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
             int64_t kc = k - pc < pr->kc ? k - pc : pr->kc;
             T beta = pc == 0 ? pr->beta : (T)1;
             T *bpack = team->bpack[team->panels++ & 1];
-            for (int64_t s; (s = F(take_item)(team, MT_PACKING, slivers)) >= 0;)
-                F(pack_b_sliver)(pr, b, pc, kc, jc, nc, s, bpack);
+            /* A thread alone packs B's slivers as its first A block reaches them (below). */
+            const T *b_unpacked = team->nthr == 1 ? b : NULL;
             if (team->nthr > 1) {
+                for (int64_t s; (s = F(take_item)(team, MT_PACKING, slivers)) >= 0;)
+                    F(pack_b_sliver)(pr, b, pc, kc, jc, nc, s, bpack);
 #pragma omp barrier
             }
             for (int64_t w; (w = F(take_item)(team, MT_MULTIPLYING, n_ic * n_js)) >= 0;) {
@@ -301,9 +328,10 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                     if (full_rows < mc)
                         F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack);
                 }
-                F(macro_kernel)(pr, a_rows, apack, bpack, c, ic, mc, jc, nc, kc,
+                F(macro_kernel)(pr, a_rows, apack, bpack, b_unpacked, c, ic, mc, jc, nc, pc, kc,
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta,
                                 pc + kc >= k);
+                b_unpacked = NULL;
             }
         }
     }
