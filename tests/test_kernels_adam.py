@@ -111,6 +111,33 @@ def test_c_adam_step_per_parameter_steps_and_fallbacks():
     assert not np.array_equal(got[0][1], params[1])  # the view was updated in place
 
 
+@needs_c
+def test_c_adam_step_keeps_its_pointer_lists_only_for_the_same_arrays():
+    """The C update reuses the last call's pointer lists when it gets the very same arrays (a
+    captured step's), and makes new ones for new arrays, even where a new array takes a freed
+    one's id: each step equals numpy's update either way."""
+    rng = np.random.default_rng(2)
+    params, grads, exp_avgs, exp_avg_sqs, _ = make_state(rng, np.float32, False)
+    expected = copied([params, grads, exp_avgs, exp_avg_sqs])
+    hyper = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
+    plans = []
+    for step in range(1, 6):
+        if step >= 3:  # fresh gradients, as a loop that sets them to None makes each step;
+            del grads      # the old ones freed first, so that a new one may take an old id
+            grads = [rng.standard_normal(p.shape).astype(np.float32) for p in params]
+            expected[1] = [g.copy() for g in grads]
+        sizes, bc2 = [1e-2 / (1 - 0.9 ** step)] * len(SHAPES), [(1 - 0.999 ** step) ** 0.5] * 7
+        N.adam_step(*expected, None, sizes, bc2, **hyper)
+        C.adam_step(params, grads, exp_avgs, exp_avg_sqs, None, sizes, bc2, **hyper)
+        plans.append(C._AdamPlan.last)
+        for want, have in zip(expected[0] + expected[2] + expected[3],
+                              params + exp_avgs + exp_avg_sqs):
+            np.testing.assert_array_equal(have, want, err_msg=f"step {step}")
+    assert plans[1] is plans[0] and all(plan is not plans[0] for plan in plans[2:])
+    with pytest.raises(ValueError, match="one entry per parameter"):
+        C.adam_step(params, grads, exp_avgs, exp_avg_sqs, None, sizes[:-1], bc2, **hyper)
+
+
 def tiny_model(dtype):
     minitorch.manual_seed(0)
     model = minitorch.nn.Sequential(minitorch.nn.Linear(5, 7), minitorch.nn.ReLU(),

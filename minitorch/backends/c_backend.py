@@ -22,8 +22,10 @@ update in place (half dtypes, strided views) to numpy_backend's update.
 """
 import contextlib
 import functools
+import itertools
 import math
 import os
+import weakref
 
 import numpy as np
 
@@ -1227,41 +1229,75 @@ def _adam_ready(dtype, arrays):
 def adam_step(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step_sizes,
               bias_correction2_sqrts, *, lr, beta1, beta2, eps, weight_decay,
               decoupled_weight_decay=False, maximize=False):
-    numpy_backend._check_adam_lists(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs,
-                                    step_sizes, bias_correction2_sqrts)
+    lists = (params, grads, exp_avgs, exp_avg_sqs) + (
+        (max_exp_avg_sqs,) if max_exp_avg_sqs is not None else ())
+    plan = _adam_plan(lists, step_sizes, bias_correction2_sqrts)
     hyper = dict(lr=float(lr), beta1=float(beta1), beta2=float(beta2), eps=float(eps),
                  weight_decay=float(weight_decay))
-    amsgrad = max_exp_avg_sqs is not None
-    by_dtype, elsewhere = {}, []  # float32/float64 parameters for C; the rest for numpy
-    for i, p in enumerate(params):
-        dtype = getattr(p, "dtype", None)
-        arrays = (p, grads[i], exp_avgs[i], exp_avg_sqs[i],
-                  max_exp_avg_sqs[i] if amsgrad else None)
-        if dtype in _SUFFIX and _adam_ready(dtype, arrays):
-            by_dtype.setdefault(dtype, []).append(i)
-        else:  # a half dtype, a strided view, a read-only array: numpy's update, in place
-            elsewhere.append(i)
-    for dtype, chosen in by_dtype.items():
-        pointer = _C_TYPE[dtype]
-        lists = [[ffi.from_buffer(_C_ARRAY[dtype], arrays[i]) for i in chosen]
-                 for arrays in (params, grads, exp_avgs, exp_avg_sqs)
-                 + ((max_exp_avg_sqs,) if amsgrad else ())]
-        c_lists = [ffi.new(pointer + "[]", [ffi.cast(pointer, x) for x in entries])
-                   for entries in lists]
+    for dtype, chosen, c_lists, sizes in plan.by_dtype:
         status = _kernel("adam_step", dtype)(
-            len(chosen), *c_lists[:4], c_lists[4] if amsgrad else ffi.NULL,
-            ffi.new("int64_t[]", [params[i].size for i in chosen]),
+            len(chosen), *c_lists[:4], c_lists[4] if len(c_lists) > 4 else ffi.NULL, sizes,
             ffi.new("double[]", [float(step_sizes[i]) for i in chosen]),
             ffi.new("double[]", [float(bias_correction2_sqrts[i]) for i in chosen]),
             hyper["lr"], hyper["beta1"], hyper["beta2"], hyper["eps"], hyper["weight_decay"],
             int(bool(decoupled_weight_decay)), int(bool(maximize)))
         _check_status(status, "adam_step")
-    if elsewhere:
+    if plan.elsewhere:
         numpy_backend.adam_step(
-            *([a[i] for i in elsewhere] for a in (params, grads, exp_avgs, exp_avg_sqs)),
-            [max_exp_avg_sqs[i] for i in elsewhere] if amsgrad else None,
-            [step_sizes[i] for i in elsewhere], [bias_correction2_sqrts[i] for i in elsewhere],
+            *([a[i] for i in plan.elsewhere] for a in lists[:4]),
+            [max_exp_avg_sqs[i] for i in plan.elsewhere] if len(lists) > 4 else None,
+            [step_sizes[i] for i in plan.elsewhere],
+            [bias_correction2_sqrts[i] for i in plan.elsewhere],
             decoupled_weight_decay=decoupled_weight_decay, maximize=maximize, **hyper)
+
+
+class _AdamPlan:
+    """Which parameters C updates, by dtype, with the C pointer lists of their arrays
+    (``by_dtype``: (dtype, indices, lists, sizes)), and which numpy does (``elsewhere``).
+    Making one costs a few microseconds a parameter, as long as the update itself for a small
+    model, so the last one is kept: a captured step (or a loop that keeps its gradients) updates
+    the same arrays every step. ``arrays`` holds weak references: while all are alive, the same
+    ids are the same arrays."""
+
+    last = None
+
+    def __init__(self, key, lists):
+        self.key = key
+        try:
+            self.arrays = [weakref.ref(a) for a in itertools.chain(*lists)]
+        except TypeError:  # not all numpy arrays: not kept
+            self.arrays = None
+        self.by_dtype, self.elsewhere = [], []
+        chosen_by_dtype = {}
+        for i, p in enumerate(lists[0]):
+            dtype = getattr(p, "dtype", None)
+            if dtype in _SUFFIX and _adam_ready(dtype, [a[i] for a in lists]):
+                chosen_by_dtype.setdefault(dtype, []).append(i)
+            else:  # a half dtype, a strided view, a read-only array: numpy's update, in place
+                self.elsewhere.append(i)
+        for dtype, chosen in chosen_by_dtype.items():
+            pointer = _C_TYPE[dtype]
+            c_lists = [ffi.new(pointer + "[]", [ffi.cast(pointer, ffi.from_buffer(
+                _C_ARRAY[dtype], arrays[i])) for i in chosen]) for arrays in lists]
+            self.by_dtype.append((dtype, chosen, c_lists,
+                                  ffi.new("int64_t[]", [lists[0][i].size for i in chosen])))
+
+    def fits(self, key):
+        return key == self.key and all(ref() is not None for ref in self.arrays)
+
+
+def _adam_plan(lists, step_sizes, bias_correction2_sqrts):
+    """The _AdamPlan of these arrays: the last one if they are its arrays, else a new one."""
+    last = _AdamPlan.last
+    if last is not None and all(type(x) is list for x in lists) \
+            and len(step_sizes) == len(bias_correction2_sqrts) == len(lists[0]):
+        if last.fits(tuple(map(id, itertools.chain(*lists)))):
+            return last
+    numpy_backend._check_adam_lists(*lists[:4], lists[4] if len(lists) > 4 else None,
+                                    step_sizes, bias_correction2_sqrts)
+    plan = _AdamPlan(tuple(map(id, itertools.chain(*lists))), lists)
+    _AdamPlan.last = plan if plan.arrays is not None else None
+    return plan
 
 
 # ---------------------------------------------------------------------------------------------
