@@ -229,6 +229,13 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
         for (int64_t i = 0; i < mc; i += mr) {
             if (b_src && s + 1 < s1)
                 F(prefetch_b_sliver)(pr, b_src, pc, kc, jc, nc, s + 1, i / mr, tiles);
+            if (a_rows && s == s0 && i + 2 * mr <= full_rows) /* the next row tile, first use */
+                for (int r = 0; r < mr; ++r) {
+                    const T *row = a_rows + (i + mr + r) * pr->lda;
+                    for (int64_t p = 0; p < kc; p += 64 / (int64_t)sizeof(T))
+                        __builtin_prefetch(row + p, 0, 2);
+                    __builtin_prefetch(row + kc - 1, 0, 2);
+                }
             int64_t rows = mc - i < mr ? mc - i : mr;
             T *ct = c + (ic + i) * ldc + jc + j;
             int full = rows == mr && cols == nr;
