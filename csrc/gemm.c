@@ -6,7 +6,8 @@
  * op(X) is X or its transpose, X_b = x + b*stride_x (a stride of 0 broadcasts X), rows ld
  * elements apart. beta == 0 means C is not read; alpha == 0 (or k == 0) that A and B are not.
  * mt_gemm_bias is the same product (batch 1, alpha 1, beta 0) with a bias row added to C's
- * rows and an optional ReLU: a Linear layer's forward.
+ * rows and an optional ReLU: a Linear layer's forward; mt_linear_param_grads its backward's
+ * weight and bias gradients (the product dYᵀ X and dY's column sums) from one pass over dY.
  * The reference body is the triple loop, summing in double. The tuned body
  * (tuned/gemm_tuned.c) blocks and packs the operands for the caches and SIMD micro-kernels.
  * This file is its own body, compiled once per element type T (each_dtype.h).
@@ -89,5 +90,22 @@ int F(mt_gemm_bias)(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k, c
             c[i * ldc + j] = relu && z < 0 ? 0 : z;
         }
     return 0;
+}
+
+/* dW = dYᵀ X and db = dY's column sums (minitorch.h): Linear's weight and bias gradients. The
+ * tuned body adds each column of dY into db as it packs dY for the product, rows in order in
+ * T, as mt_sum_cols adds them; the reference body makes the product, then that sum. */
+int F(mt_linear_param_grads)(const T *dy, int64_t ldy, const T *x, int64_t ldx, int64_t rows,
+                             int64_t out, int64_t in, T *dw, int64_t ldw, T *db) {
+    if (rows < 0 || out < 0 || in < 0 || ldy < out || ldx < in || ldw < in) return MT_ERR_ARGS;
+    if (out == 0) return 0;
+    for (int64_t j = 0; j < out; ++j) db[j] = 0;
+    int isa = mt_get_isa();
+    if (rows > 0 && in > 0 && isa > MT_ISA_REFERENCE)
+        return F(tuned_gemm_a_sums)(isa, out, in, rows, dy, ldy, x, ldx, dw, ldw, db);
+    int status = F(mt_gemm)(1, 0, out, in, rows, 1, dy, ldy, 0, x, ldx, 0, 0, dw, ldw, 0, 1);
+    for (int64_t i = 0; i < rows; ++i)
+        for (int64_t j = 0; j < out; ++j) db[j] += dy[i * ldy + j];
+    return status;
 }
 #endif

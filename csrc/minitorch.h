@@ -72,6 +72,18 @@ int mt_gemm_bias_f64(int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                      const double *a, int64_t lda, const double *b, int64_t ldb,
                      const double *bias, int relu, double *c, int64_t ldc);
 
+/* ---- a Linear layer's parameter gradients (gemm.c) ----
+ * dW = dYᵀ X (out x in, rows ldw apart) and db[j] = sum over i of dY[i*ldy + j] (out values),
+ * for dY rows x out and X rows x in (rows ldy and ldx apart): both from one pass over dY (the
+ * tuned body sums dY's columns while it packs them for the GEMM), the values of mt_gemm
+ * (trans_a, alpha 1, beta 0) and of mt_sum_cols, bit for bit. rows may be 0 (zeros). */
+int mt_linear_param_grads_f32(const float *dy, int64_t ldy, const float *x, int64_t ldx,
+                              int64_t rows, int64_t out, int64_t in, float *dw, int64_t ldw,
+                              float *db);
+int mt_linear_param_grads_f64(const double *dy, int64_t ldy, const double *x, int64_t ldx,
+                              int64_t rows, int64_t out, int64_t in, double *dw, int64_t ldw,
+                              double *db);
+
 /* ---- softmax over the last dim (softmax.c) ----
  * x, y: rows x cols contiguous. z = x*scale (+ mask_add) ; entries where mask_bool != 0, or
  * (causal_lq > 0) with column j > (row % causal_lq), are excluded. A row with nothing left

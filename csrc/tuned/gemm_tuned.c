@@ -38,6 +38,7 @@ typedef struct {
     int64_t blocks_m; /* A blocks per K block: each gets an equal share (+-1) of MR slivers */
     const T *bias;    /* NULL, or a row added to every row of C once its sums are done */
     int relu;         /* with bias: then C = max(C, 0) */
+    T *a_sums;        /* NULL, or (transposed A) where op(A)'s row sums are added as A is packed */
 } F(gemm_problem);
 #define PROBLEM F(gemm_problem)
 
@@ -57,11 +58,12 @@ typedef struct {
  * lda = 512 floats (2 KiB) all those lines fall into 2 of the 64 L1 sets, which starves the kernel.
  * Walking row by row instead scatters every row over all the slivers, kc*MR elements apart: one
  * store per page. So take 8 stored rows at a time (at most a few KiB, L1-resident) and write each
- * sliver's 8*MR contiguous values from them. */
+ * sliver's 8*MR contiguous values from them. sums not NULL: each stored row is also added into
+ * sums[0:mc] while in L1, rows in order (op(A)'s row sums: a Linear's bias gradient). */
 #define MT_PACK_A_T_ROWS 8
 static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
                                  int64_t mc, int64_t p0, int64_t kc,
-                                 T *restrict ap) {
+                                 T *restrict ap, T *restrict sums) {
     const int mr = pr->plan.mr;
     const int64_t full = mc / mr, tail = mc - full * mr;
     for (int64_t q0 = 0; q0 < kc; q0 += MT_PACK_A_T_ROWS) {
@@ -88,15 +90,18 @@ static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
                 for (; r < mr; ++r) dst[q * mr + r] = 0;
             }
         }
+        if (sums)
+            for (int64_t q = 0; q < q1 - q0; ++q)
+                for (int64_t i = 0; i < mc; ++i) sums[i] += src[q * pr->lda + i];
     }
 }
 #undef MT_PACK_A_T_ROWS
 
 static void F(pack_a)(const PROBLEM *pr, const T *a, int64_t i0, int64_t mc,
-                      int64_t p0, int64_t kc, T *restrict ap) {
+                      int64_t p0, int64_t kc, T *restrict ap, T *restrict sums) {
     const int mr = pr->plan.mr;
     if (pr->trans_a) {
-        F(pack_a_transposed)(pr, a, i0, mc, p0, kc, ap);
+        F(pack_a_transposed)(pr, a, i0, mc, p0, kc, ap, sums);
         return;
     }
     for (int64_t s = 0; s < mc; s += mr) {
@@ -328,12 +333,14 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                 int64_t mc = (i_end < m ? i_end : m) - ic;
                 const T *a_rows = NULL;
                 if (pr->trans_a || !pr->plan.a_rows_in_place) {
-                    F(pack_a)(pr, a, ic, mc, pc, kc, apack);
+                    /* op(A)'s row sums: each block's once, by whoever packs it first */
+                    F(pack_a)(pr, a, ic, mc, pc, kc, apack,
+                              pr->a_sums && js == 0 ? pr->a_sums + ic : NULL);
                 } else { /* row-major A's full row tiles are read where they lie */
                     const int64_t full_rows = mc / pr->plan.mr * pr->plan.mr;
                     a_rows = a + ic * pr->lda + pc;
                     if (full_rows < mc)
-                        F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack);
+                        F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack, NULL);
                 }
                 F(macro_kernel)(pr, a_rows, apack, bpack, b_unpacked, c, ic, mc, jc, nc, pc, kc,
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta,
@@ -378,8 +385,11 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
     const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
     const int pack_b = pr->trans_b || F(rows_crowd_l1)(pr->ldb, k);
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
+    if (pr->a_sums) /* op(A)'s row sums, stored rows in order */
+        for (int64_t p = 0; p < k; ++p)
+            for (int64_t i = 0; i < m; ++i) pr->a_sums[i] += a[p * cs_a + i * rs_a];
     if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
-        F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack);
+        F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack, NULL);
     for (int64_t j = 0; j < n; j += nr) {
         int64_t cols = n - j < nr ? n - j : nr;
         const T *bs = b + j;
@@ -433,7 +443,7 @@ static void F(problem_init)(PROBLEM *pr, int isa, int trans_a, int trans_b, int6
     pr->m = m; pr->n = n; pr->k = k;
     pr->alpha = alpha; pr->beta = beta;
     pr->lda = lda; pr->ldb = ldb; pr->ldc = ldc;
-    pr->bias = NULL; pr->relu = 0;
+    pr->bias = NULL; pr->relu = 0; pr->a_sums = NULL;
     int64_t blocks_m = (m + pr->plan.mc - 1) / pr->plan.mc;
     if (team > 1) blocks_m = (blocks_m + team - 1) / team * team;
     int64_t slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
@@ -475,7 +485,7 @@ void F(tuned_gemm_one)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
 static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                        T alpha, const T *a, int64_t lda, int64_t stride_a, const T *b,
                        int64_t ldb, int64_t stride_b, T beta, T *c, int64_t ldc,
-                       int64_t stride_c, int64_t batch, const T *bias, int relu) {
+                       int64_t stride_c, int64_t batch, const T *bias, int relu, T *a_sums) {
     int nt = mt_get_num_threads();
     double flops_per_matrix = 2.0 * (double)m * (double)n * (double)k;
     if (flops_per_matrix * (double)batch < 4e6) nt = 1; /* waking a team costs more than
@@ -490,6 +500,7 @@ static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
     F(problem_init)(&pr, isa, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, team);
     pr.bias = bias;
     pr.relu = relu;
+    pr.a_sums = a_sums; /* (batch 1, trans_a: tuned_gemm_a_sums) */
 
     int64_t a_elems = F(a_pack_elems)(&pr), b_elems = F(b_pack_elems)(&pr);
     int failed = 0;
@@ -530,6 +541,7 @@ static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
                 PROBLEM slice = pr;
                 slice.n = j1 - j0;
                 if (bias) slice.bias = bias + j0;
+                if (tid > 0) slice.a_sums = NULL; /* every slice packs all of A: one sums it */
                 int64_t slice_b = slice.kc * F(round_up)(
                     slice.n < pr.plan.nc ? slice.n : pr.plan.nc, pr.plan.nr);
                 T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
@@ -597,7 +609,7 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
                   const T *a, int64_t lda, int64_t stride_a, const T *b, int64_t ldb,
                   int64_t stride_b, T beta, T *c, int64_t ldc, int64_t stride_c, int64_t batch) {
     return F(gemm_run)(isa, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b, ldb,
-                       stride_b, beta, c, ldc, stride_c, batch, NULL, 0);
+                       stride_b, beta, c, ldc, stride_c, batch, NULL, 0, NULL);
 }
 
 /* C = op(A) op(B) + bias on every row, then ReLU if relu (gemm.c's mt_gemm_bias); k > 0. */
@@ -605,7 +617,15 @@ int F(tuned_gemm_bias)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
                        const T *a, int64_t lda, const T *b, int64_t ldb, const T *bias,
                        int relu, T *c, int64_t ldc) {
     return F(gemm_run)(isa, trans_a, trans_b, m, n, k, (T)1, a, lda, 0, b, ldb, 0, (T)0, c,
-                       ldc, 0, 1, bias, relu);
+                       ldc, 0, 1, bias, relu, NULL);
+}
+
+/* C = op(A) B with A transposed (stored k x m) and, added into a_sums (m values, zeroed by
+ * the caller), op(A)'s row sums: gemm.c's mt_linear_param_grads; k > 0. */
+int F(tuned_gemm_a_sums)(int isa, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+                        const T *b, int64_t ldb, T *c, int64_t ldc, T *a_sums) {
+    return F(gemm_run)(isa, 1, 0, m, n, k, (T)1, a, lda, 0, b, ldb, 0, (T)0, c, ldc, 0, 1, NULL,
+                       0, a_sums);
 }
 
 #undef PLAN

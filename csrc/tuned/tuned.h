@@ -32,6 +32,8 @@ int F(tuned_gemm)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64
 int F(tuned_gemm_bias)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                        const T *a, int64_t lda, const T *b, int64_t ldb, const T *bias,
                        int relu, T *c, int64_t ldc);
+int F(tuned_gemm_a_sums)(int isa, int64_t m, int64_t n, int64_t k, const T *a, int64_t lda,
+                        const T *b, int64_t ldb, T *c, int64_t ldc, T *a_sums);
 /* One product on the calling thread into caller's scratch (gemm_tuned.c): for kernels that run
  * many small products in their own parallel loop. */
 int64_t F(tuned_gemm_one_scratch)(int isa, int64_t m, int64_t n, int64_t k);

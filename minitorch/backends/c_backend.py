@@ -900,6 +900,24 @@ def sum_cols(x):
     return y
 
 
+def linear_param_grads(dy, x, out=None):
+    """(dy.T @ x, dy.sum(0)) for dy (n, out) and x (n, in) of one float dtype: a Linear
+    layer's weight and bias gradients, dy's column sums taken while the GEMM packs it
+    (mt_linear_param_grads): matmul(dy.T, x) and sum_cols(dy), bit for bit. ``out``: a pair
+    of C-contiguous arrays to write them into (e.g. row blocks of a packed weight's gradient)."""
+    dw, db = numpy_backend.check_linear_param_grads(dy, x, out)
+    dy, x = _contiguous(dy), _contiguous(x)
+    (rows, out), width = dy.shape, x.shape[1]
+    if dw is None:
+        dw, db = empty((out, width), dy.dtype), np.empty(out, dy.dtype)
+    if out:
+        status = _kernel("linear_param_grads", dy.dtype)(
+            _ptr(dy), out, _ptr(x), max(width, 1), rows, out, width, _ptr(dw), max(width, 1),
+            _ptr(db))
+        _check_status(status, "linear_param_grads")
+    return dw, db
+
+
 # ---------------------------------------------------------------------------------------------
 # Copies: contiguous(), a leaf's .grad from a slice of a gradient, cat and stack
 # ---------------------------------------------------------------------------------------------

@@ -957,6 +957,37 @@ def sum_cols(x):
     return xp.ascontiguousarray(x).sum(axis=0)
 
 
+def linear_param_grads(dy, x, out=None):
+    """(dy.T @ x, dy.sum(0)) for dy (n, out) and x (n, in): a Linear layer's weight and bias
+    gradients (the C backend takes both from one pass over dy); ``out``: a pair of arrays to
+    write them into."""
+    dw, db = check_linear_param_grads(dy, x, out)
+    if dw is None:
+        return matmul(dy.T, x), sum_cols(dy)
+    dw[...], db[...] = matmul(dy.T, x), sum_cols(dy)
+    return dw, db
+
+
+def check_linear_param_grads(dy, x, out):
+    """linear_param_grads' arguments checked (TypeError/ValueError): dy (n, out) and x (n, in)
+    float arrays of one dtype; ``out`` None or (dw, db), C-contiguous arrays of dy's dtype
+    shaped (out, in) and (out,). Returns out, or (None, None)."""
+    check_float("dy", dy)
+    check_float("x", x, dy.dtype)
+    if dy.ndim != 2 or x.ndim != 2 or dy.shape[0] != x.shape[0]:
+        raise ValueError("linear_param_grads: dy (n, out) and x (n, in) must be 2-d with the "
+                         f"same rows, got shapes {dy.shape} and {x.shape}")
+    if out is None:
+        return None, None
+    dw, db = out
+    for name, array, shape in (("dw", dw, (dy.shape[1], x.shape[1])), ("db", db, dy.shape[1:])):
+        check_float(name, array, dy.dtype)
+        if array.shape != shape or not array.flags.c_contiguous or not array.flags.writeable:
+            raise ValueError(f"linear_param_grads: out's {name} must be a writeable C-contiguous "
+                             f"array of shape {shape}, got shape {array.shape}")
+    return dw, db
+
+
 def copy(a):
     """A new C-contiguous copy of ``a``, any dtype."""
     return a.copy(order="C")

@@ -74,9 +74,12 @@ class Linear(Function):
             kernels = backends.current()
             rows = tapes.reshaped(grad._data, (n_rows, grad._data.shape[-1]))
             x_rows = tapes.reshaped(x._data, (n_rows, x.shape[-1])) if need_weight else None
-            return (Tensor._make(kernels.matmul(rows, weight._data).reshape(ctx.x_shape))
-                    if need_x else None,
-                    Tensor._make(kernels.matmul(rows.T, x_rows)) if need_weight else None,
+            grad_x = (Tensor._make(kernels.matmul(rows, weight._data).reshape(ctx.x_shape))
+                      if need_x else None)
+            if need_weight and need_bias and _c_column_sums(rows):  # one pass over the rows
+                grad_weight, grad_bias = kernels.linear_param_grads(rows, x_rows)
+                return grad_x, Tensor._make(grad_weight), Tensor._make(grad_bias)
+            return (grad_x, Tensor._make(kernels.matmul(rows.T, x_rows)) if need_weight else None,
                     _bias_grad(Tensor._make(rows)) if need_bias else None)
         rows = grad.reshape(n_rows, grad.shape[-1])
         grad_x = (rows @ weight).reshape(ctx.x_shape) if need_x else None
@@ -161,8 +164,11 @@ class FeedForwardReLU(Function):
                     rows.sum(0) if need_b2 else None)
         kernels, hidden = backends.current(), ctx.hidden
         rows = tapes.reshaped(grad._data, (n_rows, width))
-        grad_w2 = Tensor._make(kernels.matmul(rows.T, hidden)) if need_w2 else None
-        grad_b2 = _bias_grad(Tensor._make(rows)) if need_b2 else None
+        if need_w2 and need_b2 and _c_column_sums(rows):  # one pass over the rows
+            grad_w2, grad_b2 = map(Tensor._make, kernels.linear_param_grads(rows, hidden))
+        else:
+            grad_w2 = Tensor._make(kernels.matmul(rows.T, hidden)) if need_w2 else None
+            grad_b2 = _bias_grad(Tensor._make(rows)) if need_b2 else None
         d_hidden = kernels.matmul(rows, weight2._data)
         d_hidden, grad_b1 = kernels.bias_relu_backward(d_hidden, hidden, out=d_hidden)
         return (Tensor._make(kernels.matmul(d_hidden, weight1._data).reshape(ctx.x_shape))
@@ -246,9 +252,14 @@ class LinearPair(Function):
             grad_w = np.empty(weight._data.shape, weight._data.dtype)
             x_rows = tapes.reshaped(x._data, (n_x, x_shape[-1]))
             y_rows = tapes.reshaped(y._data, (n_y, y_shape[-1]))
+            grad_weight = Tensor._make(grad_w)
+            if need_bias and _c_column_sums(rows_x) and _c_column_sums(rows_y):
+                grad_b = np.empty(weight._data.shape[:1], weight._data.dtype)
+                kernels.linear_param_grads(rows_x, x_rows, out=(grad_w[:split], grad_b[:split]))
+                kernels.linear_param_grads(rows_y, y_rows, out=(grad_w[split:], grad_b[split:]))
+                return grad_x, grad_y, grad_weight, Tensor._make(grad_b), None
             kernels.matmul_into(rows_x.T, x_rows, out=grad_w[:split])
             kernels.matmul_into(rows_y.T, y_rows, out=grad_w[split:])
-            grad_weight = Tensor._make(grad_w)
         if need_bias:
             grad_bias = Tensor._make(kernels.concatenate(
                 [_bias_grad(Tensor._make(rows_x))._data, _bias_grad(Tensor._make(rows_y))._data],
@@ -307,14 +318,18 @@ def _unbroadcast_array(array, shape):
 _C_BIAS_MIN = 1 << 14
 
 
+def _c_column_sums(data):
+    """Whether the C backend's threaded column sum takes this (n, out) gradient array's sum
+    over its rows: a large float32/64 CPU array, no graph being recorded (create_graph=False)."""
+    return (not is_grad_enabled() and type(data) is np.ndarray and data.size >= _C_BIAS_MIN
+            and data.dtype.kind == "f" and data.itemsize >= 4 and backends.backend() == "c")
+
+
 def _bias_grad(rows):
-    """The bias's gradient, the (n, out) gradient summed over its rows: the C backend's
-    threaded column sum on a CPU array where no graph is recorded (create_graph=False), else a
-    Tensor sum."""
-    data = rows._data
-    if (not is_grad_enabled() and type(data) is np.ndarray and data.size >= _C_BIAS_MIN
-            and data.dtype.kind == "f" and data.itemsize >= 4 and backends.backend() == "c"):
-        return Tensor._make(backends.current().sum_cols(data))
+    """The bias's gradient, the (n, out) gradient summed over its rows: the C column sum where
+    _c_column_sums, else a Tensor sum."""
+    if _c_column_sums(rows._data):
+        return Tensor._make(backends.current().sum_cols(rows._data))
     return rows.sum(0)
 
 
