@@ -96,8 +96,9 @@ _ATTENTION_PRODUCTS = {
 def _record_gemm_calls(step):
     """The GEMM calls one minitorch step makes, as dicts of their sizes, layouts and scalars
     (not their data), in order, the fused attention's per-head products among them (as one
-    batched call each) and a Linear's GEMM with its bias (mt_gemm_bias) as its product alone;
-    [] where the C backend is not built."""
+    batched call each), a Linear's GEMM with its bias (mt_gemm_bias) and its weight gradient
+    with the bias's (mt_linear_param_grads) as their products alone; [] where the C backend
+    is not built."""
     try:
         from minitorch.backends import c_backend
     except ImportError:
@@ -118,6 +119,13 @@ def _record_gemm_calls(step):
             return kernel(ta, tb, m, n, k, a, lda, b, ldb, bias, relu, c, ldc)
         return call
 
+    def param_grads(kernel, dtype):
+        def call(dy, ldy, x, ldx, rows, out, width, dw, ldw, db):
+            calls.append(dict(_gemm_call(dtype, 1, 0, out, width, rows, 1), lda=ldy, ldb=ldx,
+                              ldc=ldw))
+            return kernel(dy, ldy, x, ldx, rows, out, width, dw, ldw, db)
+        return call
+
     def attention(kernel, name, dtype):
         def call(*args):
             n, h, lq, s, d, dv = args[5:11] if name == "attention_forward" else args[8:14]
@@ -134,6 +142,8 @@ def _record_gemm_calls(step):
                 return gemm(kernel, dtype)
             if name == "gemm_bias" and dtype is not None:
                 return gemm_bias(kernel, dtype)
+            if name == "linear_param_grads" and dtype is not None:
+                return param_grads(kernel, dtype)
             if name in _ATTENTION_PRODUCTS and dtype is not None:
                 return attention(kernel, name, dtype)
             return kernel

@@ -41,6 +41,15 @@ def test_a_linear_layers_gemm_with_its_bias_is_counted_and_replayed():
     assert bench_transformer._replay_minitorch(calls, repeats=1) > 0
 
 
+def test_a_linear_layers_weight_gradient_with_its_bias_gradient_is_counted():
+    x, layer = minitorch.randn(200, 90, requires_grad=True), minitorch.nn.Linear(90, 100)
+    calls = bench_transformer._record_gemm_calls(lambda: layer(x).sum().backward())
+    # forward (mt_gemm_bias), x's gradient (mt_gemm), W's and b's (mt_linear_param_grads)
+    assert sorted((c["ta"], c["m"], c["n"], c["k"]) for c in calls) == \
+        [(0, 200, 90, 100), (0, 200, 100, 90), (1, 100, 90, 200)]
+    assert bench_transformer._replay_minitorch(calls, repeats=1) > 0
+
+
 def test_the_floor_is_the_flops_at_the_peak():
     best = {"minitorch": {"ms": 50.0, "tok_s": 1.0, "rss_mb": 10, "gemm_flops": 4e9,
                           "gemm_alone_ms": 30.0, "torch_gemm_alone_ms": 35.0,

@@ -491,6 +491,11 @@ CASES = [
                                              NULL, 2), ValueError, "rejected"),
     ("matmul_into misaligned", lambda: C.matmul_into(misaligned(f64), misaligned(f64.T), out=np.empty((3, 3))),
      None, ""),
+    ("linear_param_grads C negative rows", lambda: c_status(C.lib.mt_linear_param_grads_f64, NULL, 3, NULL, 3, -1,
+                                                           3, 3, NULL, 3, NULL), ValueError, "rejected"),
+    ("linear_param_grads C ldw < in", lambda: c_status(C.lib.mt_linear_param_grads_f32, NULL, 3, NULL, 4, 2, 3,
+                                                       4, NULL, 3, NULL), ValueError, "rejected"),
+    ("linear_param_grads misaligned", lambda: C.linear_param_grads(misaligned(f64), misaligned(f64)), None, ""),
 ]
 
 
