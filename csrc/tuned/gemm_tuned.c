@@ -156,22 +156,29 @@ static void F(pack_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t 
     }
 }
 
-/* Ask for part `part` of `parts` of sliver s's source in op(B)[p0:p0+kc, j0:j0+nc] in L2, so
- * that packing the sliver finds it there: while the sliver before it is multiplied, a B fresh
- * from memory (a weight gradient's forward activation) then costs no wait of its own. */
+/* Ask for rows [r0, r1) of `width` values, ld apart from `first`, in L2. */
+static void F(prefetch_rows)(const T *first, int64_t r0, int64_t r1, int64_t ld,
+                             int64_t width) {
+    for (int64_t r = r0; r < r1; ++r) {
+        const T *row = first + r * ld;
+        for (int64_t j = 0; j < width; j += 64 / (int64_t)sizeof(T))
+            __builtin_prefetch(row + j, 0, 2);
+        __builtin_prefetch(row + width - 1, 0, 2);
+    }
+}
+
+/* Ask for part `part` of `parts` of sliver s's source in op(B)[p0:p0+kc, j0:j0+nc], so that
+ * packing the sliver finds it in L2: while the sliver before it is multiplied, a B fresh from
+ * memory (a weight gradient's forward activation) then costs no wait of its own. */
 static void F(prefetch_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int64_t kc,
                                  int64_t j0, int64_t nc, int64_t s, int64_t part,
                                  int64_t parts) {
-    const int64_t line = 64 / (int64_t)sizeof(T), col0 = s * pr->plan.nr;
+    const int64_t col0 = s * pr->plan.nr;
     const int64_t cols = nc - col0 < pr->plan.nr ? nc - col0 : pr->plan.nr;
     /* stored rows: kc rows of cols values, or (transposed) cols rows of kc values */
     const int64_t rows = pr->trans_b ? cols : kc, width = pr->trans_b ? kc : cols;
     const T *first = pr->trans_b ? b + (j0 + col0) * pr->ldb + p0 : b + p0 * pr->ldb + j0 + col0;
-    for (int64_t r = rows * part / parts; r < rows * (part + 1) / parts; ++r) {
-        const T *row = first + r * pr->ldb;
-        for (int64_t j = 0; j < width; j += line) __builtin_prefetch(row + j, 0, 2);
-        __builtin_prefetch(row + width - 1, 0, 2);
-    }
+    F(prefetch_rows)(first, rows * part / parts, rows * (part + 1) / parts, pr->ldb, width);
 }
 
 /* C[0:rows, 0:cols] = alpha * edge + beta * C (C not read when beta is 0): an edge tile the
@@ -235,12 +242,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
             if (b_src && s + 1 < s1)
                 F(prefetch_b_sliver)(pr, b_src, pc, kc, jc, nc, s + 1, i / mr, tiles);
             if (a_rows && s == s0 && i + 2 * mr <= full_rows) /* the next row tile, first use */
-                for (int r = 0; r < mr; ++r) {
-                    const T *row = a_rows + (i + mr + r) * pr->lda;
-                    for (int64_t p = 0; p < kc; p += 64 / (int64_t)sizeof(T))
-                        __builtin_prefetch(row + p, 0, 2);
-                    __builtin_prefetch(row + kc - 1, 0, 2);
-                }
+                F(prefetch_rows)(a_rows, i + mr, i + 2 * mr, pr->lda, kc);
             int64_t rows = mc - i < mr ? mc - i : mr;
             T *ct = c + (ic + i) * ldc + jc + j;
             int full = rows == mr && cols == nr;

@@ -907,12 +907,12 @@ def linear_param_grads(dy, x, out=None):
     of C-contiguous arrays to write them into (e.g. row blocks of a packed weight's gradient)."""
     dw, db = numpy_backend.check_linear_param_grads(dy, x, out)
     dy, x = _contiguous(dy), _contiguous(x)
-    (rows, out), width = dy.shape, x.shape[1]
+    (rows, n_out), n_in = dy.shape, x.shape[1]
     if dw is None:
-        dw, db = empty((out, width), dy.dtype), np.empty(out, dy.dtype)
-    if out:
+        dw, db = empty((n_out, n_in), dy.dtype), np.empty(n_out, dy.dtype)
+    if n_out:
         status = _kernel("linear_param_grads", dy.dtype)(
-            _ptr(dy), out, _ptr(x), max(width, 1), rows, out, width, _ptr(dw), max(width, 1),
+            _ptr(dy), n_out, _ptr(x), max(n_in, 1), rows, n_out, n_in, _ptr(dw), max(n_in, 1),
             _ptr(db))
         _check_status(status, "linear_param_grads")
     return dw, db
