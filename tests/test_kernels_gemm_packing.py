@@ -6,6 +6,9 @@ holds it, so:
   one element in, so vector loads are unaligned) equals the same product of contiguous copies;
 - in the blocked path, a row-major A read where it lies (AVX-512) gives the product of the
   same A packed (stored transposed), with C read and over several K and A blocks;
+- a transposed A read where it lies (AVX-512 float, at least as many rows as B has columns)
+  gives the transpose of the product with the operands swapped (Bᵀ A, whose transposed A has
+  fewer rows than B columns and is packed): each value is the same FMAs in the same order;
 - in the small-product path (e.g. attention's 32x32 heads), the last partial row tile, taken
   as the full tile of the last MR rows when C is not read, gives the rows the same values as
   a product whose rows fill whole tiles (extra rows appended), and so does the packed edge
@@ -79,6 +82,29 @@ def test_blocked_a_read_in_place_equals_a_packed(dtype, threads, isa):
             in_place = C.gemm(a, b, alpha=0.75, beta=0.5, out=c0.copy())
             packed = C.gemm(a_packed, b, alpha=0.75, beta=0.5, out=c0.copy())
         np.testing.assert_array_equal(in_place, packed, err_msg=f"{m}x{n}x{k}")
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_blocked_transposed_a_in_place_equals_the_swapped_product(dtype, threads, isa):
+    """op(A) = Aᵀ (a weight gradient's dYᵀ X) with m >= n, read in place on AVX-512 float:
+    m past one A block with a partial row tile, k over one and two K blocks, a stored row
+    wider than m, C read (beta != 0); against (Bᵀ A)ᵀ, where the transposed operand has n < m
+    rows and is packed, and against numpy within rounding."""
+    rng = np.random.default_rng(13)
+    for m, n, k in [(203, 97, 300), (301, 40, 1100), (520, 135, 517), (64, 64, 700)]:
+        a_t = strided(rng, k, m, dtype).T  # op(A): m x k, stored k x m (lda = m + 5)
+        b = strided(rng, k, n, dtype)
+        c0 = rng.standard_normal((m, n)).astype(dtype)
+        with c_threads(threads, isa):
+            got = C.gemm(a_t, b, alpha=0.75, beta=0.5, out=c0.copy())
+            swapped = C.gemm(b.T, a_t.T, alpha=0.75, beta=0.5, out=np.ascontiguousarray(c0.T))
+        np.testing.assert_array_equal(got, swapped.T, err_msg=f"{m}x{n}x{k}")
+        expected = 0.75 * (a_t.astype(np.float64) @ b) + 0.5 * c0
+        np.testing.assert_allclose(got, expected, rtol=1e-4 if dtype == np.float32 else 1e-10,
+                                   atol=1e-3 if dtype == np.float32 else 1e-9)
 
 
 @needs_c

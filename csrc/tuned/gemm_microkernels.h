@@ -52,6 +52,10 @@ typedef struct {
      * strided_kernel, instead of packing them (AVX-512: the packing was a few percent of
      * products with few B slivers per A block; on AVX2 it did not pay). */
     int a_rows_in_place;
+    /* The same for a transposed A (stored k x m: a weight gradient's dYᵀ) of at least as many
+     * rows as B has columns, a tile's MR values side by side in each stored row (AVX-512 float;
+     * double's big products, whose tiles span twice the pages, ran slower so). */
+    int a_transposed_in_place;
 } mt_gemm_plan_f32;
 
 typedef struct {
@@ -62,7 +66,7 @@ typedef struct {
     void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp, int cols);
     void (*pack_b_rows)(int64_t kc, const double *b, int64_t ldb, double *bp);
     void (*pack_a_rows)(int64_t kc, const double *a, int64_t lda, double *ap);
-    int a_rows_in_place;
+    int a_rows_in_place, a_transposed_in_place;
 } mt_gemm_plan_f64;
 
 /* Fill `plan` for `isa` (MT_ISA_PORTABLE / AVX2 / AVX512), which must be supported. */

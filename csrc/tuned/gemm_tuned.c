@@ -8,7 +8,8 @@
  *     pc over K in KC             (pack B panel into NR-column slivers, shared by threads;
  *                                  a thread alone packs each as its first A block reaches it)
  *       ic over M in MC rows      (each thread packs its own A block into MR-row slivers, L2;
- *                                  on AVX-512 a row-major A's full slivers are read in place)
+ *                                  on AVX-512 a row-major A's full slivers are read in place,
+ *                                  and in float a transposed A's of at least N rows)
  *         jr over NR slivers      (B sliver stays in L1)
  *           ir over MR slivers    -> micro-kernel on a MR x NR tile of C
  * Threads take the (ic block x group of jr slivers) work items first come, first served; they
@@ -232,6 +233,8 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
                             int last_k) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t ldc = pr->ldc, full_rows = mc / mr * mr, tiles = (mc + mr - 1) / mr;
+    /* A(r, p) is a_rows[r * rs_a + p * cs_a] */
+    const int64_t rs_a = pr->trans_a ? 1 : pr->lda, cs_a = pr->trans_a ? pr->lda : 1;
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     for (int64_t s = s0; s < s1; ++s) {
         int64_t j = s * nr;
@@ -241,7 +244,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
         for (int64_t i = 0; i < mc; i += mr) {
             if (b_src && s + 1 < s1)
                 F(prefetch_b_sliver)(pr, b_src, pc, kc, jc, nc, s + 1, i / mr, tiles);
-            if (a_rows && s == s0 && i + 2 * mr <= full_rows) /* the next row tile, first use */
+            if (a_rows && !pr->trans_a && s == s0 && i + 2 * mr <= full_rows) /* next row tile */
                 F(prefetch_rows)(a_rows, i + mr, i + 2 * mr, pr->lda, kc);
             int64_t rows = mc - i < mr ? mc - i : mr;
             T *ct = c + (ic + i) * ldc + jc + j;
@@ -252,8 +255,8 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
             const T *bias = last_k && pr->bias ? pr->bias + jc + j : NULL;
             const T *tile_bias = full ? bias : NULL;
             if (a_rows && i < full_rows)
-                pr->plan.strided_kernel(kc, a_rows + i * pr->lda, pr->lda, 1, bs, nr, dst,
-                                        ld_dst, alpha, beta_dst, tile_bias, pr->relu);
+                pr->plan.strided_kernel(kc, a_rows + i * rs_a, rs_a, cs_a, bs, nr, dst, ld_dst,
+                                        alpha, beta_dst, tile_bias, pr->relu);
             else
                 pr->plan.kernel(kc, ap + (a_rows ? 0 : i * kc), bs, dst, ld_dst, alpha,
                                 beta_dst, tile_bias, pr->relu);
@@ -301,6 +304,17 @@ static int64_t F(take_item)(TEAM *team, int phase, int64_t count) {
     return -1;
 }
 
+/* sums[0:cols] += each of `rows` stored rows (ld apart) in turn: a transposed A's row sums
+ * where A is read in place, in the order pack_a_transposed adds them. */
+static void F(sum_stored_rows)(const T *a, int64_t ld, int64_t rows, int64_t cols,
+                               T *restrict sums) {
+    for (int64_t p = 0; p < rows; ++p) {
+        const T *row = a + p * ld;
+#pragma omp simd
+        for (int64_t i = 0; i < cols; ++i) sums[i] += row[i];
+    }
+}
+
 /* One matrix product, run by every thread of a team with the same arguments (a thread alone,
  * nthr 1, waits at no barrier). */
 static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
@@ -334,7 +348,15 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                 int64_t i_end = slivers_m * (ib + 1) / n_ic * pr->plan.mr;
                 int64_t mc = (i_end < m ? i_end : m) - ic;
                 const T *a_rows = NULL;
-                if (pr->trans_a || !pr->plan.a_rows_in_place) {
+                if (pr->trans_a && pr->plan.a_transposed_in_place && pr->m >= pr->n) {
+                    /* a transposed A's full row tiles, likewise; its row sums added here */
+                    const int64_t full_rows = mc / pr->plan.mr * pr->plan.mr;
+                    a_rows = a + pc * pr->lda + ic;
+                    if (pr->a_sums && js == 0)
+                        F(sum_stored_rows)(a_rows, pr->lda, kc, mc, pr->a_sums + ic);
+                    if (full_rows < mc)
+                        F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack, NULL);
+                } else if (pr->trans_a || !pr->plan.a_rows_in_place) {
                     /* op(A)'s row sums: each block's once, by whoever packs it first */
                     F(pack_a)(pr, a, ic, mc, pc, kc, apack,
                               pr->a_sums && js == 0 ? pr->a_sums + ic : NULL);
