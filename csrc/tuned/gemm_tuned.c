@@ -322,6 +322,8 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
     const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
+    const int in_place = pr->trans_a ? pr->plan.a_transposed_in_place && m >= n
+                                     : pr->plan.a_rows_in_place;
     for (int64_t jc = 0; jc < n; jc += pr->plan.nc) {
         int64_t nc = n - jc < pr->plan.nc ? n - jc : pr->plan.nc;
         int64_t slivers = (nc + nr - 1) / nr;
@@ -348,21 +350,15 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                 int64_t i_end = slivers_m * (ib + 1) / n_ic * pr->plan.mr;
                 int64_t mc = (i_end < m ? i_end : m) - ic;
                 const T *a_rows = NULL;
-                if (pr->trans_a && pr->plan.a_transposed_in_place && pr->m >= pr->n) {
-                    /* a transposed A's full row tiles, likewise; its row sums added here */
-                    const int64_t full_rows = mc / pr->plan.mr * pr->plan.mr;
-                    a_rows = a + pc * pr->lda + ic;
-                    if (pr->a_sums && js == 0)
-                        F(sum_stored_rows)(a_rows, pr->lda, kc, mc, pr->a_sums + ic);
-                    if (full_rows < mc)
-                        F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack, NULL);
-                } else if (pr->trans_a || !pr->plan.a_rows_in_place) {
+                if (!in_place) {
                     /* op(A)'s row sums: each block's once, by whoever packs it first */
                     F(pack_a)(pr, a, ic, mc, pc, kc, apack,
                               pr->a_sums && js == 0 ? pr->a_sums + ic : NULL);
-                } else { /* row-major A's full row tiles are read where they lie */
+                } else { /* A's full row tiles are read where they lie, the last one packed */
                     const int64_t full_rows = mc / pr->plan.mr * pr->plan.mr;
-                    a_rows = a + ic * pr->lda + pc;
+                    a_rows = pr->trans_a ? a + pc * pr->lda + ic : a + ic * pr->lda + pc;
+                    if (pr->a_sums && js == 0) /* (a transposed A's, its stored rows in order) */
+                        F(sum_stored_rows)(a_rows, pr->lda, kc, mc, pr->a_sums + ic);
                     if (full_rows < mc)
                         F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack, NULL);
                 }
