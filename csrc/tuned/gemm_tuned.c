@@ -305,7 +305,7 @@ static int64_t F(take_item)(TEAM *team, int phase, int64_t count) {
 }
 
 /* sums[0:cols] += each of `rows` stored rows (ld apart) in turn: a transposed A's row sums
- * where A is read in place, in the order pack_a_transposed adds them. */
+ * where A is not packed, in the order pack_a_transposed adds them. */
 static void F(sum_stored_rows)(const T *a, int64_t ld, int64_t rows, int64_t cols,
                                T *restrict sums) {
     for (int64_t p = 0; p < rows; ++p) {
@@ -405,9 +405,8 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
     const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
     const int pack_b = pr->trans_b || F(rows_crowd_l1)(pr->ldb, k);
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
-    if (pr->a_sums) /* op(A)'s row sums, stored rows in order */
-        for (int64_t p = 0; p < k; ++p)
-            for (int64_t i = 0; i < m; ++i) pr->a_sums[i] += a[p * cs_a + i * rs_a];
+    if (pr->a_sums) /* op(A)'s row sums (A transposed) */
+        F(sum_stored_rows)(a, pr->lda, k, m, pr->a_sums);
     if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
         F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack, NULL);
     for (int64_t j = 0; j < n; j += nr) {
