@@ -56,6 +56,11 @@ typedef struct {
      * rows as B has columns, a tile's MR values side by side in each stored row (AVX-512 float;
      * double's big products, whose tiles span twice the pages, ran slower so). */
     int a_transposed_in_place;
+    /* Whether the blocked path asks for the next tile's C with PREFETCHW while a tile runs:
+     * an output fresh from memory (a forward activation's, last touched a step ago) then
+     * costs no read for ownership in the middle of the tile stores (every AVX-512 CPU has the
+     * instruction). */
+    int prefetch_c;
 } mt_gemm_plan_f32;
 
 typedef struct {
@@ -66,7 +71,7 @@ typedef struct {
     void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp, int cols);
     void (*pack_b_rows)(int64_t kc, const double *b, int64_t ldb, double *bp);
     void (*pack_a_rows)(int64_t kc, const double *a, int64_t lda, double *ap);
-    int a_rows_in_place, a_transposed_in_place;
+    int a_rows_in_place, a_transposed_in_place, prefetch_c;
 } mt_gemm_plan_f64;
 
 /* Fill `plan` for `isa` (MT_ISA_PORTABLE / AVX2 / AVX512), which must be supported. */

@@ -182,6 +182,20 @@ static void F(prefetch_b_sliver)(const PROBLEM *pr, const T *b, int64_t p0, int6
     F(prefetch_rows)(first, rows * part / parts, rows * (part + 1) / parts, pr->ldb, width);
 }
 
+/* Ask for C[0:rows, 0:cols] (rows ldc apart) with intent to write (plan.prefetch_c). */
+static void F(prefetch_c_tile)(const T *c, int64_t ldc, int64_t rows, int64_t cols) {
+#ifdef MT_X86
+    for (int64_t r = 0; r < rows; ++r) {
+        const T *row = c + r * ldc;
+        for (int64_t q = 0; q < cols; q += 64 / (int64_t)sizeof(T))
+            __asm__ volatile("prefetchw (%0)" ::"r"(row + q));
+        __asm__ volatile("prefetchw (%0)" ::"r"(row + cols - 1));
+    }
+#else
+    (void)c, (void)ldc, (void)rows, (void)cols;
+#endif
+}
+
 /* C[0:rows, 0:cols] = alpha * edge + beta * C (C not read when beta is 0): an edge tile the
  * micro-kernel wrote to `edge` (rows nr apart), a row at a time in vectors (the attention
  * scores of fewer keys than NR are all edge tiles). */
@@ -248,6 +262,11 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
                 F(prefetch_rows)(a_rows, i + mr, i + 2 * mr, pr->lda, kc);
             int64_t rows = mc - i < mr ? mc - i : mr;
             T *ct = c + (ic + i) * ldc + jc + j;
+            if (pr->plan.prefetch_c && i + mr < mc) /* the next tile's C */
+                F(prefetch_c_tile)(ct + mr * ldc, ldc, mc - i - mr < mr ? mc - i - mr : mr, cols);
+            else if (pr->plan.prefetch_c && s + 1 < s1)
+                F(prefetch_c_tile)(c + ic * ldc + jc + j + nr, ldc, mc < mr ? mc : mr,
+                                   nc - j - nr < nr ? nc - j - nr : nr);
             int full = rows == mr && cols == nr;
             T *dst = full ? ct : edge;
             int64_t ld_dst = full ? ldc : nr;
