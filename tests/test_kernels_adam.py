@@ -2,13 +2,13 @@
 
 The C kernel rounds every operation to the parameter's dtype in the numpy update's order, so
 the two must agree exactly: parameters and every moment, float32 and float64, 1 and 2 threads,
-every option (amsgrad, maximize, L2 and decoupled weight decay, a beta1 that takes lerp's other
-branch), over several steps, on empty, 0-d, odd-sized and large parameters, with NaN and inf
+the reference body and the tuned one at every ISA level (tuned/adam_tuned.c), every option
+(amsgrad, maximize, L2 and decoupled weight decay, a beta1 that takes lerp's other branch),
+over several steps, on empty, 0-d, odd-sized and large parameters, with NaN and inf
 gradients; parameters C cannot update in place (strided views, float16) go through the numpy
 update. Then the same through ``optim.Adam``/``AdamW`` on both backends. PyTorch parity of the
 optimizers is in test_optim_parity_torch.py.
 """
-import contextlib
 import itertools
 
 import numpy as np
@@ -16,24 +16,9 @@ import pytest
 
 import minitorch
 from minitorch.backends import numpy_backend as N
+from test_kernels import ISAS, C, c_threads, needs_c
 
-try:
-    from minitorch.backends import c_backend as C
-except ImportError:  # extension not built
-    C = None
-
-needs_c = pytest.mark.skipif(C is None, reason="C extension not built")
 SHAPES = [(0,), (), (1,), (7,), (33, 5), (64, 129), (40000,)]  # 40000: split over threads
-
-
-@contextlib.contextmanager
-def c_threads(n):
-    previous = C.get_num_threads()
-    C.set_num_threads(n)
-    try:
-        yield
-    finally:
-        C.set_num_threads(previous)
 
 
 def make_state(rng, dtype, amsgrad, special=False):
@@ -63,9 +48,10 @@ OPTIONS = [dict(weight_decay=wd, decoupled_weight_decay=dec, maximize=mx, amsgra
 
 
 @needs_c
+@pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_c_adam_step_equals_numpy_bit_for_bit(dtype, threads):
+def test_c_adam_step_equals_numpy_bit_for_bit(dtype, threads, isa):
     rng = np.random.default_rng(0)
     for index, options in enumerate(OPTIONS):
         options = dict(options)
@@ -78,7 +64,7 @@ def test_c_adam_step_equals_numpy_bit_for_bit(dtype, threads):
             bc2 = [(1 - 0.999 ** step) ** 0.5] * len(SHAPES)
             with np.errstate(invalid="ignore"):  # the NaN and inf gradients
                 N.adam_step(*expected, step_sizes, bc2, **hyper)
-            with c_threads(threads):
+            with c_threads(threads, isa):
                 C.adam_step(*got, step_sizes, bc2, **hyper)
             for name, want, have in zip(("param", "grad", "exp_avg", "exp_avg_sq", "max"),
                                         expected, got):

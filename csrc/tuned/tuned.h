@@ -84,6 +84,12 @@ MT_DECLARE_TUNED(tuned_clamp_forward, (const T *x, T *y, int64_t n, T lo, T hi))
 MT_DECLARE_TUNED(tuned_clamp_backward, (const T *dy, const T *x, T *dx, int64_t n, T lo, T hi))
 MT_DECLARE_TUNED(tuned_sum_rows, (const T *x, T *y, int64_t rows, int64_t cols, double scale))
 MT_DECLARE_TUNED(tuned_amax_rows, (const T *x, T *y, int64_t rows, int64_t cols, int largest))
+MT_DECLARE_TUNED(tuned_adam_run,
+                 (int64_t count, T *const *params, const T *const *grads, T *const *exp_avgs,
+                  T *const *exp_avg_sqs, T *const *max_exp_avg_sqs, const int64_t *sizes,
+                  int64_t total, const double *step_sizes, const double *bias_correction2_sqrts,
+                  double eps, double beta2, T lerp_w, int lerp_from_end, double weight_decay,
+                  int l2, T decay, int decoupled, int maximize))
 MT_DECLARE_TUNED(tuned_dropout_keep,
                  (T *keep, int64_t n, uint64_t seed, uint32_t threshold, T scale))
 MT_DECLARE_TUNED(tuned_arith, (int op, const T *a, int a_layout, const T *b, int b_layout, T *y,
