@@ -21,15 +21,17 @@ The first call runs ``fn`` while a throw-away tape records it (backends/tape.py)
 which arrays outlive a step: the parameters, the optimizer's state (it makes that state now).
 The second records the tape: every C kernel call with its pointers, the numpy calls ops make
 through ``tapes.record``/``computed``, and host callbacks for what a replay must redo in Python
-(the optimizer's update, whose step sizes change each step; a dropout mask from the next
-seed). The third checks the tape: ``fn`` runs eagerly, then those lasting arrays and the
-callbacks' Python state are put back as they were, every other array of the tape is poisoned
-(NaN; a bool, flipped), the tape is replayed on the third call's inputs, and the parameters,
-optimizer state and results must equal eager mode's bit for bit; otherwise ``fn`` computed
-something no tape sees (numpy arithmetic outside minitorch's ops, a Python number computed from
-data) and ``RuntimeError`` says so, the state left as eager mode's. From the fourth call on, the
-new inputs are copied into the captured ones and the tape is replayed. The tape's memory,
-read all through every step, is then moved onto 2 MiB pages (large_buffers.collapse_huge_pages).
+(the optimizer's update, whose step sizes change each step; a dropout mask from the next seed).
+An update that can be split runs a parameter at a time, each right after the backward is done
+with that parameter (backends/update_schedule.py). The third checks the tape: ``fn`` runs
+eagerly, then those lasting arrays and the callbacks' Python state are put back as they were,
+every other array of the tape is poisoned (NaN; a bool, flipped), the tape is replayed on the
+third call's inputs, and the parameters, optimizer state and results must equal eager mode's
+bit for bit; otherwise ``fn`` computed something no tape sees (numpy arithmetic outside
+minitorch's ops, a Python number computed from data) and ``RuntimeError`` says so, the state
+left as eager mode's. From the fourth call on, the new inputs are copied into the captured ones
+and the tape is replayed. The tape's memory, read all through every step, is then moved onto 2
+MiB pages (large_buffers.collapse_huge_pages).
 
 What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
 (ValueError otherwise; ``capture(fn, max_shapes=k)`` keeps a recording per shape instead),
@@ -74,6 +76,8 @@ class CapturedStep:
         if self.calls == 2:
             self._recorded = self._record(args)
             tape = self._recorded[0]
+            from .backends import update_schedule  # the C backend's (a tape means it is built)
+            update_schedule.schedule_updates(tape)
             # the arrays both calls touched: the parameters, the optimizer's state, constants
             # (the warm-up's arrays stay alive until now, so no new array can take an id)
             self._lasting = [a for key, a in tape.owners().items() if key in self._lasting]

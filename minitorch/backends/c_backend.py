@@ -1318,6 +1318,57 @@ def _adam_plan(lists, step_sizes, bias_correction2_sqrts):
     return plan
 
 
+class AdamCalls:
+    """The Adam update of each parameter as a C kernel call of its own, on fixed arrays: for a
+    captured step that runs each as soon as the backward is done with its parameter
+    (backends/update_schedule.py). ``calls[i]`` is parameter i's tape entry ``(kernel, args,
+    True)``; ``set`` writes one step's scalars into every call's arguments before they run,
+    and ``enable(False)`` turns the calls into no-ops (a count of 0)."""
+
+    def __init__(self, lists):
+        dtype = lists[0][0].dtype
+        pointer, count = _C_TYPE[dtype], len(lists[0])
+        kernel = _kernel("adam_step", dtype)
+        self.step_sizes = ffi.new("double[]", count)
+        self.bias_correction2_sqrts = ffi.new("double[]", count)
+        self.calls = []
+        for i in range(count):
+            lists_i = [ffi.NULL if arrays is None else ffi.new(pointer + "[1]", [
+                ffi.cast(pointer, ffi.from_buffer(_C_ARRAY[dtype], arrays[i]))])
+                for arrays in lists]
+            args = [1, *lists_i, ffi.new("int64_t[1]", [lists[0][i].size]),
+                    self.step_sizes + i, self.bias_correction2_sqrts + i]
+            self.calls.append((kernel, args + [0.0] * 5 + [0, 0], True))
+
+    def set(self, step_sizes, bias_correction2_sqrts, *, lr, beta1, beta2, eps, weight_decay,
+            decoupled_weight_decay=False, maximize=False):
+        scalars = [float(lr), float(beta1), float(beta2), float(eps), float(weight_decay),
+                   int(bool(decoupled_weight_decay)), int(bool(maximize))]
+        for i, (_, args, _) in enumerate(self.calls):
+            self.step_sizes[i] = float(step_sizes[i])
+            self.bias_correction2_sqrts[i] = float(bias_correction2_sqrts[i])
+            args[9:] = scalars
+
+    def enable(self, on):
+        for _, args, _ in self.calls:
+            args[0] = int(bool(on))
+
+
+def adam_calls(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs):
+    """An AdamCalls for these per-parameter lists (as adam_step takes them), or None unless C
+    can update every parameter in place and all have one dtype."""
+    lists = (params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs)
+    numpy_backend._check_adam_lists(*lists, [0.0] * len(params), [0.0] * len(params))
+    dtypes = {getattr(p, "dtype", None) for p in params}
+    if not params or len(dtypes) != 1 or next(iter(dtypes)) not in _SUFFIX:
+        return None
+    dtype = next(iter(dtypes))
+    if not all(_adam_ready(dtype, [a if a is None else a[i] for a in lists])
+               for i in range(len(params))):
+        return None
+    return AdamCalls(lists)
+
+
 # ---------------------------------------------------------------------------------------------
 # One attention step (incremental decoding)
 # ---------------------------------------------------------------------------------------------

@@ -15,7 +15,9 @@ The arithmetic follows PyTorch's order of operations (``m`` by ``lerp``, the bia
 as Python floats), so float64 runs agree with PyTorch to rounding. The update itself is the
 backend's ``adam_step``: numpy's, one numpy call per operation, is the readable reference; the
 C backend's updates every parameter of a group in one fused call on every thread, rounding as
-numpy does (tests/test_optim_fused.py holds them equal bit for bit).
+numpy does (tests/test_optim_fused.py holds them equal bit for bit). A captured step runs the C
+update a parameter at a time instead, each as soon as the backward is done with it
+(``_split_update``).
 
 May import: ``minitorch.backends``, ``minitorch.optim.optimizer``.
 """
@@ -57,32 +59,67 @@ class Adam(Optimizer):
                              f"{group['weight_decay']}")
 
     def _update_group(self, group, params):
-        lr, (beta1, beta2) = group["lr"], group["betas"]
-        amsgrad = group["amsgrad"]
-        arrays, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs = [], [], [], [], []
-        step_sizes, bias_correction2_sqrts = [], []
-        for p in params:
-            data = p._data
-            grads.append(self._grad_array(p))
-            state = self.state.setdefault(p, {})
-            step = state["step"] = int(state.get("step", 0)) + 1
-            arrays.append(data)
-            exp_avgs.append(self._state_array(state, "exp_avg", data))
-            exp_avg_sqs.append(self._state_array(state, "exp_avg_sq", data))
-            if amsgrad:
-                max_exp_avg_sqs.append(self._state_array(state, "max_exp_avg_sq", data))
-            # the bias corrections as Python floats, as PyTorch computes them
-            step_sizes.append(lr / (1 - beta1 ** step))
-            bias_correction2_sqrts.append((1 - beta2 ** step) ** 0.5)
+        grads = [self._grad_array(p) for p in params]
+        lists = self._arrays(group, params, grads)
+        step_sizes, bias_correction2_sqrts = self._count_step(group, params)
         # One call updates them all: the C backend's is one fused kernel on every thread.
-        backends.current().adam_step(
-            arrays, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs if amsgrad else None,
-            step_sizes, bias_correction2_sqrts, lr=lr, beta1=beta1, beta2=beta2,
-            eps=group["eps"], weight_decay=group["weight_decay"],
-            decoupled_weight_decay=group["decoupled_weight_decay"],
-            maximize=group["maximize"])
+        backends.current().adam_step(*lists, step_sizes, bias_correction2_sqrts,
+                                     **self._hyperparameters(group))
         for p in params:
             self._mark_updated(p)
+
+    def _split_update(self, group, params, grads):
+        """The update of ``params`` as one C kernel call each, for a captured step that runs
+        each as soon as the backward is done with its parameter (backends/update_schedule.py):
+        ``(prepare, [(arrays, call), ...], enable)``, or None where the backend has no such
+        calls. ``prepare()``, run before any of them on each replay, counts the step and writes
+        its scalars into the calls; ``enable(False)`` makes the calls do nothing."""
+        make_calls = getattr(backends.current(), "adam_calls", None)
+        if make_calls is None:
+            return None
+        lists = self._arrays(group, params, grads)
+        calls = make_calls(*lists)
+        if calls is None:
+            return None
+
+        def prepare():
+            calls.set(*self._count_step(group, params), **self._hyperparameters(group))
+            for p in params:
+                self._mark_updated(p)
+        updates = [([a[i] for a in lists if a is not None], call)
+                   for i, call in enumerate(calls.calls)]
+        return prepare, updates, calls.enable
+
+    def _arrays(self, group, params, grads):
+        """The per-parameter lists ``adam_step`` takes: parameters, ``grads`` (arrays), moments
+        (made now as zeros where new), and the largest second moments (None without amsgrad)."""
+        lists = [[p._data for p in params], grads, [], [], [] if group["amsgrad"] else None]
+        for p in params:
+            state = self.state.setdefault(p, {})
+            lists[2].append(self._state_array(state, "exp_avg", p._data))
+            lists[3].append(self._state_array(state, "exp_avg_sq", p._data))
+            if group["amsgrad"]:
+                lists[4].append(self._state_array(state, "max_exp_avg_sq", p._data))
+        return lists
+
+    def _count_step(self, group, params):
+        """One more step for each of ``params``: their step sizes and bias corrections, as
+        Python floats computed as PyTorch computes them."""
+        lr, (beta1, beta2) = group["lr"], group["betas"]
+        step_sizes, bias_correction2_sqrts = [], []
+        for p in params:
+            state = self.state.setdefault(p, {})
+            step = state["step"] = int(state.get("step", 0)) + 1
+            step_sizes.append(lr / (1 - beta1 ** step))
+            bias_correction2_sqrts.append((1 - beta2 ** step) ** 0.5)
+        return step_sizes, bias_correction2_sqrts
+
+    @staticmethod
+    def _hyperparameters(group):
+        return dict(lr=group["lr"], beta1=group["betas"][0], beta2=group["betas"][1],
+                    eps=group["eps"], weight_decay=group["weight_decay"],
+                    decoupled_weight_decay=group["decoupled_weight_decay"],
+                    maximize=group["maximize"])
 
 
 class AdamW(Adam):

@@ -156,6 +156,11 @@ class Optimizer:
         """Apply one update to ``params`` (those of ``group`` that have a ``.grad``)."""
         raise NotImplementedError
 
+    def _split_update(self, group, params, grads):
+        """The update as one kernel call per parameter, for a captured step (Adam's says how);
+        None: this optimizer's update runs whole, after the backward."""
+        return None
+
     @staticmethod
     def _grad_array(p):
         grad = p.grad
@@ -305,3 +310,30 @@ class _GroupUpdate:
         """Each parameter's ``.grad`` back on this step's gradient (an eager call moved it)."""
         for p, grad in zip(self.params, self.grads):
             p.grad = grad
+
+    def split(self):
+        """The update in parts for backends/update_schedule.py, or None where the optimizer
+        has none: ``(prepare, updates, finish)``, host callbacks ``prepare`` (before every
+        update) and ``finish`` (where this update was), and ``updates``, one ``(arrays, call)``
+        per parameter. Should the optimizer's state be replaced after the capture
+        (``load_state_dict``), the parts' calls, which hold the old state's memory, stand down
+        and ``finish`` makes the whole update, as this callback does."""
+        parts = self.optimizer._split_update(self.group, self.params,
+                                             [grad._data for grad in self.grads])
+        if parts is None:
+            return None
+        prepare, updates, enable = parts
+        recorded_state, whole = self.optimizer.state, [False]
+
+        def prepare_if_current():
+            replaced = self.optimizer.state is not recorded_state
+            if replaced != whole[0]:
+                enable(not replaced)
+                whole[0] = replaced
+            if not replaced:
+                prepare()
+
+        def finish():
+            if whole[0]:
+                self()
+        return prepare_if_current, updates, finish
