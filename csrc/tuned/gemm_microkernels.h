@@ -48,6 +48,9 @@ typedef struct {
     void (*pack_b_rows)(int64_t kc, const float *b, int64_t ldb, float *bp);
     /* Pack a full MR-row sliver of a row-major A: ap[p*MR + r] = a[r*lda + p]. */
     void (*pack_a_rows)(int64_t kc, const float *a, int64_t lda, float *ap);
+    /* sums[0:cols] += each of `rows` stored rows (ld apart) in turn, row after row: a
+     * transposed A's row sums where the blocked path reads A in place. */
+    void (*sum_rows)(const float *a, int64_t ld, int64_t rows, int64_t cols, float *sums);
     /* Whether the blocked path reads a row-major A's full MR-row tiles where they lie, through
      * strided_kernel, instead of packing them (AVX-512: the packing was a few percent of
      * products with few B slivers per A block; on AVX2 it did not pay). */
@@ -71,6 +74,7 @@ typedef struct {
     void (*pack_b_transposed)(int64_t kc, const double *b, int64_t ldb, double *bp, int cols);
     void (*pack_b_rows)(int64_t kc, const double *b, int64_t ldb, double *bp);
     void (*pack_a_rows)(int64_t kc, const double *a, int64_t lda, double *ap);
+    void (*sum_rows)(const double *a, int64_t ld, int64_t rows, int64_t cols, double *sums);
     int a_rows_in_place, a_transposed_in_place, prefetch_c;
 } mt_gemm_plan_f64;
 

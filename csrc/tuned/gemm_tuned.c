@@ -323,17 +323,6 @@ static int64_t F(take_item)(TEAM *team, int phase, int64_t count) {
     return -1;
 }
 
-/* sums[0:cols] += each of `rows` stored rows (ld apart) in turn: a transposed A's row sums
- * where A is not packed, in the order pack_a_transposed adds them. */
-static void F(sum_stored_rows)(const T *a, int64_t ld, int64_t rows, int64_t cols,
-                               T *restrict sums) {
-    for (int64_t p = 0; p < rows; ++p) {
-        const T *row = a + p * ld;
-#pragma omp simd
-        for (int64_t i = 0; i < cols; ++i) sums[i] += row[i];
-    }
-}
-
 /* One matrix product, run by every thread of a team with the same arguments (a thread alone,
  * nthr 1, waits at no barrier). */
 static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
@@ -376,14 +365,16 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                 } else { /* A's full row tiles are read where they lie, the last one packed */
                     const int64_t full_rows = mc / pr->plan.mr * pr->plan.mr;
                     a_rows = pr->trans_a ? a + pc * pr->lda + ic : a + ic * pr->lda + pc;
-                    if (pr->a_sums && js == 0) /* (a transposed A's, its stored rows in order) */
-                        F(sum_stored_rows)(a_rows, pr->lda, kc, mc, pr->a_sums + ic);
                     if (full_rows < mc)
                         F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack, NULL);
                 }
                 F(macro_kernel)(pr, a_rows, apack, bpack, b_unpacked, c, ic, mc, jc, nc, pc, kc,
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta,
                                 pc + kc >= k);
+                /* A transposed A's row sums, its stored rows in order, once the products have
+                 * brought the block into cache: first, the pass waited on memory alone */
+                if (in_place && pr->a_sums && js == 0)
+                    pr->plan.sum_rows(a_rows, pr->lda, kc, mc, pr->a_sums + ic);
                 b_unpacked = NULL;
             }
         }
@@ -424,8 +415,6 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
     const int overlap_tail = full_rows < m && m >= mr && pr->beta == 0;
     const int pack_b = pr->trans_b || F(rows_crowd_l1)(pr->ldb, k);
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
-    if (pr->a_sums) /* op(A)'s row sums (A transposed) */
-        F(sum_stored_rows)(a, pr->lda, k, m, pr->a_sums);
     if (full_rows < m && !overlap_tail) /* the last row tile, zero-padded, packed (rs 1, cs MR) */
         F(pack_a)(pr, a, full_rows, m - full_rows, 0, k, apack, NULL);
     for (int64_t j = 0; j < n; j += nr) {
@@ -455,6 +444,8 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
             }
         }
     }
+    if (pr->a_sums) /* op(A)'s row sums (A transposed), A in cache now */
+        pr->plan.sum_rows(a, pr->lda, k, m, pr->a_sums);
 }
 
 /* One matrix of a batch on one thread: the small path or the blocked algorithm. */
