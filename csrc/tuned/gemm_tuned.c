@@ -92,8 +92,7 @@ static void F(pack_a_transposed)(const PROBLEM *pr, const T *a, int64_t i0,
             }
         }
         if (sums)
-            for (int64_t q = 0; q < q1 - q0; ++q)
-                for (int64_t i = 0; i < mc; ++i) sums[i] += src[q * pr->lda + i];
+            pr->plan.sum_rows(src, pr->lda, q1 - q0, mc, sums);
     }
 }
 #undef MT_PACK_A_T_ROWS
