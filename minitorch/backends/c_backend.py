@@ -1342,12 +1342,14 @@ class AdamCalls:
 
     def set(self, step_sizes, bias_correction2_sqrts, *, lr, beta1, beta2, eps, weight_decay,
             decoupled_weight_decay=False, maximize=False):
+        count = len(self.calls)
+        self.step_sizes[0:count] = [float(v) for v in step_sizes]
+        self.bias_correction2_sqrts[0:count] = [float(v) for v in bias_correction2_sqrts]
         scalars = [float(lr), float(beta1), float(beta2), float(eps), float(weight_decay),
                    int(bool(decoupled_weight_decay)), int(bool(maximize))]
-        for i, (_, args, _) in enumerate(self.calls):
-            self.step_sizes[i] = float(step_sizes[i])
-            self.bias_correction2_sqrts[i] = float(bias_correction2_sqrts[i])
-            args[9:] = scalars
+        if scalars != self.calls[0][1][9:]:  # (a scheduler's new learning rate)
+            for _, args, _ in self.calls:
+                args[9:] = scalars
 
     def enable(self, on):
         for _, args, _ in self.calls:

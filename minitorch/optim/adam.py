@@ -106,12 +106,15 @@ class Adam(Optimizer):
         """One more step for each of ``params``: their step sizes and bias corrections, as
         Python floats computed as PyTorch computes them."""
         lr, (beta1, beta2) = group["lr"], group["betas"]
-        step_sizes, bias_correction2_sqrts = [], []
+        step_sizes, bias_correction2_sqrts, of_step = [], [], {}
         for p in params:
             state = self.state.setdefault(p, {})
             step = state["step"] = int(state.get("step", 0)) + 1
-            step_sizes.append(lr / (1 - beta1 ** step))
-            bias_correction2_sqrts.append((1 - beta2 ** step) ** 0.5)
+            if step not in of_step:  # (parameters mostly share one step count)
+                of_step[step] = lr / (1 - beta1 ** step), (1 - beta2 ** step) ** 0.5
+            step_size, bias_correction2_sqrt = of_step[step]
+            step_sizes.append(step_size)
+            bias_correction2_sqrts.append(bias_correction2_sqrt)
         return step_sizes, bias_correction2_sqrts
 
     @staticmethod
