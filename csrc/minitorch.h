@@ -48,6 +48,13 @@ void mt_set_isa(int level);
 int mt_get_isa(void);
 int mt_best_isa(void);
 
+/* ---- memory asked for ahead (ask_ahead.c) ----
+ * The next mt_gemm / mt_gemm_bias call that runs on one thread spreads prefetches of the n
+ * ranges [starts[i], starts[i] + bytes[i]) between its tiles (a captured step's next kernels'
+ * operands); any GEMM call forgets them when it returns. With more than one thread set, the
+ * ranges are forgotten at once. Prefetches change no value. 0 <= n <= 32. */
+int mt_ask_ahead(const void *const *starts, const int64_t *bytes, int64_t n);
+
 /* ---- strided-batched GEMM (gemm.c) ----
  * For b in [0, batch):  C_b = alpha * op(A_b) * op(B_b) + beta * C_b
  * op(A_b) is m x k: A_b[i*lda + p] if !trans_a, else A_b[p*lda + i]; A_b = a + b*stride_a.

@@ -91,4 +91,11 @@ static inline void *mt_scratch_alloc(int64_t bytes) {
     return aligned_alloc(64, rounded);
 }
 
+/* Memory asked for ahead (ask_ahead.c): a GEMM on one thread calls mt_ahead_begin(tiles)
+ * once, mt_ahead_step() after each tile, and mt_ahead_forget() when it is done. */
+#define MT_AHEAD_MAX 32
+void mt_ahead_begin(int64_t steps);
+void mt_ahead_step(void);
+void mt_ahead_forget(void);
+
 #endif /* MT_INTERNAL_H */

@@ -23,7 +23,8 @@ The second records the tape: every C kernel call with its pointers, the numpy ca
 through ``tapes.record``/``computed``, and host callbacks for what a replay must redo in Python
 (the optimizer's update, whose step sizes change each step; a dropout mask from the next seed).
 An update that can be split runs a parameter at a time, each right after the backward is done
-with that parameter (backends/update_schedule.py). The third checks the tape: ``fn`` runs
+with that parameter (backends/update_schedule.py), and each GEMM asks for the memory the kernels
+after it read (backends/tape_prefetch.py). The third checks the tape: ``fn`` runs
 eagerly, then those lasting arrays and the callbacks' Python state are put back as they were,
 every other array of the tape is poisoned (NaN; a bool, flipped), the tape is replayed on the
 third call's inputs, and the parameters, optimizer state and results must equal eager mode's
@@ -76,8 +77,9 @@ class CapturedStep:
         if self.calls == 2:
             self._recorded = self._record(args)
             tape = self._recorded[0]
-            from .backends import update_schedule  # the C backend's (a tape means it is built)
+            from .backends import tape_prefetch, update_schedule  # (a tape: C is built)
             update_schedule.schedule_updates(tape)
+            tape_prefetch.plan_prefetches(tape)
             # the arrays both calls touched: the parameters, the optimizer's state, constants
             # (the warm-up's arrays stay alive until now, so no new array can take an id)
             self._lasting = [a for key, a in tape.owners().items() if key in self._lasting]

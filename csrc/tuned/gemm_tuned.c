@@ -282,6 +282,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
                 F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, beta);
                 if (bias) F(add_bias_tile)(ct, ldc, rows, cols, bias, pr->relu);
             }
+            mt_ahead_step(); /* (a share of the next kernels' memory: ask_ahead.c) */
         }
     }
 }
@@ -510,10 +511,11 @@ void F(tuned_gemm_one)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
 /* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b, then (bias not NULL) the bias added
  * to every row and (relu) the ReLU; the caller has checked the arguments and handled m, n, k or
  * alpha of 0. */
-static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
-                       T alpha, const T *a, int64_t lda, int64_t stride_a, const T *b,
-                       int64_t ldb, int64_t stride_b, T beta, T *c, int64_t ldc,
-                       int64_t stride_c, int64_t batch, const T *bias, int relu, T *a_sums) {
+static int F(gemm_run_tiles)(int isa, int trans_a, int trans_b, int64_t m, int64_t n,
+                             int64_t k, T alpha, const T *a, int64_t lda, int64_t stride_a,
+                             const T *b, int64_t ldb, int64_t stride_b, T beta, T *c,
+                             int64_t ldc, int64_t stride_c, int64_t batch, const T *bias,
+                             int relu, T *a_sums) {
     int nt = mt_get_num_threads();
     double flops_per_matrix = 2.0 * (double)m * (double)n * (double)k;
     if (flops_per_matrix * (double)batch < 4e6) nt = 1; /* waking a team costs more than
@@ -598,6 +600,8 @@ static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
     if (team == 1) {
         T *apack = (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T));
         if (!apack) { free(bpack); return MT_ERR_NOMEM; }
+        mt_ahead_begin(batch * ((m + pr.plan.mr - 1) / pr.plan.mr) *
+                       ((n + pr.plan.nr - 1) / pr.plan.nr) * ((k + pr.kc - 1) / pr.kc));
         for (int64_t bi = 0; bi < batch; ++bi)
             F(gemm_one)(&pr, a + bi * stride_a, b + bi * stride_b,
                         c + bi * stride_c, apack, bpack);
@@ -630,6 +634,18 @@ static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
     free(bpack);
     free(bpack2);
     return failed ? MT_ERR_NOMEM : 0;
+}
+
+/* gemm_run_tiles, then the memory asked for ahead forgotten (ask_ahead.c). */
+static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
+                       T alpha, const T *a, int64_t lda, int64_t stride_a, const T *b,
+                       int64_t ldb, int64_t stride_b, T beta, T *c, int64_t ldc,
+                       int64_t stride_c, int64_t batch, const T *bias, int relu, T *a_sums) {
+    const int status = F(gemm_run_tiles)(isa, trans_a, trans_b, m, n, k, alpha, a, lda,
+                                         stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
+                                         batch, bias, relu, a_sums);
+    mt_ahead_forget();
+    return status;
 }
 
 /* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b (minitorch.h). */
