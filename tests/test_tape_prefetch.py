@@ -40,7 +40,7 @@ def _name(call):
 
 @needs_c
 @pytest.mark.parametrize("n_threads", [1, 2])
-def test_each_forward_gemm_asks_for_what_follows_it_and_replays_as_eager(n_threads):
+def test_each_gemm_asks_for_what_follows_it_and_replays_as_eager(n_threads):
     from minitorch.backends import tape_prefetch
     from minitorch.backends.tape_memory import Owners, memory
     with c_threads(n_threads):
