@@ -372,7 +372,7 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta,
                                 pc + kc >= k);
                 /* A transposed A's row sums, its stored rows in order, once the products have
-                 * brought the block into cache: first, the pass waited on memory alone */
+                 * brought the block into cache (before them, the pass read it from memory) */
                 if (in_place && pr->a_sums && js == 0)
                     pr->plan.sum_rows(a_rows, pr->lda, kc, mc, pr->a_sums + ic);
                 b_unpacked = NULL;
