@@ -25,7 +25,7 @@ def schedule_updates(tape):
     for call in updates:
         parts = call[0].split()
         if parts is not None:
-            _place(tape, tape.calls.index(call), *parts)
+            _place(tape, next(i for i, c in enumerate(tape.calls) if c is call), *parts)
 
 
 def _place(tape, where, prepare, updates, finish):
