@@ -38,34 +38,35 @@ MT_INLINE static T V(exp)(T x) {
     return x > overflow ? (T)INFINITY : (squared ? e * e : e);
 }
 
-#ifndef MT_POINTWISE_SQRT_ONCE
-#define MT_POINTWISE_SQRT_ONCE
+#ifndef MT_POINTWISE_SCALARS_ONCE
+#define MT_POINTWISE_SCALARS_ONCE
 MT_INLINE static float mt_sqrt_f32(float x) { return __builtin_sqrtf(x); }
 MT_INLINE static double mt_sqrt_f64(double x) { return __builtin_sqrt(x); }
+/* |x| as one AND (x < 0 ? -x : x is a compare and a blend: it must keep -0.0) */
+MT_INLINE static float mt_abs_f32(float x) { return __builtin_fabsf(x); }
+MT_INLINE static double mt_abs_f64(double x) { return __builtin_fabs(x); }
 #endif
 
 MT_INLINE static T V(sigmoid)(T x) { return (T)1 / ((T)1 + V(exp)(-x)); }
 
-/* erfc(z) for z >= 0: Numerical Recipes' erfcc, t exp(-z^2 + poly(t)), t = 1 / (1 + z/2) */
+/* erfc(z) for z >= 0: Numerical Recipes' erfcc, t exp(-z^2 + poly(t)), t = 1 / (1 + z/2).
+ * The polynomial by Estrin's scheme, not Horner's: its chain of dependent FMAs is 4 long, not
+ * 9, and this map is bound by that latency (the exact GELU took a tenth longer with Horner's).
+ * The exp's argument is at most ~3e-8 (at z = 0), so it takes fast_exp.h's exp as it is,
+ * without V(exp)'s overflow selects. */
 MT_INLINE static T V(erfc_nonneg)(T z) {
-    const T t = (T)1 / ((T)1 + (T)0.5 * z);
-    T p = (T)0.17087277;
-    p = p * t + (T)-0.82215223;
-    p = p * t + (T)1.48851587;
-    p = p * t + (T)-1.13520398;
-    p = p * t + (T)0.27886807;
-    p = p * t + (T)-0.18628806;
-    p = p * t + (T)0.09678418;
-    p = p * t + (T)0.37409196;
-    p = p * t + (T)1.00002368;
-    return t * V(exp)(-z * z + ((T)-1.26551223 + t * p));
+    const T t = (T)1 / ((T)1 + (T)0.5 * z), t2 = t * t, t4 = t2 * t2;
+    const T p01 = (T)1.00002368 + (T)0.37409196 * t, p23 = (T)0.09678418 + (T)-0.18628806 * t;
+    const T p45 = (T)0.27886807 + (T)-1.13520398 * t, p67 = (T)1.48851587 + (T)-0.82215223 * t;
+    const T p = (p01 + p23 * t2) + ((p45 + p67 * t2) + (T)0.17087277 * t4) * t4;
+    return t * EXP_T(-z * z + ((T)-1.26551223 + t * p));
 }
 
 /* The normal CDF: erfc(-x / sqrt 2) / 2 */
 MT_INLINE static T V(normal_cdf)(T x) {
     const T z = x * (T)-0.70710678118654752440;
     if (sizeof(T) == sizeof(double)) return (T)(0.5 * erfc((double)z)); /* float64: libm */
-    const T half_tail = (T)0.5 * V(erfc_nonneg)(z < 0 ? -z : z);
+    const T half_tail = (T)0.5 * V(erfc_nonneg)(MT_CAT(mt_abs, SFX)(z));
     return z >= 0 ? half_tail : (T)1 - half_tail;
 }
 
@@ -148,7 +149,7 @@ int V(tuned_gelu_backward)(const T *dy, const T *x, T *dx, int64_t n, int approx
 #pragma omp parallel for simd schedule(static) num_threads(nt)
         for (int64_t j = 0; j < n; ++j) {
             const T v = x[j];
-            const T pdf = V(exp)((T)-0.5 * v * v) * (T)0.39894228040143267794;
+            const T pdf = EXP_T((T)-0.5 * v * v) * (T)0.39894228040143267794; /* (<= 0) */
             dx[j] = dy[j] * (V(normal_cdf)(v) + v * pdf);
         }
     }
@@ -170,7 +171,7 @@ int V(tuned_rsqrt_forward)(const T *x, T *y, int64_t n) {
  * calls libm's erf, as the exact GELU calls its erfc. */
 MT_INLINE static T V(erf)(T x) {
     if (sizeof(T) == sizeof(double)) return (T)erf((double)x);
-    const T a = x < 0 ? -x : x, z = x * x;
+    const T a = MT_CAT(mt_abs, SFX)(x), z = x * x;
     T p = (T)7.853861353153693e-5;
     p = p * z + (T)-8.010193625184903e-4;
     p = p * z + (T)5.188327685732524e-3;
