@@ -385,17 +385,30 @@ static void V(dx_pass_any)(const T *dy, const T *x, const T *w, T mean, T rstd, 
 }
 
 /* dx for one row; adds its dy*xhat and dy into the partial column sums dw_acc / db_acc (T,
- * flushed to double by the caller every few rows), if given. */
+ * flushed to double by the caller every few rows), if given. With next_dy and next_x (streaming
+ * rows only), the dx pass, which runs from cache, asks for the next row a block at a time:
+ * otherwise nothing is read from DRAM while it runs (float64 8192 x 512 on one Zen 5 core: 82%
+ * -> 93% of the copy bandwidth; asked for in one burst, or for float32 rows, it was slower). */
 static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T mean, T rstd,
                                        T *dx, int64_t n, T *dw_acc, T *db_acc,
-                                       int streaming) {
+                                       int streaming, const T *next_dy, const T *next_x) {
     double sum_g, sum_gx;
     V(grad_sums)(dy, x, w, mean, rstd, n, &sum_g, &sum_gx);
     const T a = (T)(sum_g / (double)n), c = (T)(sum_gx / (double)n);
-    if (streaming)
-        V(dx_pass_streaming)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc);
-    else
+    if (!streaming) {
         V(dx_pass_any)(dy, x, w, mean, rstd, a, c, dx, n, dw_acc, db_acc);
+        return;
+    }
+    const int64_t block = next_dy ? 512 / (int64_t)sizeof(T) : n;
+    for (int64_t j0 = 0; j0 < n; j0 += block) {
+        const int64_t len = n - j0 < block ? n - j0 : block;
+        for (int64_t j = j0; next_dy && j < j0 + len; j += 64 / (int64_t)sizeof(T)) {
+            __builtin_prefetch(next_dy + j, 0, 3);
+            __builtin_prefetch(next_x + j, 0, 3);
+        }
+        V(dx_pass_streaming)(dy + j0, x + j0, w ? w + j0 : NULL, mean, rstd, a, c, dx + j0, len,
+                             dw_acc ? dw_acc + j0 : NULL, db_acc ? db_acc + j0 : NULL);
+    }
 }
 
 /* Rows are added into T partial sums in groups of this many, then into double: full SIMD
@@ -432,8 +445,11 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
             db_group = dw_group + cols;
         }
         for (int64_t r = r0; r < r1; ++r) {
+            const int ahead = streaming && r + 1 < r1 && cols * (int64_t)sizeof(T) <= 8192;
             V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r], rstd[r],
-                                       dx + r * cols, cols, dw_group, db_group, streaming);
+                                       dx + r * cols, cols, dw_group, db_group, streaming,
+                                       ahead ? dy + (r + 1) * cols : NULL,
+                                       ahead ? x + (r + 1) * cols : NULL);
             if (scratch && ((r + 1 - r0) % LN_FLUSH_ROWS == 0 || r + 1 == r1)) {
                 for (int64_t j = 0; j < cols; ++j) {
                     dw_sum[j] += (double)dw_group[j];
