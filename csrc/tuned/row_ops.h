@@ -201,15 +201,20 @@ MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
 #endif
 }
 
-/* sum_j x[j] * y[j], or sum_j x[j] when y is NULL */
-MT_INLINE static double V(row_dot)(const T *x, const T *y, int64_t n) {
+/* sum_j x[j] * y[j], or sum_j x[j] when y is NULL; ahead[0 .. n) (or NULL) is prefetched
+ * meanwhile, two lines a step */
+MT_INLINE static double V(row_dot_ahead)(const T *x, const T *y, int64_t n, const T *ahead) {
     double total = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
         V(vec) acc[4] = {{0}}, a, b;
         T tail = 0;
         int64_t j = j0;
-        for (; j + 4 * LANES <= j1; j += 4 * LANES)
+        for (; j + 4 * LANES <= j1; j += 4 * LANES) {
+            if (ahead) { /* (4 * LANES elements are 128 bytes) */
+                __builtin_prefetch(ahead + j);
+                __builtin_prefetch(ahead + j + 2 * LANES);
+            }
             for (int u = 0; u < 4; ++u) {
                 MT_VLOAD(a, x + j + u * LANES);
                 if (y) {
@@ -218,11 +223,16 @@ MT_INLINE static double V(row_dot)(const T *x, const T *y, int64_t n) {
                 }
                 acc[u] += a;
             }
+        }
         for (; j < j1; ++j) tail += y ? x[j] * y[j] : x[j];
         acc[0] = (acc[0] + acc[1]) + (acc[2] + acc[3]);
         total += V(lanes_total)(&acc[0]) + (double)tail;
     }
     return total;
+}
+
+MT_INLINE static double V(row_dot)(const T *x, const T *y, int64_t n) {
+    return V(row_dot_ahead)(x, y, n, NULL);
 }
 
 MT_INLINE static double V(row_sum)(const T *x, int64_t n) { return V(row_dot)(x, NULL, n); }

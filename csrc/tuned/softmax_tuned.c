@@ -126,10 +126,11 @@ int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
     return 0;
 }
 
-/* dy_ahead: the next row of dy (MT_NEXT_ROW), whose sum is that row's first pass */
+/* dy_ahead: the next row of dy (MT_NEXT_ROW), whose sum is that row's first pass; this row's
+ * y, read by the second, is asked for during the first */
 static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
                                         int64_t n, const T *dy_ahead) {
-    T total = (T)V(row_sum)(dy, n);
+    T total = (T)V(row_dot_ahead)(dy, NULL, n, dy_ahead ? y : NULL);
     V(row_exp_axpy)(y, dx, n, (T)0, (T)0, -total, dy, (T)0, dy_ahead); /* dy - total exp(y) */
 }
 
