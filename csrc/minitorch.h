@@ -216,6 +216,13 @@ int mt_pow_scalar_forward_f32(const float *x, float *y, int64_t n, double expone
 int mt_pow_scalar_forward_f64(const double *x, double *y, int64_t n, double exponent);
 int mt_abs_backward_f32(const float *dy, const float *x, float *dx, int64_t n);
 int mt_abs_backward_f64(const double *dy, const double *x, double *dx, int64_t n);
+/* where: y[j] = condition[j] ? a[j * a_step] : b[j * b_step] (condition: bool bytes, 0 false;
+ * a_step, b_step 1 for an array of n elements, 0 for one value; other steps MT_ERR_ARGS):
+ * torch.where and masked_fill, without a branch per element. */
+int mt_where_f32(const uint8_t *condition, const float *a, const float *b, float *y, int64_t n,
+                 int64_t a_step, int64_t b_step);
+int mt_where_f64(const uint8_t *condition, const double *a, const double *b, double *y,
+                 int64_t n, int64_t a_step, int64_t b_step);
 int mt_clamp_forward_f32(const float *x, float *y, int64_t n, double min, double max);
 int mt_clamp_forward_f64(const double *x, double *y, int64_t n, double min, double max);
 int mt_clamp_backward_f32(const float *dy, const float *x, float *dx, int64_t n, double min,

@@ -23,10 +23,12 @@
  *   pow       y = x^e, e any other number (rounded to T first; NaN for x < 0 but for integer e)
  *                                                      (its backward is pow again)
  *   abs       (its forward is numpy's)                 dx = dy * sign(x), 0 at 0 and NaN
+ *   where     y = a if condition else b (a or b may be one value)
+ *                                                      (its backward is where again)
  *
  * (PyTorch's formulas, with its names: F.relu, torch.sigmoid, F.silu, F.gelu and its
  * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, torch.log, F.softplus,
- * torch.pow, torch.abs; lo and hi are rounded to T first, as PyTorch casts its scalars to the
+ * torch.pow, torch.abs, torch.where; lo and hi are rounded to T first, as PyTorch casts its scalars to the
  * tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n
  * contiguous elements; an output may be the input it is computed from (in place). The
  * reference bodies below evaluate each formula in double with libm; the tuned ones
@@ -199,6 +201,14 @@ int F(mt_abs_backward)(const T *dy, const T *x, T *dx, int64_t n) {
     if (n < 0) return MT_ERR_ARGS;
     MT_RUN_TUNED(tuned_abs_backward, dy, x, dx, n);
     MT_POINTWISE_LOOP(n, { dx[j] = x[j] > 0 ? dy[j] : x[j] < 0 ? -dy[j] : 0; });
+    return 0;
+}
+
+int F(mt_where)(const uint8_t *condition, const T *a, const T *b, T *y, int64_t n,
+                int64_t a_step, int64_t b_step) {
+    if (n < 0 || (a_step != 0 && a_step != 1) || (b_step != 0 && b_step != 1)) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_where, condition, a, b, y, n, a_step, b_step);
+    MT_POINTWISE_LOOP(n, { y[j] = condition[j] ? a[j * a_step] : b[j * b_step]; });
     return 0;
 }
 

@@ -22,6 +22,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+import minitorch as mt
 from minitorch.backends import numpy_backend as N
 from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c  # the common ground
 # across the kernels' one-thread threshold (32768 elements) and vector tails
@@ -38,6 +39,7 @@ def elementwise_calls(rng, n, dtype):
     x = (rng.standard_normal(n) * 4).astype(dtype)
     dy = rng.standard_normal(n).astype(dtype)
     positive = np.abs(x) + dtype(0.25)
+    condition = rng.random(n) < 0.5
     return {
         "relu": ("relu_forward", (x,)),
         "relu backward": ("relu_backward", (dy, N.relu_forward(x))),
@@ -66,6 +68,10 @@ def elementwise_calls(rng, n, dtype):
         "pow -1.7 of negatives": ("pow_scalar_forward", (x, -1.7)),  # NaN below 0 on both
         "pow 0.3": ("pow_scalar_forward", (positive, 0.3)),  # 0.3 rounded to the dtype
         "abs backward": ("abs_backward", (dy, x)),
+        "where": ("where", (condition, x, dy)),
+        "where one value a": ("where", (condition, np.array(1.5, dtype), dy)),
+        "where one value b": ("where", (condition, x, np.zeros((), dtype))),
+        "where two values": ("where", (condition, np.array(-2.0, dtype), np.array(3.0, dtype))),
     }
 
 
@@ -205,7 +211,6 @@ def test_large_tensor_arithmetic_and_its_gradients(threads):
     """From 65536 elements and with 2 threads the ops call the arith kernel (with 1, numpy):
     values and gradients as numpy's either way. float16 stays on numpy's loops (the kernel
     takes float32 and float64)."""
-    import minitorch as mt
     rng = np.random.default_rng(11)
     x_np, y_np = rng.standard_normal((64, 1030)), rng.standard_normal((64, 1030)) + 3.0
     bias_np = rng.standard_normal(1030)
@@ -452,6 +457,12 @@ BAD_CALLS = [
     ("pow bool exponent", lambda B: B.pow_scalar_forward(F64, True), TypeError, "exponent"),
     ("pow integers", lambda B: B.pow_scalar_forward(np.ones(3, np.int64), 2.5), TypeError, "x"),
     ("abs backward shapes", lambda B: B.abs_backward(F64, np.ones(6)), ValueError, "x"),
+    ("where condition dtype", lambda B: B.where(F64, F64, F64), TypeError, "condition"),
+    ("where integer a", lambda B: B.where(F64 > 0, np.ones((2, 3), np.int64), F64), TypeError,
+     "a"),
+    ("where dtypes", lambda B: B.where(F64 > 0, F64, F64.astype(np.float32)), TypeError, "b"),
+    ("where a shape", lambda B: B.where(F64 > 0, np.ones(3), F64), ValueError, "a"),
+    ("where b shape", lambda B: B.where(F64 > 0, F64, np.ones((1, 1))), ValueError, "b"),
     ("arith op", lambda B: B.arith("pow", F64, F64), ValueError, "op"),
     ("arith dtypes", lambda B: B.arith("add", F64, F64.astype(np.float32)), TypeError, "b"),
     ("arith shapes", lambda B: B.arith("add", F64, np.ones((3, 2))), ValueError, "a and b"),
@@ -487,6 +498,9 @@ def test_c_entry_points_reject_what_python_should_have():
     assert lib.mt_pow_int_forward_f64(p, p, 4, 65) == -2
     assert lib.mt_pow_scalar_forward_f64(p, p, -4, 2.5) == -2
     assert lib.mt_abs_backward_f64(p, p, p, -4) == -2
+    condition = ffi.from_buffer("uint8_t[]", np.ones(4, bool))
+    assert lib.mt_where_f64(condition, p, p, p, 4, 2, 1) == -2  # steps are 0 or 1
+    assert lib.mt_where_f64(condition, p, p, p, -4, 1, 1) == -2
     assert lib.mt_arith_f64(4, p, 0, p, 0, p, 1, 4) == -2  # no such op
     assert lib.mt_arith_f64(0, p, 2, p, 1, p, 1, 4) == -2  # no full operand
     np.testing.assert_array_equal(out, 0)  # a rejected call writes nothing
@@ -584,3 +598,39 @@ def test_log_is_accurate_relatively_from_the_smallest_to_the_largest_value(isa, 
     rtol = 4e-7 if dtype == np.float32 else 5e-16
     np.testing.assert_allclose(got, exact.astype(dtype), rtol=rtol, atol=0)
     assert special[:4].tolist() == [0.0, -np.inf, -np.inf, np.inf] and np.isnan(special[4:]).all()
+
+
+class _CallsSeen:
+    """A stand-in for the C library that notes the entry points looked up through it."""
+
+    def __init__(self, lib):
+        self._lib, self.names = lib, set()
+
+    def __getattr__(self, name):
+        self.names.add(name)
+        return getattr(self._lib, name)
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_where_and_masked_fill_take_the_kernel_with_numpys_values_and_gradients(
+        dtype, threads, isa):
+    """From 4096 elements where and masked_fill (and their backward, where again) run on the C
+    kernel: its values are numpy's, and the gradients the condition's two halves."""
+    rng = np.random.default_rng(3)
+    condition = rng.random((64, 65)) < 0.5
+    a_np, b_np = (rng.standard_normal(condition.shape).astype(dtype) for _ in range(2))
+    seen = _CallsSeen(C.lib)
+    with c_threads(threads, isa), C.replaced(lib=seen):
+        a, b = mt.tensor(a_np, requires_grad=True), mt.tensor(b_np, requires_grad=True)
+        mask = mt.tensor(condition)
+        picked = mt.where(mask, a, b)
+        filled = a.masked_fill(mask, 2.5)
+        (picked.sum() + filled.sum()).backward()
+    assert f"mt_where_{'f32' if dtype == np.float32 else 'f64'}" in seen.names
+    np.testing.assert_array_equal(picked.detach().numpy(), np.where(condition, a_np, b_np))
+    np.testing.assert_array_equal(filled.detach().numpy(), np.where(condition, dtype(2.5), a_np))
+    np.testing.assert_array_equal(a.grad.numpy(), np.ones(condition.shape))  # where's + fill's
+    np.testing.assert_array_equal(b.grad.numpy(), ~condition)

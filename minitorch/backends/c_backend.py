@@ -44,7 +44,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
 from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_bias, check_matmul_into
-from .checks import check_real_exponent
+from .checks import check_real_exponent, check_where_operands
 from . import large_buffers, numpy_backend
 from .tape import host, record, recording, replayed
 from .large_buffers import empty, empty_apart, empty_like
@@ -843,6 +843,18 @@ def pow_scalar_forward(x, exponent):
 
 def abs_backward(dy, x):
     return _elementwise("abs_backward", dy, others=[("x", x)])
+
+
+def where(condition, a, b):
+    """y = a where condition, else b; a and b of the condition's shape or 0-d (one value)."""
+    check_where_operands(condition, a, b)
+    out = empty(condition.shape, a.dtype)
+    if out.size:
+        condition, a, b = _contiguous(condition), _contiguous(a), _contiguous(b)
+        status = _kernel("where", a.dtype)(_ptr(condition), _ptr(a), _ptr(b), _ptr(out),
+                                           out.size, int(a.ndim > 0), int(b.ndim > 0))
+        _check_status(status, "where")
+    return out
 
 
 def clamp_forward(x, min=None, max=None):

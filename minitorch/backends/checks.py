@@ -69,6 +69,20 @@ def check_matmul_operands(a, b):
         raise ValueError(f"matmul: batch dims of a {a.shape[:-2]} and b {b.shape[:-2]} do not broadcast") from None
 
 
+def check_where_operands(condition, a, b):
+    """where's operands: a bool array, and a and b of one float dtype, each of its shape or 0-d
+    (one value)."""
+    if not _is_array(condition) or condition.dtype != np.bool_:
+        raise TypeError(f"condition must be a bool numpy.ndarray, got "
+                        f"{getattr(condition, 'dtype', type(condition).__name__)}")
+    check_float("a", a)
+    check_float("b", b, a.dtype)
+    for name, x in (("a", a), ("b", b)):
+        if x.ndim and x.shape != condition.shape:
+            raise ValueError(f"{name} must have the condition's shape {condition.shape} or be "
+                             f"0-d, got {x.shape}")
+
+
 def check_same_shape(name, x, shape):
     if x.shape != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)}, got {x.shape}")

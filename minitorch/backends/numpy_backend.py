@@ -11,7 +11,7 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
   exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
-  abs_backward (elementwise), sum_rows and amax_rows (reductions over the last dim), sum_cols
+  abs_backward (elementwise), where (a or b by a condition), sum_rows and amax_rows (reductions over the last dim), sum_cols
   (sums down the columns of a matrix), copy and concatenate (numpy's, any dtype),
   index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
@@ -53,7 +53,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_gather, check_gather_backward, check_gather_index,
                      check_keep_triangle, check_scatter_add)
 from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_bias, check_matmul_into
-from .checks import check_real_exponent
+from .checks import check_real_exponent, check_where_operands
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -569,6 +569,12 @@ def abs_backward(dy, x):
     """dx = dy * sign(x), 0 where x is 0 or NaN (as PyTorch's sgn)."""
     _check_pair("dy", dy, "x", x)
     return np.where(x > 0, dy, np.where(x < 0, -dy, 0)).astype(dy.dtype)
+
+
+def where(condition, a, b):
+    """y = a where condition, else b; a and b of the condition's shape or 0-d (one value)."""
+    check_where_operands(condition, a, b)
+    return np.where(condition, a, b).astype(a.dtype, copy=False)
 
 
 def _clamp_bounds(dtype, min, max):
