@@ -28,10 +28,10 @@
  *
  * (PyTorch's formulas, with its names: F.relu, torch.sigmoid, F.silu, F.gelu and its
  * approximate="tanh", torch.clamp, torch.rsqrt, torch.erf, torch.exp, torch.log, F.softplus,
- * torch.pow, torch.abs, torch.where; lo and hi are rounded to T first, as PyTorch casts its scalars to the
- * tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.) Arrays are n
- * contiguous elements; an output may be the input it is computed from (in place). The
- * reference bodies below evaluate each formula in double with libm; the tuned ones
+ * torch.pow, torch.abs, torch.where; lo and hi are rounded to T first, as PyTorch casts its
+ * scalars to the tensor's dtype; relu's gradient passes where y is NaN, as PyTorch's does.)
+ * Arrays are n contiguous elements; an output may be the input it is computed from (in
+ * place). The reference bodies below evaluate each formula in double with libm; the tuned ones
  * (tuned/pointwise_tuned.c) vectorize them. This file is its own body, compiled once per
  * element type T (each_dtype.h).
  */

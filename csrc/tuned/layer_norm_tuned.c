@@ -196,9 +196,8 @@ static void V(normalize_staged)(const T *x, const T *w, const T *b, T *y, int64_
  * y = ((x - m_hi) - m_lo) * rstd with m_hi = c, m_lo = mean(e) keeps y accurate even when the
  * mean is not representable in T (x ~ 1000 +- 1 in float32).
  * next_x (streaming rows only, else NULL): the next row, asked for a block at a time during
- * the last pass, which runs from cache (float64 8192 x 512 on one Zen 5 core: 1.10-1.19x,
- * 93-104% of the copy bandwidth, against the whole row asked for before this one's passes);
- * all at once before a staged pass. */
+ * the last pass, which runs from cache, so that DRAM is not idle meanwhile (as it was with the
+ * whole row asked for before this one's passes); all at once before a staged pass. */
 static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
                               int64_t n, double eps, T *mean_out,
                               T *rstd_out, int streaming, const T *next_x) {
@@ -228,8 +227,7 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
         for (int64_t j = 0; next_x && j < n; j += 64 / (int64_t)sizeof(T))
             __builtin_prefetch(next_x + j, 0, 2);
         V(normalize_staged)(x, w, b, y, n, m_hi, m_lo, rs);
-    }
-    else if (!next_x)
+    } else if (!next_x)
         V(normalize_streaming)(x, w, b, y, n, m_hi, m_lo, rs);
     else
         for (int64_t j0 = 0; j0 < n; j0 += LN_AHEAD_BLOCK) {
@@ -406,8 +404,8 @@ static void V(dx_pass_any)(const T *dy, const T *x, const T *w, T mean, T rstd, 
 /* dx for one row; adds its dy*xhat and dy into the partial column sums dw_acc / db_acc (T,
  * flushed to double by the caller every few rows), if given. With next_dy and next_x (streaming
  * rows only), the dx pass, which runs from cache, asks for the next row a block at a time:
- * otherwise nothing is read from DRAM while it runs (float64 8192 x 512 on one Zen 5 core: 82%
- * -> 93% of the copy bandwidth; asked for in one burst, or for float32 rows, it was slower). */
+ * otherwise nothing is read from DRAM while it runs. (Asked for in one burst before the row,
+ * or for rows that are not streamed, it was slower.) */
 static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T mean, T rstd,
                                        T *dx, int64_t n, T *dw_acc, T *db_acc,
                                        int streaming, const T *next_dy, const T *next_x) {

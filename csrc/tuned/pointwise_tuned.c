@@ -51,7 +51,7 @@ MT_INLINE static T V(sigmoid)(T x) { return (T)1 / ((T)1 + V(exp)(-x)); }
 
 /* erfc(z) for z >= 0: Numerical Recipes' erfcc, t exp(-z^2 + poly(t)), t = 1 / (1 + z/2).
  * The polynomial by Estrin's scheme, not Horner's: its chain of dependent FMAs is 4 long, not
- * 9, and this map is bound by that latency (the exact GELU took a tenth longer with Horner's).
+ * 9, and the maps built on it are bound by their chains' latency, not by their operations.
  * The exp's argument is at most ~3e-8 (at z = 0), so it takes fast_exp.h's exp as it is,
  * without V(exp)'s overflow selects. */
 MT_INLINE static T V(erfc_nonneg)(T z) {
@@ -149,7 +149,8 @@ int V(tuned_gelu_backward)(const T *dy, const T *x, T *dx, int64_t n, int approx
 #pragma omp parallel for simd schedule(static) num_threads(nt)
         for (int64_t j = 0; j < n; ++j) {
             const T v = x[j];
-            const T pdf = EXP_T((T)-0.5 * v * v) * (T)0.39894228040143267794; /* (<= 0) */
+            /* (the plain exp: its argument is <= 0) */
+            const T pdf = EXP_T((T)-0.5 * v * v) * (T)0.39894228040143267794;
             dx[j] = dy[j] * (V(normal_cdf)(v) + v * pdf);
         }
     }

@@ -321,7 +321,7 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
     T m = V(masked_scores)(row.x, row.y, row.width, row.live, scale, row.add, row.madd,
                            row.mbool);
     /* how far ahead rows are prefetched: 2 rows, or 6 KiB of shorter ones (3 KiB left DRAM idle
-     * at times: 8x8x256x256 causal rows on one Zen 5 core at 77-85% of the copy bandwidth) */
+     * at times; much more, with two lines of y asked for a line of x, would crowd L1) */
     const int64_t row_bytes = cols * (int64_t)sizeof(T);
     const int64_t ahead_rows = 6144 / row_bytes > 2 ? 6144 / row_bytes : 2;
     T *prev = NULL; /* the row before, still to be divided by its sum */

@@ -11,8 +11,9 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
   exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
-  abs_backward (elementwise), where (a or b by a condition), sum_rows and amax_rows (reductions over the last dim), sum_cols
-  (sums down the columns of a matrix), copy and concatenate (numpy's, any dtype),
+  abs_backward (elementwise), where (a or b by a condition), sum_rows and amax_rows
+  (reductions over the last dim), sum_cols (sums down the columns of a matrix), copy and
+  concatenate (numpy's, any dtype),
   index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
