@@ -88,11 +88,11 @@ def test_blocked_a_read_in_place_equals_a_packed(dtype, threads, isa):
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", [1, 2])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_blocked_transposed_a_in_place_equals_the_swapped_product(dtype, threads, isa):
-    """op(A) = Aᵀ (a weight gradient's dYᵀ X) with m >= n, read in place on AVX-512 float:
-    m past one A block with a partial row tile, k over one and two K blocks, a stored row
-    wider than m, C read (beta != 0); against (Bᵀ A)ᵀ, where the transposed operand has n < m
-    rows and is packed, and against numpy within rounding."""
+def test_blocked_transposed_a_equals_the_swapped_product(dtype, threads, isa):
+    """op(A) = Aᵀ (a weight gradient's dYᵀ X) with m >= n: m past one A block with a partial
+    row tile, k over one and two K blocks, a stored row wider than m, C read (beta != 0);
+    against (Bᵀ A)ᵀ, where A's values are the packed B operand, and against numpy within
+    rounding."""
     rng = np.random.default_rng(13)
     for m, n, k in [(203, 97, 300), (301, 40, 1100), (520, 135, 517), (64, 64, 700)]:
         a_t = strided(rng, k, m, dtype).T  # op(A): m x k, stored k x m (lda = m + 5)

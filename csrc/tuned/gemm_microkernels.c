@@ -486,22 +486,21 @@ void mt_gemm_plan_for_f32(int isa, mt_gemm_plan_f32 *plan) {
         *plan = (mt_gemm_plan_f32){8, 32, 128, 512, 4064, microkernel_avx512_f32,
                                      microkernel_avx512_f32_strided, pack_bt_avx512_f32_nr32,
                                      pack_b_rows_avx512_f32, pack_a_8rows_avx2_f32,
-                                     sum_rows_avx512_f32, 1, 1, 1};
+                                     sum_rows_avx512_f32, 1, 1};
         return;
     }
     if (isa == MT_ISA_AVX2) {
         *plan = (mt_gemm_plan_f32){6, 16, 144, 256, 4080, microkernel_avx2_f32,
                                      microkernel_avx2_f32_strided, pack_bt_avx2_f32_nr16,
                                      pack_b_rows_avx2_f32, pack_a_rows_avx2_f32,
-                                     sum_rows_avx2_f32, 0, 0, 0};
+                                     sum_rows_avx2_f32, 0, 0};
         return;
     }
 #endif
     (void)isa;
     *plan = (mt_gemm_plan_f32){MT_PORTABLE_MR, MT_PORTABLE_NR, 128, 256, 4096,
                                microkernel_portable_f32, microkernel_portable_f32_strided,
-                               pack_bt_portable_f32, NULL, NULL, sum_rows_portable_f32, 0, 0,
-                               0};
+                               pack_bt_portable_f32, NULL, NULL, sum_rows_portable_f32, 0, 0};
 }
 
 void mt_gemm_plan_for_f64(int isa, mt_gemm_plan_f64 *plan) {
@@ -510,20 +509,18 @@ void mt_gemm_plan_for_f64(int isa, mt_gemm_plan_f64 *plan) {
         *plan = (mt_gemm_plan_f64){6, 16, 72, 512, 4080, microkernel_avx512_f64,
                                      microkernel_avx512_f64_strided, pack_bt_avx512_f64_nr16,
                                      pack_b_rows_avx512_f64, NULL, sum_rows_avx512_f64, 1,
-                                     0, 1};
+                                     1};
         return;
     }
     if (isa == MT_ISA_AVX2) {
         *plan = (mt_gemm_plan_f64){6, 8, 72, 256, 4080, microkernel_avx2_f64,
                                      microkernel_avx2_f64_strided, pack_bt_avx2_f64_nr8,
-                                     pack_b_rows_avx2_f64, NULL, sum_rows_avx2_f64, 0, 0,
-                                     0};
+                                     pack_b_rows_avx2_f64, NULL, sum_rows_avx2_f64, 0, 0};
         return;
     }
 #endif
     (void)isa;
     *plan = (mt_gemm_plan_f64){MT_PORTABLE_MR, MT_PORTABLE_NR, 64, 256, 4096,
                                microkernel_portable_f64, microkernel_portable_f64_strided,
-                               pack_bt_portable_f64, NULL, NULL, sum_rows_portable_f64, 0, 0,
-                               0};
+                               pack_bt_portable_f64, NULL, NULL, sum_rows_portable_f64, 0, 0};
 }

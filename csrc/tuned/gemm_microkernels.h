@@ -55,10 +55,6 @@ typedef struct {
      * strided_kernel, instead of packing them (AVX-512: the packing was a few percent of
      * products with few B slivers per A block; on AVX2 it did not pay). */
     int a_rows_in_place;
-    /* The same for a transposed A (stored k x m: a weight gradient's dYᵀ) of at least as many
-     * rows as B has columns, a tile's MR values side by side in each stored row (AVX-512 float;
-     * double's big products, whose tiles span twice the pages, ran slower so). */
-    int a_transposed_in_place;
     /* Whether the blocked path asks for the next tile's C with PREFETCHW while a tile runs:
      * an output fresh from memory (a forward activation's, last touched a step ago) then
      * costs no read for ownership in the middle of the tile stores (every AVX-512 CPU has the
@@ -75,7 +71,7 @@ typedef struct {
     void (*pack_b_rows)(int64_t kc, const double *b, int64_t ldb, double *bp);
     void (*pack_a_rows)(int64_t kc, const double *a, int64_t lda, double *ap);
     void (*sum_rows)(const double *a, int64_t ld, int64_t rows, int64_t cols, double *sums);
-    int a_rows_in_place, a_transposed_in_place, prefetch_c;
+    int a_rows_in_place, prefetch_c;
 } mt_gemm_plan_f64;
 
 /* Fill `plan` for `isa` (MT_ISA_PORTABLE / AVX2 / AVX512), which must be supported. */

@@ -235,7 +235,8 @@ static void F(add_bias_tile)(T *c, int64_t ldc, int64_t rows, int64_t cols, cons
 }
 
 /* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. A's full row tiles
- * are read from a_rows (op(A)[ic:, pc:] where it lies, rows lda apart) when it is not NULL, else
+ * are read from a_rows (a row-major A's [ic:, pc:] where it lies, rows lda apart) when it is not
+ * NULL, else
  * from the packed block ap; a last partial row tile is always packed, at the start of ap.
  * b_src not NULL: the panel is not packed yet; each sliver is packed from b_src (op(B)'s
  * [pc:pc+kc, jc:jc+nc]) as its tiles come, the next one's source asked for meanwhile.
@@ -246,8 +247,6 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
                             int last_k) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
     const int64_t ldc = pr->ldc, full_rows = mc / mr * mr, tiles = (mc + mr - 1) / mr;
-    /* A(r, p) is a_rows[r * rs_a + p * cs_a] */
-    const int64_t rs_a = pr->trans_a ? 1 : pr->lda, cs_a = pr->trans_a ? pr->lda : 1;
     T edge[MT_GEMM_MAX_MR * MT_GEMM_MAX_NR] __attribute__((aligned(64)));
     for (int64_t s = s0; s < s1; ++s) {
         int64_t j = s * nr;
@@ -257,7 +256,7 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
         for (int64_t i = 0; i < mc; i += mr) {
             if (b_src && s + 1 < s1)
                 F(prefetch_b_sliver)(pr, b_src, pc, kc, jc, nc, s + 1, i / mr, tiles);
-            if (a_rows && !pr->trans_a && s == s0 && i + 2 * mr <= full_rows) /* next row tile */
+            if (a_rows && s == s0 && i + 2 * mr <= full_rows) /* next row tile */
                 F(prefetch_rows)(a_rows, i + mr, i + 2 * mr, pr->lda, kc);
             int64_t rows = mc - i < mr ? mc - i : mr;
             T *ct = c + (ic + i) * ldc + jc + j;
@@ -273,8 +272,8 @@ static void F(macro_kernel)(const PROBLEM *pr, const T *a_rows, const T *ap, T *
             const T *bias = last_k && pr->bias ? pr->bias + jc + j : NULL;
             const T *tile_bias = full ? bias : NULL;
             if (a_rows && i < full_rows)
-                pr->plan.strided_kernel(kc, a_rows + i * rs_a, rs_a, cs_a, bs, nr, dst, ld_dst,
-                                        alpha, beta_dst, tile_bias, pr->relu);
+                pr->plan.strided_kernel(kc, a_rows + i * pr->lda, pr->lda, 1, bs, nr, dst,
+                                        ld_dst, alpha, beta_dst, tile_bias, pr->relu);
             else
                 pr->plan.kernel(kc, ap + (a_rows ? 0 : i * kc), bs, dst, ld_dst, alpha,
                                 beta_dst, tile_bias, pr->relu);
@@ -330,8 +329,9 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
     const int nr = pr->plan.nr;
     const int64_t m = pr->m, n = pr->n, k = pr->k;
     const int64_t n_ic = pr->blocks_m, slivers_m = (m + pr->plan.mr - 1) / pr->plan.mr;
-    const int in_place = pr->trans_a ? pr->plan.a_transposed_in_place && m >= n
-                                     : pr->plan.a_rows_in_place;
+    /* (A transposed is always packed: its in-place tiles, MR values per stored row, miss
+     * L1 where the rows are a multiple of 4 KiB apart, one cache set for the whole sliver) */
+    const int in_place = !pr->trans_a && pr->plan.a_rows_in_place;
     for (int64_t jc = 0; jc < n; jc += pr->plan.nc) {
         int64_t nc = n - jc < pr->plan.nc ? n - jc : pr->plan.nc;
         int64_t slivers = (nc + nr - 1) / nr;
@@ -364,17 +364,13 @@ static void F(gemm_tiles)(const PROBLEM *pr, const T *a, const T *b, T *c, T *ap
                               pr->a_sums && js == 0 ? pr->a_sums + ic : NULL);
                 } else { /* A's full row tiles are read where they lie, the last one packed */
                     const int64_t full_rows = mc / pr->plan.mr * pr->plan.mr;
-                    a_rows = pr->trans_a ? a + pc * pr->lda + ic : a + ic * pr->lda + pc;
+                    a_rows = a + ic * pr->lda + pc;
                     if (full_rows < mc)
                         F(pack_a)(pr, a, ic + full_rows, mc - full_rows, pc, kc, apack, NULL);
                 }
                 F(macro_kernel)(pr, a_rows, apack, bpack, b_unpacked, c, ic, mc, jc, nc, pc, kc,
                                 slivers * js / n_js, slivers * (js + 1) / n_js, beta,
                                 pc + kc >= k);
-                /* A transposed A's row sums, its stored rows in order, once the products have
-                 * brought the block into cache (before them, the pass read it from memory) */
-                if (in_place && pr->a_sums && js == 0)
-                    pr->plan.sum_rows(a_rows, pr->lda, kc, mc, pr->a_sums + ic);
                 b_unpacked = NULL;
             }
         }
