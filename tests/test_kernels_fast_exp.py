@@ -60,3 +60,29 @@ def test_exp_over_every_table_entry_and_reduced_argument(dtype, periods, isa):
     bound = BOUND[isa, dtype]
     error = ulp_error(exp_through_softmax(x, isa), x)
     assert error.max() <= bound, f"max error {error.max():.2f} ulp at {isa}"
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("dtype,zero,subnormal", [
+    (np.float32, [-np.inf, -1e30, -200.0, -110.0, -109.0], [-100.0, -95.0, -88.0]),
+    (np.float64, [-np.inf, -1e300, -800.0, -750.0, -746.0], [-740.0, -720.0, -709.0])])
+@pytest.mark.parametrize("width", [16, 40, 1000])
+def test_exp_underflows_to_zero_and_to_subnormals(dtype, zero, subnormal, width, isa):
+    """Arguments whose exp is below the smallest subnormal (-inf, as a mask leaves them, among
+    them) give +0 exactly; those whose exp is subnormal give it within a few of its ulps
+    (2^-149 / 2^-1074: the relative bound does not hold there) at AVX-512, whose scalef rounds
+    to subnormals, or 0 at the levels that flush them (fast_exp.c), in the vector loop and
+    tail."""
+    values = np.array(zero + subnormal, dtype)
+    x = np.resize(values, (4, width)).astype(dtype)
+    got = exp_through_softmax(x, isa)
+    is_zero = np.isin(x, np.array(zero, dtype))
+    np.testing.assert_array_equal(got[is_zero], 0)
+    assert not np.signbit(got[is_zero]).any()
+    tiny = np.finfo(dtype).smallest_subnormal
+    exact = np.exp(x[~is_zero].astype(np.float64))
+    close = np.abs(got[~is_zero] - exact) <= 4 * tiny + 2e-7 * exact
+    if isa != "avx512":
+        close |= got[~is_zero] == 0
+    assert close.all(), f"{got[~is_zero][~close]} for {exact[~close]}"

@@ -126,11 +126,12 @@ __attribute__((target("avx2,fma"))) double exp_shifted_sum_avx2_f64(
  * the two FMA pipes (Zen 4: also max, mul and scalef), and the table takes that count from 11
  * to 8 per vector in float32, from 19 to 12 in float64.
  * 2^n comes from vscalefps/pd, which multiplies by 2^floor(f) = 2^n (no integer subtract, add
- * and shift), and rounds what is below the smallest normal to a subnormal or to +0 by itself,
- * so there is no compare and mask either. Results below FLT_MIN / DBL_MIN are then subnormal,
- * not 0 as in the AVX2 loops (both are within the stated accuracy). The clamp at
- * MT_EXP_F32_ZERO_SCALEF keeps -inf from becoming inf - inf = NaN in r; there 2^-159 * p
- * (p < 2) rounds to +0, so exp(-inf) = 0 exactly. */
+ * and shift), and rounds what is below the smallest normal to a subnormal by itself, so no
+ * compare selects that range either. Results below FLT_MIN / DBL_MIN are then subnormal,
+ * not 0 as in the AVX2 loops (both are within the stated accuracy). Lanes at or below
+ * MT_EXP_F32_ZERO_SCALEF, whose exp rounds to +0 (-inf among them, a mask's excluded scores),
+ * are set to +0 by scalef's zero mask, not scaled: an underflow to 0 costs an Intel core a
+ * microcode assist, as much as a row of exps (in those lanes r may be inf - inf = NaN). */
 #define MT_EXP_F32_ZERO_SCALEF (-110.0f)
 #define MT_EXP_F64_ZERO_SCALEF (-750.0)
 
@@ -182,28 +183,30 @@ __attribute__((target("avx512f"))) static inline __m512 exp16_avx512(__m512 x,
     /* Adding 1.5*2^18 rounds x/ln2 to a multiple of 1/32 (the magic's ulp): f = n + j/32, and
      * the low 5 bits of `shifted` hold j, which the permute reads as the table index. */
     const __m512 magic = _mm512_set1_ps(393216.0f);
-    /* NaN passes through max (it returns its second operand, x, when that is NaN) */
-    __m512 xc = _mm512_max_ps(_mm512_set1_ps(MT_EXP_F32_ZERO_SCALEF), x);
-    __m512 shifted = _mm512_fmadd_ps(xc, _mm512_set1_ps(1.44269504088896341f), magic);
+    /* NaN is not at or below the bound: it passes through */
+    const __mmask16 above = _mm512_cmp_ps_mask(x, _mm512_set1_ps(MT_EXP_F32_ZERO_SCALEF),
+                                               _CMP_NLE_UQ);
+    __m512 shifted = _mm512_fmadd_ps(x, _mm512_set1_ps(1.44269504088896341f), magic);
     __m512 f = _mm512_sub_ps(shifted, magic);
     /* f has at most 13 significant bits and ln2's high part 9: f * HI is exact */
-    __m512 r = _mm512_fnmadd_ps(f, _mm512_set1_ps(MT_LN2_F32_HI), xc);
+    __m512 r = _mm512_fnmadd_ps(f, _mm512_set1_ps(MT_LN2_F32_HI), x);
     r = _mm512_fnmadd_ps(f, _mm512_set1_ps(MT_LN2_F32_LO), r);
     __m512 t = _mm512_permutex2var_ps(tab.lo, _mm512_castps_si512(shifted), tab.hi);
     /* t exp(r) = t + (t r)(C1 + C2 r): t r is ready before the polynomial */
     __m512 p = _mm512_fmadd_ps(_mm512_set1_ps(MT_EXP32_F32_C2), r, _mm512_set1_ps(MT_EXP32_F32_C1));
     __m512 e = _mm512_fmadd_ps(_mm512_mul_ps(t, r), p, t);
-    return _mm512_scalef_ps(e, f); /* e * 2^floor(f) = e * 2^n */
+    return _mm512_maskz_scalef_ps(above, e, f); /* e * 2^floor(f) = e * 2^n */
 }
 
 __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x,
                                                                      mt_exp_table_f64 tab) {
     /* as exp16_avx512, with 1.5*2^48: f = n + j/16, j in the low 4 bits */
     const __m512d magic = _mm512_set1_pd(422212465065984.0);
-    __m512d xc = _mm512_max_pd(_mm512_set1_pd(MT_EXP_F64_ZERO_SCALEF), x);
-    __m512d shifted = _mm512_fmadd_pd(xc, _mm512_set1_pd(1.4426950408889634), magic);
+    const __mmask8 above = _mm512_cmp_pd_mask(x, _mm512_set1_pd(MT_EXP_F64_ZERO_SCALEF),
+                                              _CMP_NLE_UQ);
+    __m512d shifted = _mm512_fmadd_pd(x, _mm512_set1_pd(1.4426950408889634), magic);
     __m512d f = _mm512_sub_pd(shifted, magic);
-    __m512d r = _mm512_fnmadd_pd(f, _mm512_set1_pd(6.93145751953125e-1), xc);
+    __m512d r = _mm512_fnmadd_pd(f, _mm512_set1_pd(6.93145751953125e-1), x);
     r = _mm512_fnmadd_pd(f, _mm512_set1_pd(1.42860682030941723212e-6), r);
     __m512d t = _mm512_permutex2var_pd(tab.lo, _mm512_castpd_si512(shifted), tab.hi);
 #define C(i) _mm512_set1_pd(MT_EXP16_F64_C[i])
@@ -211,7 +214,7 @@ __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x,
     for (int i = 3; i >= 0; --i) p = _mm512_fmadd_pd(p, r, C(i));
 #undef C
     __m512d e = _mm512_fmadd_pd(_mm512_mul_pd(t, r), p, t);
-    return _mm512_scalef_pd(e, f);
+    return _mm512_maskz_scalef_pd(above, e, f);
 }
 
 /* The sum of v's 16 lanes in double, as a tree: the lanes widened to two vectors of 8 doubles,
