@@ -179,8 +179,8 @@ int mt_rms_norm_backward_f64(const double *dy, const double *x, const double *we
  * y = ln x. softplus: y = x where z = beta x > threshold, else log(1 + e^z) / beta (z rounded
  * to the element type first). pow_int: y = x^exponent, exponent in [-64, 64] (else
  * MT_ERR_ARGS). pow_scalar: y = x^exponent, the exponent rounded to the element type (libm's
- * pow: NaN for x < 0 and a non-integer exponent). abs_backward: dx = dy * sign(x), 0 where x
- * is 0 or NaN. NaN inputs give NaN outputs. */
+ * pow: NaN for x < 0 and a non-integer exponent). abs_forward: y = |x|. abs_backward:
+ * dx = dy * sign(x), 0 where x is 0 or NaN. NaN inputs give NaN outputs. */
 int mt_relu_forward_f32(const float *x, float *y, int64_t n);
 int mt_relu_forward_f64(const double *x, double *y, int64_t n);
 int mt_relu_backward_f32(const float *dy, const float *y, float *dx, int64_t n);
@@ -214,6 +214,8 @@ int mt_pow_int_forward_f32(const float *x, float *y, int64_t n, int exponent);
 int mt_pow_int_forward_f64(const double *x, double *y, int64_t n, int exponent);
 int mt_pow_scalar_forward_f32(const float *x, float *y, int64_t n, double exponent);
 int mt_pow_scalar_forward_f64(const double *x, double *y, int64_t n, double exponent);
+int mt_abs_forward_f32(const float *x, float *y, int64_t n);
+int mt_abs_forward_f64(const double *x, double *y, int64_t n);
 int mt_abs_backward_f32(const float *dy, const float *x, float *dx, int64_t n);
 int mt_abs_backward_f64(const double *dy, const double *x, double *dx, int64_t n);
 /* where: y[j] = condition[j] ? a[j * a_step] : b[j * b_step] (condition: bool bytes, 0 false;

@@ -22,7 +22,7 @@
  *   pow_int   y = x^k, k an integer in [-64, 64]       (its backward is pow_int again)
  *   pow       y = x^e, e any other number (rounded to T first; NaN for x < 0 but for integer e)
  *                                                      (its backward is pow again)
- *   abs       (its forward is numpy's)                 dx = dy * sign(x), 0 at 0 and NaN
+ *   abs       y = |x| (the sign bit cleared)           dx = dy * sign(x), 0 at 0 and NaN
  *   where     y = a if condition else b (a or b may be one value)
  *                                                      (its backward is where again)
  *
@@ -194,6 +194,13 @@ int F(mt_pow_scalar_forward)(const T *x, T *y, int64_t n, double exponent) {
     const T e = (T)exponent;
     MT_RUN_TUNED(tuned_pow_scalar_forward, x, y, n, e);
     MT_POINTWISE_LOOP(n, { y[j] = (T)pow((double)x[j], (double)e); });
+    return 0;
+}
+
+int F(mt_abs_forward)(const T *x, T *y, int64_t n) {
+    if (n < 0) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_abs_forward, x, y, n);
+    MT_POINTWISE_LOOP(n, { y[j] = (T)fabs((double)x[j]); });
     return 0;
 }
 

@@ -67,6 +67,7 @@ def elementwise_calls(rng, n, dtype):
         "pow 2.5": ("pow_scalar_forward", (positive, 2.5)),
         "pow -1.7 of negatives": ("pow_scalar_forward", (x, -1.7)),  # NaN below 0 on both
         "pow 0.3": ("pow_scalar_forward", (positive, 0.3)),  # 0.3 rounded to the dtype
+        "abs": ("abs_forward", (np.where(condition, x, -x),)),
         "abs backward": ("abs_backward", (dy, x)),
         "where": ("where", (condition, x, dy)),
         "where one value a": ("where", (condition, np.array(1.5, dtype), dy)),
@@ -456,6 +457,7 @@ BAD_CALLS = [
     ("pow exponent type", lambda B: B.pow_scalar_forward(F64, "2.5"), TypeError, "exponent"),
     ("pow bool exponent", lambda B: B.pow_scalar_forward(F64, True), TypeError, "exponent"),
     ("pow integers", lambda B: B.pow_scalar_forward(np.ones(3, np.int64), 2.5), TypeError, "x"),
+    ("abs integers", lambda B: B.abs_forward(np.ones(3, np.int64)), TypeError, "x"),
     ("abs backward shapes", lambda B: B.abs_backward(F64, np.ones(6)), ValueError, "x"),
     ("where condition dtype", lambda B: B.where(F64, F64, F64), TypeError, "condition"),
     ("where integer a", lambda B: B.where(F64 > 0, np.ones((2, 3), np.int64), F64), TypeError,
@@ -497,6 +499,7 @@ def test_c_entry_points_reject_what_python_should_have():
     assert lib.mt_index_add_rows_f64(p, ffi.from_buffer("int64_t[]", rows), p, 2, 1, 4) == -2
     assert lib.mt_pow_int_forward_f64(p, p, 4, 65) == -2
     assert lib.mt_pow_scalar_forward_f64(p, p, -4, 2.5) == -2
+    assert lib.mt_abs_forward_f64(p, p, -4) == -2
     assert lib.mt_abs_backward_f64(p, p, p, -4) == -2
     condition = ffi.from_buffer("uint8_t[]", np.ones(4, bool))
     assert lib.mt_where_f64(condition, p, p, p, 4, 2, 1) == -2  # steps are 0 or 1
@@ -634,3 +637,26 @@ def test_large_where_and_masked_fill_take_the_kernel_with_numpys_values_and_grad
     np.testing.assert_array_equal(filled.detach().numpy(), np.where(condition, dtype(2.5), a_np))
     np.testing.assert_array_equal(a.grad.numpy(), np.ones(condition.shape))  # where's + fill's
     np.testing.assert_array_equal(b.grad.numpy(), ~condition)
+
+
+@needs_c
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_large_abs_takes_the_kernel_on_two_threads_with_numpys_values(dtype, isa):
+    """From 65536 elements, with a second thread to run on, abs runs on the C kernel (on one
+    thread numpy's loop is as fast): numpy's values, -0.0 to +0.0 and NaN kept; its gradient
+    is the sign's. Integers stay on numpy."""
+    rng = np.random.default_rng(4)
+    x_np = rng.standard_normal((256, 257)).astype(dtype)
+    x_np[0, :4] = [-0.0, 0.0, np.nan, -np.inf]
+    seen = _CallsSeen(C.lib)
+    with c_threads(2, isa), C.replaced(lib=seen):
+        x = mt.tensor(x_np, requires_grad=True)
+        y = x.abs()
+        y.sum().backward()
+        counts = mt.tensor(np.arange(-70_000, 0)).abs()
+    assert f"mt_abs_forward_{'f32' if dtype == np.float32 else 'f64'}" in seen.names
+    np.testing.assert_array_equal(y.detach().numpy(), np.abs(x_np))
+    assert not np.signbit(y.detach().numpy()[0, :2]).any()
+    np.testing.assert_array_equal(x.grad.numpy(), np.sign(np.nan_to_num(x_np, nan=0.0)))
+    assert counts.dtype == mt.int64 and counts.numpy()[0] == 70_000

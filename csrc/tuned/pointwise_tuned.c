@@ -325,6 +325,13 @@ int V(tuned_pow_scalar_forward)(const T *x, T *y, int64_t n, T exponent) {
     return 0;
 }
 
+int V(tuned_abs_forward)(const T *x, T *y, int64_t n) {
+    int nt = mt_threads_for(n);
+#pragma omp parallel for simd schedule(static) num_threads(nt)
+    for (int64_t j = 0; j < n; ++j) y[j] = MT_CAT(mt_abs, SFX)(x[j]);
+    return 0;
+}
+
 int V(tuned_abs_backward)(const T *dy, const T *x, T *dx, int64_t n) {
     int nt = mt_threads_for(n);
 #pragma omp parallel for simd schedule(static) num_threads(nt)

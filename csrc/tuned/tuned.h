@@ -79,6 +79,7 @@ MT_DECLARE_TUNED(tuned_log_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_softplus_forward, (const T *x, T *y, int64_t n, T beta, T threshold))
 MT_DECLARE_TUNED(tuned_pow_int_forward, (const T *x, T *y, int64_t n, int exponent))
 MT_DECLARE_TUNED(tuned_pow_scalar_forward, (const T *x, T *y, int64_t n, T exponent))
+MT_DECLARE_TUNED(tuned_abs_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_abs_backward, (const T *dy, const T *x, T *dx, int64_t n))
 MT_DECLARE_TUNED(tuned_where, (const uint8_t *condition, const T *a, const T *b, T *y, int64_t n,
                                int64_t a_step, int64_t b_step))

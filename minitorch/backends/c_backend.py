@@ -841,6 +841,10 @@ def pow_scalar_forward(x, exponent):
     return _elementwise("pow_scalar_forward", x, check_real_exponent(exponent))
 
 
+def abs_forward(x):
+    return _elementwise("abs_forward", x)
+
+
 def abs_backward(dy, x):
     return _elementwise("abs_backward", dy, others=[("x", x)])
 

@@ -11,9 +11,9 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
   relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
   exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
-  abs_backward (elementwise), where (a or b by a condition), sum_rows and amax_rows
-  (reductions over the last dim), sum_cols (sums down the columns of a matrix), copy and
-  concatenate (numpy's, any dtype),
+  abs_forward / abs_backward (elementwise), where (a or b by a condition), sum_rows and
+  amax_rows (reductions over the last dim), sum_cols (sums down the columns of a matrix), copy
+  and concatenate (numpy's, any dtype),
   index_add_rows (rows added at indices), cumsum_rows (running sums along the last dim), arith
   (add / sub / mul / div of the layouts the C kernel takes), one time step of the recurrent
   cells: rnn_cell / lstm_cell / gru_cell _forward and _backward, conv2d_forward /
@@ -564,6 +564,12 @@ def pow_scalar_forward(x, exponent):
     exponent = float(x.dtype.type(check_real_exponent(exponent)))
     with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
         return np.power(x.astype(np.float64), exponent).astype(x.dtype)
+
+
+def abs_forward(x):
+    """y = |x|."""
+    check_float("x", x)
+    return np.abs(x)
 
 
 def abs_backward(dy, x):
