@@ -13,6 +13,7 @@
  *                                                      dx = dy * ((1 + tanh u) / 2
  *                                                           + x / 2 * (1 - tanh^2 u) * du/dx)
  *   clamp     y = min(max(x, lo), hi) (NaN stays NaN)  dx = dy if lo <= x <= hi else 0
+ *   sqrt      y = sqrt(x) (NaN below 0)                (its backward is Tensor ops)
  *   rsqrt     y = 1 / sqrt(x)                          (its backward is Tensor ops)
  *   erf       y = 2/sqrt(pi) * integral_0^x exp(-t^2) dt (its backward is Tensor ops)
  *   exp       y = e^x                                  (its backward is Tensor ops)
@@ -140,6 +141,13 @@ int F(mt_gelu_backward)(const T *dy, const T *x, T *dx, int64_t n, int approxima
             dx[j] = (T)(dy[j] * (cdf + v * pdf));
         });
     }
+    return 0;
+}
+
+int F(mt_sqrt_forward)(const T *x, T *y, int64_t n) {
+    if (n < 0) return MT_ERR_ARGS;
+    MT_RUN_TUNED(tuned_sqrt_forward, x, y, n);
+    MT_POINTWISE_LOOP(n, { y[j] = (T)sqrt((double)x[j]); });
     return 0;
 }
 

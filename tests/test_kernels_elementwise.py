@@ -54,6 +54,8 @@ def elementwise_calls(rng, n, dtype):
         "clamp": ("clamp_forward", (x, -0.5, 1.25)),
         "clamp min only": ("clamp_forward", (x, 0.3, None)),
         "clamp backward": ("clamp_backward", (dy, x, -0.5, 1.25)),
+        "sqrt": ("sqrt_forward", (positive,)),
+        "sqrt of negatives": ("sqrt_forward", (x,)),  # NaN below 0 on both
         "rsqrt": ("rsqrt_forward", (positive,)),
         "erf": ("erf_forward", (x / 4,)),
         "exp": ("exp_forward", (x,)),
@@ -458,6 +460,7 @@ BAD_CALLS = [
     ("pow bool exponent", lambda B: B.pow_scalar_forward(F64, True), TypeError, "exponent"),
     ("pow integers", lambda B: B.pow_scalar_forward(np.ones(3, np.int64), 2.5), TypeError, "x"),
     ("abs integers", lambda B: B.abs_forward(np.ones(3, np.int64)), TypeError, "x"),
+    ("sqrt list", lambda B: B.sqrt_forward([4.0]), TypeError, "x"),
     ("abs backward shapes", lambda B: B.abs_backward(F64, np.ones(6)), ValueError, "x"),
     ("where condition dtype", lambda B: B.where(F64, F64, F64), TypeError, "condition"),
     ("where integer a", lambda B: B.where(F64 > 0, np.ones((2, 3), np.int64), F64), TypeError,
@@ -500,6 +503,7 @@ def test_c_entry_points_reject_what_python_should_have():
     assert lib.mt_pow_int_forward_f64(p, p, 4, 65) == -2
     assert lib.mt_pow_scalar_forward_f64(p, p, -4, 2.5) == -2
     assert lib.mt_abs_forward_f64(p, p, -4) == -2
+    assert lib.mt_sqrt_forward_f64(p, p, -4) == -2
     assert lib.mt_abs_backward_f64(p, p, p, -4) == -2
     condition = ffi.from_buffer("uint8_t[]", np.ones(4, bool))
     assert lib.mt_where_f64(condition, p, p, p, 4, 2, 1) == -2  # steps are 0 or 1
@@ -642,21 +646,34 @@ def test_large_where_and_masked_fill_take_the_kernel_with_numpys_values_and_grad
 @needs_c
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_large_abs_takes_the_kernel_on_two_threads_with_numpys_values(dtype, isa):
-    """From 65536 elements, with a second thread to run on, abs runs on the C kernel (on one
-    thread numpy's loop is as fast): numpy's values, -0.0 to +0.0 and NaN kept; its gradient
-    is the sign's. Integers stay on numpy."""
+@pytest.mark.parametrize("op,kernel,expected", [
+    (lambda t: t.abs(), "abs_forward", np.abs),
+    (lambda t: t.sqrt(), "sqrt_forward", np.sqrt),
+    (lambda t: t ** 0.5, "sqrt_forward", np.sqrt),
+    (lambda t: t ** -0.5, "sqrt_forward", lambda x: 1 / np.sqrt(x))])
+def test_large_unary_ops_take_the_kernel_on_two_threads_with_numpys_values(op, kernel,
+                                                                         expected, dtype, isa):
+    """From 65536 elements, with a second thread to run on, abs and sqrt (x ** 0.5 and
+    x ** -0.5 too) run on the C kernels (on one thread numpy's loop is as fast): numpy's
+    values, -0.0, NaN and infinities included; the gradients through them are those of the
+    numpy path. Integers stay on numpy."""
     rng = np.random.default_rng(4)
     x_np = rng.standard_normal((256, 257)).astype(dtype)
-    x_np[0, :4] = [-0.0, 0.0, np.nan, -np.inf]
+    x_np[0, :5] = [-0.0, 0.0, np.nan, -np.inf, np.inf]
     seen = _CallsSeen(C.lib)
-    with c_threads(2, isa), C.replaced(lib=seen):
+    with c_threads(2, isa), C.replaced(lib=seen), np.errstate(invalid="ignore", divide="ignore"):
         x = mt.tensor(x_np, requires_grad=True)
-        y = x.abs()
+        y = op(x)
         y.sum().backward()
-        counts = mt.tensor(np.arange(-70_000, 0)).abs()
-    assert f"mt_abs_forward_{'f32' if dtype == np.float32 else 'f64'}" in seen.names
-    np.testing.assert_array_equal(y.detach().numpy(), np.abs(x_np))
-    assert not np.signbit(y.detach().numpy()[0, :2]).any()
-    np.testing.assert_array_equal(x.grad.numpy(), np.sign(np.nan_to_num(x_np, nan=0.0)))
+    with c_threads(1, isa), np.errstate(invalid="ignore", divide="ignore"):  # numpy's path
+        x1 = mt.tensor(x_np, requires_grad=True)
+        op(x1).sum().backward()
+    assert f"mt_{kernel}_{'f32' if dtype == np.float32 else 'f64'}" in seen.names
+    with np.errstate(invalid="ignore", divide="ignore"):
+        want = expected(x_np)
+    np.testing.assert_array_equal(y.detach().numpy(), want)
+    signs = np.signbit(y.detach().numpy()[0, :2])
+    assert signs.tolist() == np.signbit(want[0, :2]).tolist()  # -0.0 kept or not
+    np.testing.assert_array_equal(x.grad.numpy(), x1.grad.numpy())
+    counts = mt.tensor(np.arange(-70_000, 0)).abs()
     assert counts.dtype == mt.int64 and counts.numpy()[0] == 70_000

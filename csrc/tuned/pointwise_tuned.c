@@ -160,6 +160,13 @@ int V(tuned_gelu_backward)(const T *dy, const T *x, T *dx, int64_t n, int approx
 #undef SQRT_2_PI
 #undef KAPPA
 
+int V(tuned_sqrt_forward)(const T *x, T *y, int64_t n) {
+    int nt = mt_threads_for(n);
+#pragma omp parallel for simd schedule(static) num_threads(nt)
+    for (int64_t j = 0; j < n; ++j) y[j] = MT_CAT(mt_sqrt, SFX)(x[j]);
+    return 0;
+}
+
 int V(tuned_rsqrt_forward)(const T *x, T *y, int64_t n) {
     int nt = mt_threads_for(n);
 #pragma omp parallel for simd schedule(static) num_threads(nt)

@@ -72,6 +72,7 @@ MT_DECLARE_TUNED(tuned_silu_backward, (const T *dy, const T *x, T *dx, int64_t n
 MT_DECLARE_TUNED(tuned_gelu_forward, (const T *x, T *y, int64_t n, int approximate))
 MT_DECLARE_TUNED(tuned_gelu_backward,
                  (const T *dy, const T *x, T *dx, int64_t n, int approximate))
+MT_DECLARE_TUNED(tuned_sqrt_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_rsqrt_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_erf_forward, (const T *x, T *y, int64_t n))
 MT_DECLARE_TUNED(tuned_exp_forward, (const T *x, T *y, int64_t n))

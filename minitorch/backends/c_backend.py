@@ -813,6 +813,10 @@ def gelu_backward(dy, x, approximate="none"):
     return _elementwise("gelu_backward", dy, check_gelu_approximate(approximate), others=[("x", x)])
 
 
+def sqrt_forward(x):
+    return _elementwise("sqrt_forward", x)
+
+
 def rsqrt_forward(x):
     return _elementwise("rsqrt_forward", x)
 

@@ -9,8 +9,8 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
-  relu / sigmoid / silu / gelu / clamp _forward and _backward, rsqrt_forward, erf_forward,
-  exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
+  relu / sigmoid / silu / gelu / clamp _forward and _backward, sqrt_forward, rsqrt_forward,
+  erf_forward, exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
   abs_forward / abs_backward (elementwise), where (a or b by a condition), sum_rows and
   amax_rows (reductions over the last dim), sum_cols (sums down the columns of a matrix), copy
   and concatenate (numpy's, any dtype),
@@ -540,6 +540,13 @@ def softplus_forward(x, beta=1.0, threshold=20.0):
     if beta != 1.0:
         smooth /= x.dtype.type(beta)
     return np.where(z > threshold, x, smooth).astype(x.dtype, copy=False)
+
+
+def sqrt_forward(x):
+    """y = sqrt(x) (NaN below 0)."""
+    check_float("x", x)
+    with np.errstate(invalid="ignore"):
+        return np.sqrt(x)
 
 
 def rsqrt_forward(x):

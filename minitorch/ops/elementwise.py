@@ -192,7 +192,7 @@ def _power(x, exponent):
     if float(exponent).is_integer() and -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
         return _kernels().pow_int_forward(x, int(exponent))
     if exponent in (0.5, -0.5):
-        root = tapes.computed(np.sqrt, x)
+        root = _threaded_unary("sqrt_forward", np.sqrt, x)
         if exponent < 0:
             if isinstance(root, np.generic):  # (0-d: ufuncs return a scalar, which takes no out=)
                 return 1 / root
@@ -239,20 +239,21 @@ class Neg(Function):
         return _negative(grad)
 
 
-def _abs(x):
-    """|x| for an array: numpy's, or the C kernel's where a second thread pays (as _arith)."""
+def _threaded_unary(kernel, ufunc, x):
+    """ufunc(x) for an array (np.abs, np.sqrt), or the C backend's kernel of that name where a
+    second thread pays (as _arith)."""
     if x.size >= _THREADED_ARITH_MIN and type(x) is np.ndarray and x.dtype in FLOAT_DTYPES:
         c_kernels = backends.threaded_c()
         if c_kernels is not None:
-            return c_kernels.abs_forward(x)
-    return tapes.computed(np.abs, x)
+            return getattr(c_kernels, kernel)(x)
+    return tapes.computed(ufunc, x)
 
 
 class Abs(Function):
     @staticmethod
     def forward(ctx, a):
         ctx.save_for_backward(a)
-        return _make(_abs(a._data))
+        return _make(_threaded_unary("abs_forward", np.abs, a._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -303,7 +304,7 @@ class Log(Function):
 class Sqrt(Function):
     @staticmethod
     def forward(ctx, a):
-        out = _make(tapes.computed(np.sqrt, a._data))
+        out = _make(_threaded_unary("sqrt_forward", np.sqrt, a._data))
         ctx.save_for_backward(out)
         return out
 
