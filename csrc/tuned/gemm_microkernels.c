@@ -369,12 +369,12 @@ DEFINE_PACK_B_ROWS(pack_b_rows_avx512_f64, "avx512f", double, __m512d, _mm512_lo
                    _mm512_storeu_pd, 8, 16)
 #undef DEFINE_PACK_B_ROWS
 
-/* ---- a transposed A's row sums where A is read in place (a weight gradient's bias sums
- * beside its product, tuned_gemm_a_sums): sums[0:cols] += each of `rows` stored rows (ld
- * apart) in turn. Eight vectors of columns are summed down all the rows in registers, so each
- * column's sum is still added row after row; adding each row into sums in memory loaded and
- * stored every sum per row, 16 bytes at a time at the baseline: 5% of a weight gradient's
- * product of 1000 columns. ---- */
+/* ---- a transposed A's row sums, as it is packed or (small products) read in place (a weight
+ * gradient's bias sums beside its product, tuned_gemm_a_sums): sums[0:cols] += each of `rows`
+ * stored rows (ld apart) in turn. Eight vectors of columns are summed down all the rows in
+ * registers, so each column's sum is still added row after row; adding each row into sums in
+ * memory loaded and stored every sum per row, 16 bytes at a time at the baseline: 5% of a weight
+ * gradient's product of 1000 columns. ---- */
 #define DEFINE_SUM_ROWS(NAME, ATTRIBUTES, T, V, LOADU, STOREU, ADD, VL)                       \
     ATTRIBUTES static void NAME(const T *a, int64_t ld, int64_t rows, int64_t cols,          \
                                 T *restrict sums) {                                          \

@@ -49,7 +49,7 @@ typedef struct {
     /* Pack a full MR-row sliver of a row-major A: ap[p*MR + r] = a[r*lda + p]. */
     void (*pack_a_rows)(int64_t kc, const float *a, int64_t lda, float *ap);
     /* sums[0:cols] += each of `rows` stored rows (ld apart) in turn, row after row: a
-     * transposed A's row sums where the blocked path reads A in place. */
+     * transposed A's row sums, as it is packed or (small products) read in place. */
     void (*sum_rows)(const float *a, int64_t ld, int64_t rows, int64_t cols, float *sums);
     /* Whether the blocked path reads a row-major A's full MR-row tiles where they lie, through
      * strided_kernel, instead of packing them (AVX-512: the packing was a few percent of

@@ -235,9 +235,9 @@ static void F(add_bias_tile)(T *c, int64_t ldc, int64_t rows, int64_t cols, cons
 }
 
 /* C[ic:ic+mc, jc+s0*NR : ...] for B slivers [s0, s1) of the packed panel. A's full row tiles
- * are read from a_rows (a row-major A's [ic:, pc:] where it lies, rows lda apart) when it is not
- * NULL, else
- * from the packed block ap; a last partial row tile is always packed, at the start of ap.
+ * are read from a_rows (a row-major A's [ic:, pc:] where it lies, rows lda apart) when it is
+ * not NULL, else from the packed block ap; a last partial row tile is always packed, at the
+ * start of ap.
  * b_src not NULL: the panel is not packed yet; each sliver is packed from b_src (op(B)'s
  * [pc:pc+kc, jc:jc+nc]) as its tiles come, the next one's source asked for meanwhile.
  * last_k: this is the last K block, so C's tiles are done (the bias goes in). */
