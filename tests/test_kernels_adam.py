@@ -98,20 +98,27 @@ def test_c_adam_step_per_parameter_steps_and_fallbacks():
 
 
 @needs_c
-def test_c_adam_step_keeps_its_pointer_lists_only_for_the_same_arrays():
-    """The C update reuses the last call's pointer lists when it gets the very same arrays (a
-    captured step's), and makes new ones for new arrays, even where a new array takes a freed
-    one's id: each step equals numpy's update either way."""
+def test_c_adam_step_keeps_its_pointer_lists_for_the_same_parameters_and_moments():
+    """The C update reuses the last call's pointer lists when it gets the very same parameters
+    and moments, pointing them at each call's gradients (fresh arrays each step, as a loop that
+    sets them to None makes), and makes new lists for new moments, even where a new array takes
+    a freed one's id, or for a gradient C cannot read in place: each step equals numpy's."""
     rng = np.random.default_rng(2)
     params, grads, exp_avgs, exp_avg_sqs, _ = make_state(rng, np.float32, False)
     expected = copied([params, grads, exp_avgs, exp_avg_sqs])
     hyper = dict(lr=1e-2, beta1=0.9, beta2=0.999, eps=1e-8, weight_decay=0.0)
     plans = []
-    for step in range(1, 6):
-        if step >= 3:  # fresh gradients, as a loop that sets them to None makes each step;
-            del grads      # the old ones freed first, so that a new one may take an old id
+    for step in range(1, 8):
+        if step >= 2:  # fresh gradients; the old ones freed first, so a new one may take an id
+            del grads
             grads = [rng.standard_normal(p.shape).astype(np.float32) for p in params]
+            if step == 6:  # two not C-contiguous: numpy's update for those, this step
+                grads[4] = np.asfortranarray(grads[4])
+                grads[6] = rng.standard_normal(2 * SHAPES[6][0]).astype(np.float32)[::2]
             expected[1] = [g.copy() for g in grads]
+        if step == 4:  # new moment arrays (the same values): new lists
+            del exp_avgs
+            exp_avgs = [m.copy() for m in expected[2]]
         sizes, bc2 = [1e-2 / (1 - 0.9 ** step)] * len(SHAPES), [(1 - 0.999 ** step) ** 0.5] * 7
         N.adam_step(*expected, None, sizes, bc2, **hyper)
         C.adam_step(params, grads, exp_avgs, exp_avg_sqs, None, sizes, bc2, **hyper)
@@ -119,9 +126,15 @@ def test_c_adam_step_keeps_its_pointer_lists_only_for_the_same_arrays():
         for want, have in zip(expected[0] + expected[2] + expected[3],
                               params + exp_avgs + exp_avg_sqs):
             np.testing.assert_array_equal(have, want, err_msg=f"step {step}")
-    assert plans[1] is plans[0] and all(plan is not plans[0] for plan in plans[2:])
+    assert plans[0] is plans[1] is plans[2]  # new gradients: the same lists
+    assert plans[3] is not plans[2] and plans[4] is plans[3]  # new moments: new lists
+    assert plans[5] is not plans[4] and plans[5].elsewhere == [4, 6]  # strided gradients
+    assert plans[6] is not plans[5] and not plans[6].elsewhere  # back to C for all
     with pytest.raises(ValueError, match="one entry per parameter"):
         C.adam_step(params, grads, exp_avgs, exp_avg_sqs, None, sizes[:-1], bc2, **hyper)
+    with pytest.raises(ValueError, match="must have the shape"):
+        C.adam_step(params, grads[:-1] + [grads[-1][..., :1]], exp_avgs, exp_avg_sqs, None,
+                    sizes, bc2, **hyper)
 
 
 def tiny_model(dtype):

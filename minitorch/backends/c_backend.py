@@ -22,7 +22,6 @@ update in place (half dtypes, strided views) to numpy_backend's update.
 """
 import contextlib
 import functools
-import itertools
 import math
 import os
 import weakref
@@ -1293,16 +1292,19 @@ class _AdamPlan:
     """Which parameters C updates, by dtype, with the C pointer lists of their arrays
     (``by_dtype``: (dtype, indices, lists, sizes)), and which numpy does (``elsewhere``).
     Making one costs a few microseconds a parameter, as long as the update itself for a small
-    model, so the last one is kept: a captured step (or a loop that keeps its gradients) updates
-    the same arrays every step. ``arrays`` holds weak references: while all are alive, the same
-    ids are the same arrays."""
+    model, so the last one is kept: a training loop updates the same parameters and moments
+    every step. Its gradients are new arrays each step after ``zero_grad()`` (set to None), so
+    they are not part of the key: ``take_grads`` points the kept lists at each step's.
+    ``arrays`` holds weak references to the rest: while all are alive, the same ids are the
+    same arrays."""
 
     last = None
 
     def __init__(self, key, lists):
         self.key = key
         try:
-            self.arrays = [weakref.ref(a) for a in itertools.chain(*lists)]
+            self.arrays = [weakref.ref(a) for k, arrays in enumerate(lists) if k != 1
+                           for a in arrays]
         except TypeError:  # not all numpy arrays: not kept
             self.arrays = None
         self.by_dtype, self.elsewhere = [], []
@@ -1319,21 +1321,44 @@ class _AdamPlan:
                 _C_ARRAY[dtype], arrays[i])) for i in chosen]) for arrays in lists]
             self.by_dtype.append((dtype, chosen, c_lists,
                                   ffi.new("int64_t[]", [lists[0][i].size for i in chosen])))
+        self.shapes = [getattr(p, "shape", None) for p in lists[0]]
 
     def fits(self, key):
         return key == self.key and all(ref() is not None for ref in self.arrays)
 
+    def take_grads(self, grads):
+        """Point the C lists at ``grads``; False, changing nothing that a new plan needs, if one
+        of them cannot be read by C in place (or has the wrong shape): a new plan sorts it."""
+        if self.elsewhere or len(grads) != len(self.shapes):
+            return False  # (a parameter on numpy's update might move to C with these)
+        shapes = self.shapes
+        for dtype, chosen, c_lists, _ in self.by_dtype:
+            for i in chosen:
+                g = grads[i]
+                if type(g) is not np.ndarray or g.dtype != dtype or g.shape != shapes[i]:
+                    return False
+                flags = g.flags
+                if not (flags.c_contiguous and flags.aligned):
+                    return False
+        for dtype, chosen, c_lists, _ in self.by_dtype:
+            slots, as_array = c_lists[1], _C_ARRAY[dtype]
+            for slot, i in enumerate(chosen):  # (the caller's list keeps each array alive)
+                slots[slot] = ffi.from_buffer(as_array, grads[i])
+        return True
+
 
 def _adam_plan(lists, step_sizes, bias_correction2_sqrts):
-    """The _AdamPlan of these arrays: the last one if they are its arrays, else a new one."""
+    """The _AdamPlan of these arrays: the last one, on these gradients, if the other arrays
+    are its arrays; else a new one."""
+    key = tuple([id(a) for k, arrays in enumerate(lists) if k != 1 for a in arrays])
     last = _AdamPlan.last
     if last is not None and all(type(x) is list for x in lists) \
             and len(step_sizes) == len(bias_correction2_sqrts) == len(lists[0]):
-        if last.fits(tuple(map(id, itertools.chain(*lists)))):
+        if last.fits(key) and last.take_grads(lists[1]):
             return last
     numpy_backend._check_adam_lists(*lists[:4], lists[4] if len(lists) > 4 else None,
                                     step_sizes, bias_correction2_sqrts)
-    plan = _AdamPlan(tuple(map(id, itertools.chain(*lists))), lists)
+    plan = _AdamPlan(key, lists)
     _AdamPlan.last = plan if plan.arrays is not None else None
     return plan
 
