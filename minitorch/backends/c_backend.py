@@ -1327,12 +1327,12 @@ class _AdamPlan:
         return key == self.key and all(ref() is not None for ref in self.arrays)
 
     def take_grads(self, grads):
-        """Point the C lists at ``grads``; False, changing nothing that a new plan needs, if one
-        of them cannot be read by C in place (or has the wrong shape): a new plan sorts it."""
+        """Point the C lists at ``grads``; False, before changing anything, if one of them
+        cannot be read by C in place or has the wrong shape: a new plan sorts it out."""
         if self.elsewhere or len(grads) != len(self.shapes):
             return False  # (a parameter on numpy's update might move to C with these)
         shapes = self.shapes
-        for dtype, chosen, c_lists, _ in self.by_dtype:
+        for dtype, chosen, _, _ in self.by_dtype:
             for i in chosen:
                 g = grads[i]
                 if type(g) is not np.ndarray or g.dtype != dtype or g.shape != shapes[i]:
