@@ -9,8 +9,9 @@ minitorch ms, all from one run. Each configuration runs in a
 fresh subprocess, so its peak (the worker's own VmHWM) is that configuration's alone. The two
 frameworks take turns for --rounds rounds and each keeps its best round: on a shared machine
 whose speed drifts by tens of percent from minute to minute, one run of each, one after the
-other, compares two different machines. PyTorch's rows are omitted, with a note, where it is
-not installed.
+other, compares two different machines. Beside the ratio of the best rounds, the lowest and
+highest ratio within one round show how far that drift moves it. PyTorch's rows are omitted,
+with a note, where it is not installed.
 
 Most of a step is matrix products, so the script also prints the floor they set: the step's
 GEMM FLOPs (counted on minitorch's GEMM calls) over the FMA peak measured in the same run
@@ -368,7 +369,8 @@ def _run(framework, size, threads, steps, warmup):
 
 
 COLUMNS = ["size", "threads", "framework", "ms/step", "tgt tok/s", "peak MB", "speed vs torch",
-           "GEMMs alone ms", "GEMMs cold ms", "GEMM floor ms", "highest possible"]
+           "per-round range", "GEMMs alone ms", "GEMMs cold ms", "GEMM floor ms",
+           "highest possible"]
 
 
 def _rows(size, threads, best, peak_gflops):
@@ -381,12 +383,13 @@ def _rows(size, threads, best, peak_gflops):
         if r is None:
             continue
         if "error" in r:
-            rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 7)
+            rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 8)
             continue
-        ratio = floor = reachable = ""
+        ratio = spread = floor = reachable = ""
         alone = cold = None
         if name != "torch" and torch_ok:
             ratio = f"{th['ms'] / r['ms']:.2f}x"
+            spread = _round_range(r.get("rounds_ms", []), th.get("rounds_ms", []))
         if name != "captured":
             prefix = "" if name == "minitorch" else "torch_"
             alone, cold = mt.get(prefix + "gemm_alone_ms"), mt.get(prefix + "gemm_cold_ms")
@@ -397,20 +400,31 @@ def _rows(size, threads, best, peak_gflops):
                 if torch_ok:
                     reachable = f"{th['ms'] / floor_ms:.2f}x"
         rows.append([size, str(threads), name, f"{r['ms']:.1f}", f"{r['tok_s']:.0f}",
-                     f"{r['rss_mb']:.0f}", ratio, f"{alone:.1f}" if alone else "",
+                     f"{r['rss_mb']:.0f}", ratio, spread, f"{alone:.1f}" if alone else "",
                      f"{cold:.1f}" if cold else "", floor, reachable])
     return rows
 
 
+def _round_range(mt_rounds, torch_rounds):
+    """"low-highx": the lowest and highest PyTorch ms ÷ minitorch ms over the rounds both ran
+    (each round runs the frameworks in turn, so a round's ratio compares one machine state);
+    "" with fewer than two such rounds."""
+    ratios = [t / m for m, t in zip(mt_rounds, torch_rounds) if m and t]
+    return f"{min(ratios):.2f}-{max(ratios):.2f}x" if len(ratios) > 1 else ""
+
+
 def _keep_best(best, name, result):
     """Fold one round's ``result`` into ``best[name]``: the fastest step, and the fastest
-    replay of its GEMMs (each is the best of its own rounds)."""
+    replay of its GEMMs (each is the best of its own rounds); ``rounds_ms`` lists every
+    round's step (None for a failed one), in order."""
     old = best.get(name)
+    rounds_ms = (old or {}).get("rounds_ms", []) + [result.get("ms")]
     if old is None or "error" in old or result.get("ms", 1e300) < old["ms"]:
         best[name] = dict(result)
     for key in ("gemm_alone_ms", "torch_gemm_alone_ms", "gemm_cold_ms", "torch_gemm_cold_ms"):
         if old is not None and old.get(key) and result.get(key):
             best[name][key] = min(old[key], result[key])
+    best[name]["rounds_ms"] = rounds_ms
 
 
 def main():
@@ -442,7 +456,10 @@ def main():
               "kernel calls replayed without the Python between them; small size only: the "
               "tape keeps a step's intermediates alive, and at the big size, where Python is "
               "a few percent of the step, that triples the peak memory); "
-              "speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster); "
+              "speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster), "
+              "each framework's best round; per-round range = the lowest and highest of that "
+              "ratio within one round (the frameworks run in turn every round): how far this "
+              "machine's drift moves it; "
               "GEMM floor = the step's GEMM FLOPs ÷ the FMA peak measured in the same run; "
               "highest possible = PyTorch ms/step ÷ that floor, the ratio a step of pure "
               "peak-speed GEMMs would reach; GEMMs alone = the matrix products of minitorch's "
@@ -455,7 +472,7 @@ def main():
     notes = [", ".join(f"{size}: " + " ".join(f"{k}={v}" for k, v in SIZES[size].items())
                        for size in sizes) + "; dropout=0, Adam", legend]
     print(notes[0])
-    widths = (5, 7, 10, 9, 10, 8, 15, 15, 14, 14, 17)
+    widths = (5, 7, 10, 9, 10, 8, 15, 15, 15, 14, 14, 17)
     print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
     rows = []
     for size in sizes:

@@ -57,11 +57,12 @@ def test_the_floor_is_the_flops_at_the_peak():
             "torch": {"ms": 80.0, "tok_s": 1.0, "rss_mb": 20}}
     mt_row, torch_row = bench_transformer._rows("small", 1, best, peak_gflops=100.0)
     assert mt_row[6] == "1.60x"             # 80 / 50
-    assert mt_row[7] == "30.0"              # minitorch's GEMMs replayed alone
-    assert mt_row[8] == "33.0"              # ... on cold operands
-    assert mt_row[9] == "40.0"              # 4 GFLOP at 100 GFLOP/s
-    assert mt_row[10] == "2.00x"            # 80 / 40
-    assert torch_row[6:] == ["", "35.0", "39.0", "", ""]   # PyTorch's GEMMs on the same calls
+    assert mt_row[7] == ""                  # no rounds listed: no range
+    assert mt_row[8] == "30.0"              # minitorch's GEMMs replayed alone
+    assert mt_row[9] == "33.0"              # ... on cold operands
+    assert mt_row[10] == "40.0"             # 4 GFLOP at 100 GFLOP/s
+    assert mt_row[11] == "2.00x"            # 80 / 40
+    assert torch_row[6:] == ["", "", "35.0", "39.0", "", ""]   # its GEMMs on the same calls
 
 
 def test_the_recorded_calls_replay_the_step_products():
@@ -102,7 +103,20 @@ def test_rounds_keep_the_fastest_step_and_the_fastest_replays():
     best = {}
     bench_transformer._keep_best(best, "minitorch", {"ms": 50.0, "gemm_alone_ms": 30.0})
     bench_transformer._keep_best(best, "minitorch", {"ms": 60.0, "gemm_alone_ms": 28.0})
-    assert best["minitorch"] == {"ms": 50.0, "gemm_alone_ms": 28.0}
+    assert best["minitorch"] == {"ms": 50.0, "gemm_alone_ms": 28.0, "rounds_ms": [50.0, 60.0]}
+
+
+def test_the_per_round_range_pairs_the_frameworks_round_by_round():
+    best = {}
+    # round 1: both fast; round 2: minitorch failed; round 3: both slow (the machine drifted)
+    for mt, torch in (({"ms": 50.0}, {"ms": 80.0}), ({"error": "x"}, {"ms": 70.0}),
+                      ({"ms": 60.0}, {"ms": 84.0})):
+        bench_transformer._keep_best(best, "minitorch", dict(mt, tok_s=1.0, rss_mb=1))
+        bench_transformer._keep_best(best, "torch", dict(torch, tok_s=1.0, rss_mb=1))
+    mt_row, _ = bench_transformer._rows("small", 1, best, peak_gflops=None)
+    assert mt_row[6] == "1.40x"             # best against best: 70 / 50
+    assert mt_row[7] == "1.40-1.60x"        # 84 / 60 and 80 / 50; the failed round left out
+    assert bench_transformer._round_range([50.0], [80.0]) == ""   # one round: no range
 
 
 @pytest.mark.parametrize("dso, group", [
