@@ -406,9 +406,9 @@ def _rows(size, threads, best, peak_gflops):
 
 
 def _round_range(mt_rounds, torch_rounds):
-    """"low-highx": the lowest and highest PyTorch ms ÷ minitorch ms over the rounds both ran
-    (each round runs the frameworks in turn, so a round's ratio compares one machine state);
-    "" with fewer than two such rounds."""
+    """The lowest and highest PyTorch ms ÷ minitorch ms over the rounds both ran, as
+    "low-highx" (each round runs the frameworks in turn, so a round's ratio compares one
+    machine state); "" with fewer than two such rounds."""
     ratios = [t / m for m, t in zip(mt_rounds, torch_rounds) if m and t]
     return f"{min(ratios):.2f}-{max(ratios):.2f}x" if len(ratios) > 1 else ""
 
