@@ -101,7 +101,12 @@ class Context:
         if self._outside_graph:  # no_grad, or no input needing grad: backward never runs
             return
         self._saved = tensors
-        self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
+        if len(tensors) == 2:  # the binary ops: the comprehension spelled out, ~5% of a 4x4 mul
+            a, b = tensors
+            self._saved_versions = (None if a is None else a._version[0],
+                                    None if b is None else b._version[0])
+        else:
+            self._saved_versions = tuple([None if t is None else t._version[0] for t in tensors])
 
     @property
     def saved_tensors(self):
