@@ -449,6 +449,28 @@ def test_inplace_change_of_a_saved_tensor_raises():
         z.sum().backward()
 
 
+@pytest.mark.parametrize("changed", ["a", "b"])
+def test_inplace_change_of_either_saved_operand_of_a_product_raises(changed):
+    a = mt.tensor([1.0, 2.0], requires_grad=True) * 1
+    b = mt.tensor([3.0, 4.0], requires_grad=True) * 1
+    z = a * b  # saves both: each operand is the other's gradient factor
+    with mt.no_grad():
+        (a if changed == "a" else b).add_(1)
+    with pytest.raises(RuntimeError, match="modified by an in-place operation.*MulBackward"):
+        z.sum().backward()
+
+
+def test_inplace_change_of_a_product_operand_that_needs_no_gradient_factor_is_allowed():
+    x = mt.tensor([1.0, 2.0], requires_grad=True)
+    c = mt.tensor([3.0, 4.0])  # needs no gradient: x's factor is c, so c is saved, x is not
+    y = x * 1
+    z = y * c
+    with mt.no_grad():
+        y.add_(10)
+    z.sum().backward()
+    assert x.grad.tolist() == [3.0, 4.0]
+
+
 def test_inplace_change_of_a_saved_input_through_a_view_raises():
     x = mt.tensor([1.0, 2.0, 3.0], requires_grad=True)
     y = x * 1
