@@ -428,6 +428,30 @@ def test_repeated_row_indices_add_up(backend, dtype):
                                    rtol=1e-5, atol=1e-4 if dtype == np.float32 else 1e-10)
 
 
+
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("cols", [40, 1536])
+def test_index_add_rows_writes_all_of_out_the_same_on_1_and_2_threads(dtype, cols):
+    """The kernel zeroes out itself (the backend hands it uninitialised memory, here NaNs, and
+    rows no index picks must come back 0); 1536 columns are wide enough for 2 threads to split
+    them, and the split must not change a bit."""
+    rng = np.random.default_rng(3)
+    src = rng.standard_normal((300, cols)).astype(dtype)
+    rows = rng.integers(0, 9, 300) * 2  # odd rows: picked by no index
+    expected = np.zeros((19, cols))
+    np.add.at(expected, rows, src.astype(np.float64))
+    results = []
+    for threads in (1, 2):
+        out = np.full((19, cols), np.nan, dtype)
+        kernel = C._kernel("index_add_rows", out.dtype)
+        with c_threads(threads):
+            assert kernel(C._ptr(src), C._ptr(rows), C._ptr(out), 300, cols, 19) == 0
+        results.append(out)
+    np.testing.assert_allclose(results[0], expected, rtol=1e-5,
+                               atol=1e-4 if dtype == np.float32 else 1e-10)
+    np.testing.assert_array_equal(results[0], results[1])
+
 # ---------------------------------------------------------------------------------------------
 # Bad input: the same Python error on both backends, naming the argument
 # ---------------------------------------------------------------------------------------------

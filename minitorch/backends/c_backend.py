@@ -1042,13 +1042,14 @@ def _pointer(a):
 # ---------------------------------------------------------------------------------------------
 def index_add_rows(src, rows, out_rows):
     check_row_indices(src, rows, out_rows)
-    out = _zeros((int(out_rows),) + src.shape[1:], src.dtype)
     cols = int(np.prod(src.shape[1:]))
-    if src.size:
-        src, rows = _contiguous(src), _contiguous(rows)
-        status = _kernel("index_add_rows", src.dtype)(_ptr(src), _ptr(rows), _ptr(out),
-                                                      src.shape[0], cols, int(out_rows))
-        _check_status(status, "index_add_rows")
+    if not src.size:
+        return _zeros((int(out_rows),) + src.shape[1:], src.dtype)
+    out = empty((int(out_rows),) + src.shape[1:], src.dtype)  # the kernel zeroes it
+    src, rows = _contiguous(src), _contiguous(rows)
+    status = _kernel("index_add_rows", src.dtype)(_ptr(src), _ptr(rows), _ptr(out),
+                                                  src.shape[0], cols, int(out_rows))
+    _check_status(status, "index_add_rows")
     return out
 
 
