@@ -11,8 +11,9 @@
  * one element and each element gets its additions in the order of i (the same result for any
  * thread count). Each thread zeroes its own columns of out before adding into them: zeroed by
  * the caller's thread, half of out sat in the other core's cache, and fetching it from there
- * made 2 threads slower than 1. Only this plain body exists: every ISA level runs it (GCC vectorizes the
- * row loop). This file is its own body, compiled once per element type T (each_dtype.h).
+ * made 2 threads slower than 1. Only this plain body exists: every ISA level runs it (GCC
+ * vectorizes the row loop). This file is its own body, compiled once per element type T
+ * (each_dtype.h).
  */
 #ifndef T
 #define MT_BODY "index_add_rows.c"

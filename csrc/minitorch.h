@@ -244,8 +244,8 @@ int mt_amax_rows_f64(const double *x, double *y, int64_t rows, int64_t cols, int
 
 /* ---- adding rows at indices (index_add_rows.c) ----
  * out = 0, then out[rows[i], :] += src[i, :] for i in [0, n): out is out_rows x cols, src
- * n x cols, both contiguous; indices may repeat. Every rows[i] must be in [0, out_rows) (else MT_ERR_ARGS,
- * nothing written). Each element's additions happen in the order of i. */
+ * n x cols, both contiguous; indices may repeat. Every rows[i] must be in [0, out_rows) (else
+ * MT_ERR_ARGS, nothing written). Each element's additions happen in the order of i. */
 int mt_index_add_rows_f32(const float *src, const int64_t *rows, float *out, int64_t n,
                           int64_t cols, int64_t out_rows);
 int mt_index_add_rows_f64(const double *src, const int64_t *rows, double *out, int64_t n,

@@ -13,8 +13,8 @@ import pytest
 from minitorch.backends import numpy_backend as N
 from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c
 
-# (300, 257), (1001, 96), (64, 2048): a team's backward takes dx in blocks of rows (float32:
-# 3, 3 and 4 of them, the last one short); (3, 4100) and wider rows: column ranges, one pass
+# (3, 4100) and wider rows: column ranges, one pass (a team's backward needs 6 MiB of dy: the
+# shapes of test_results_do_not_depend_on_the_thread_count)
 SHAPES = [(0, 5), (5, 0), (1, 1), (1, 300), (7, 1), (97, 33), (300, 257), (1001, 96), (3, 4100),
           (64, 2048)]
 
@@ -87,13 +87,18 @@ def test_c_kernels_equal_numpy_and_the_unfused_kernels(dtype, threads, isa):
 
 @needs_c
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape", [(513, 4133), (700, 1500)])  # column ranges; row blocks
+@pytest.mark.parametrize("shape", [(513, 4133), (1001, 1600)])  # column ranges; row blocks
 def test_results_do_not_depend_on_the_thread_count(dtype, shape):
+    """Shapes with 6 MiB of dy or more (a team's backward): (1001, 1600) takes dx in blocks of
+    rows (float32: 48 of them, the last one short)."""
     x, bias, dy = data(shape, dtype, 7)
     results = []
     for threads in THREADS:
         with c_threads(threads):
             y = C.bias_relu_forward(x, bias)
             results.append((y,) + C.bias_relu_backward(dy, y))
+    want_dx, want_dbias = N.bias_relu_backward(dy, N.bias_relu_forward(x, bias))
+    np.testing.assert_array_equal(results[-1][1], want_dx)
+    np.testing.assert_array_equal(results[-1][2], want_dbias)
     for one, two in zip(*results):
         np.testing.assert_array_equal(one, two)

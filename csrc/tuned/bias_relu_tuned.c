@@ -3,15 +3,18 @@
  * Forward: the rows are shared among the threads, each row one `omp simd` loop. Backward: each
  * thread owns a range of whole 16-column units (as in sum_cols.c) and sums its columns in row
  * order, so each db_j is one thread's sum in row order, whatever the thread count. One thread
- * walks the rows once, writing dx and adding it into accumulators kept in L1; a team writes dx
- * a block of rows at a time (rows shared out), then each thread adds the block's rows into its
- * columns' sums while the block is still in cache. Compiled once per ISA level and element type
- * (each_isa.h); this file is its own body.
+ * walks the rows once, writing dx and adding it into accumulators kept in L1; a team (for 6 MiB
+ * of dy and more) writes dx a block of rows at a time (rows shared out), then each thread adds
+ * the block's rows into its columns' sums while the block is still in cache. Compiled once per
+ * ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
 #include "mt_internal.h"
 #define MT_BIAS_RELU_CHUNK 2048
 #define MT_BIAS_RELU_BLOCK_BYTES (128 * 1024) /* a block of dx, in L2 until its sums are taken */
+/* Smaller dy go to one thread: a team's threads read back each block's rows that the other
+ * wrote (for their columns' sums), which costs more than the second thread saves */
+#define MT_BIAS_RELU_TEAM_BYTES (6 << 20)
 #define MT_BODY "tuned/bias_relu_tuned.c"
 #include "each_isa.h"
 #else
@@ -55,7 +58,8 @@ static void V(column_range_backward)(const T *dy, const T *y, T *dx, T *dbias, i
 
 int V(tuned_bias_relu_backward)(const T *dy, const T *y, T *dx, T *dbias, int64_t rows,
                                 int64_t cols) {
-    const int nt = mt_column_threads(rows, cols);
+    const int nt = rows * cols * (int64_t)sizeof(T) < MT_BIAS_RELU_TEAM_BYTES
+                       ? 1 : mt_column_threads(rows, cols);
     if (nt == 1 || cols > MT_BIAS_RELU_CHUNK) {
 #pragma omp parallel num_threads(nt)
         {
