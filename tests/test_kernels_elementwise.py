@@ -428,7 +428,6 @@ def test_repeated_row_indices_add_up(backend, dtype):
                                    rtol=1e-5, atol=1e-4 if dtype == np.float32 else 1e-10)
 
 
-
 @needs_c
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("cols", [40, 1536])
@@ -451,6 +450,7 @@ def test_index_add_rows_writes_all_of_out_the_same_on_1_and_2_threads(dtype, col
     np.testing.assert_allclose(results[0], expected, rtol=1e-5,
                                atol=1e-4 if dtype == np.float32 else 1e-10)
     np.testing.assert_array_equal(results[0], results[1])
+
 
 # ---------------------------------------------------------------------------------------------
 # Bad input: the same Python error on both backends, naming the argument
