@@ -1,11 +1,13 @@
 """Layer-norm rows of up to 512 bytes (a small Transformer's d_model: 128 float32, 64 float64),
-whose forward the tuned levels take LN_GROUP = 4 rows at a time (csrc/tuned/layer_norm_tuned.c,
-layer_norm_short_rows), against the plain reference level, forward and backward: widths on each
-side of the vector lengths and of the 512-byte limit; row counts that leave a partial group and
-that cross the backward's flush of its column sums every 64 rows; with and without weight and
-bias; 1 and 2 threads, every tuned level. Then what the grouping must not change: a row's
-outputs do not depend on the rows beside it, the two-pass statistics keep their precision where
-E[x^2] - E[x]^2 would lose it all, and rows with NaN or inf come out as the reference's.
+and of up to 1024 bytes in arrays of up to 4 MiB, whose forward the tuned levels take LN_GROUP = 4
+rows at a time (csrc/tuned/layer_norm_tuned.c, layer_norm_short_rows), against the plain
+reference level, forward and backward: widths on each side of the vector lengths and of the
+512- and 1024-byte limits; row counts that leave a partial group and that cross the backward's
+flush of its column sums every 64 rows; with and without weight and bias; 1 and 2 threads, every
+tuned level; 1024-byte rows on each side of the 4 MiB limit. Then what the grouping must not
+change: a row's outputs do not depend on the rows beside it, the two-pass statistics keep their
+precision where E[x^2] - E[x]^2 would lose it all, and rows with NaN or inf come out as the
+reference's.
 """
 import numpy as np
 import pytest
@@ -13,6 +15,8 @@ import pytest
 from test_kernels import C, needs_c, TUNED_ISAS, c_threads
 
 SHORT_ROW_BYTES = 512
+GROUPED_ROW_BYTES = 1024  # in arrays up to GROUPED_ARRAY_BYTES
+GROUPED_ARRAY_BYTES = 4 << 20
 
 
 def tight(dtype):
@@ -20,9 +24,11 @@ def tight(dtype):
 
 
 def widths(dtype):
-    """Across every vector length (4 .. 16 lanes) and up to one past the 512-byte limit."""
-    longest = SHORT_ROW_BYTES // np.dtype(dtype).itemsize
-    return sorted({1, 3, 4, 5, 8, 15, 16, 17, 31, 33, longest - 1, longest, longest + 1})
+    """Across every vector length (4 .. 16 lanes) and up to one past the 1024-byte limit."""
+    short, grouped = (limit // np.dtype(dtype).itemsize
+                      for limit in (SHORT_ROW_BYTES, GROUPED_ROW_BYTES))
+    return sorted({1, 3, 4, 5, 8, 15, 16, 17, 31, 33, short - 1, short, short + 1,
+                   grouped - 1, grouped, grouped + 1})
 
 
 def forward_and_backward(x, w, b, dy):
@@ -69,7 +75,7 @@ def test_a_row_does_not_depend_on_its_neighbours(dtype, isa):
     """Every row of a 9-row array (two groups and one row alone) equals, bit for bit, the same
     row normalized alone: decoding one token at a time gives what the whole sequence gives."""
     rng = np.random.default_rng(3)
-    cols = SHORT_ROW_BYTES // np.dtype(dtype).itemsize
+    cols = GROUPED_ROW_BYTES // np.dtype(dtype).itemsize
     x = rng.standard_normal((9, cols)).astype(dtype)
     dy = rng.standard_normal((9, cols)).astype(dtype)
     w, b = rng.standard_normal(cols).astype(dtype), rng.standard_normal(cols).astype(dtype)
@@ -92,7 +98,7 @@ def test_short_row_statistics_do_not_cancel(first, dtype, isa):
     is summed around it and keeps full precision (one pass of E[x^2] - E[x]^2 in float32 gives
     an rstd off by orders of magnitude). The outlier rows start 11 deviations away."""
     rng = np.random.default_rng(11)
-    cols = SHORT_ROW_BYTES // np.dtype(dtype).itemsize
+    cols = GROUPED_ROW_BYTES // np.dtype(dtype).itemsize
     x64 = 1000.0 + 1e-2 * rng.standard_normal((13, cols))
     if first == "outlier":
         x64[:, :4] = 1000.0 + 0.11
@@ -124,3 +130,23 @@ def test_non_finite_short_rows_match_the_reference_level(dtype, isa):
         np.testing.assert_array_equal(np.isnan(g), np.isnan(e))
         np.testing.assert_allclose(g, e, **tight(dtype))
     assert np.isnan(got[1][[1, 2, 4]]).all() and not np.isnan(got[1][[0, 3, 5]]).any()
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_1024_byte_rows_on_each_side_of_the_array_limit(dtype, isa):
+    """1024-byte rows are grouped in an array of 4 MiB and take the row path one row above it:
+    both match the reference level on 2 threads."""
+    cols = GROUPED_ROW_BYTES // np.dtype(dtype).itemsize
+    grouped_rows = GROUPED_ARRAY_BYTES // GROUPED_ROW_BYTES
+    rng = np.random.default_rng(17)
+    x = (rng.standard_normal((grouped_rows + 1, cols)) * 2 - 1).astype(dtype)
+    w, b = rng.standard_normal(cols).astype(dtype), rng.standard_normal(cols).astype(dtype)
+    for rows in (grouped_rows, grouped_rows + 1):
+        with c_threads(2, "reference"):
+            expected = C.layer_norm_forward(x[:rows], w, b, eps=1e-5)
+        with c_threads(2, isa):
+            got = C.layer_norm_forward(x[:rows], w, b, eps=1e-5)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, **tight(dtype), err_msg=f"{rows} rows")

@@ -242,12 +242,15 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
 /* Rows up to this long (a small Transformer's d_model of 128 float32) take the grouped path
  * below, whose passes cost less than the latency of one row's chain of sums. */
 #define LN_SHORT_ROW_BYTES 512
+/* Rows up to twice that (d_model 256 float32, 128 float64) too, in arrays up to this size: from
+ * memory the row path, which asks for a whole row ahead into L2, is the faster. */
+#define LN_SHORT_ROW_ARRAY_BYTES ((int64_t)4 << 20)
 /* Rows worked on in lockstep there: each pass runs over all of them before the next pass */
 #define LN_GROUP 4
 
 /* mean, rstd and y of the `group` rows at x (a constant after inlining: the loops over the
  * group then unroll and their arrays stay in registers), each no longer than
- * LN_SHORT_ROW_BYTES. A short row's work is one chain: sum, centered sums, square root, y; one
+ * 2 * LN_SHORT_ROW_BYTES. A short row's work is one chain: sum, centered sums, square root, y; one
  * row at a time its latency is exposed (1024 x 128 float32 ran at a quarter of the copy
  * speed), so the group's rows take each step together and their chains overlap. The shift is
  * the row's own mean, from a first pass over the row (cheap from L1): the two-pass algorithm,
@@ -290,7 +293,9 @@ static void V(layer_norm_short_rows)(const T *x, const T *w, const T *b, T *y, T
 int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
                                 T *rstd, int64_t rows, int64_t cols, double eps) {
     int nt = mt_threads_for(rows * cols);
-    if (cols * (int64_t)sizeof(T) <= LN_SHORT_ROW_BYTES) {
+    const int64_t row_bytes = cols * (int64_t)sizeof(T);
+    if (row_bytes <= LN_SHORT_ROW_BYTES ||
+        (row_bytes <= 2 * LN_SHORT_ROW_BYTES && rows * row_bytes <= LN_SHORT_ROW_ARRAY_BYTES)) {
 #pragma omp parallel num_threads(nt)
         {
             const int64_t tid = mt_thread_num(), team = mt_team_size();
@@ -498,6 +503,7 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
 #undef LN_SHIFT_SAMPLE
 #undef LN_AHEAD_BLOCK
 #undef LN_SHORT_ROW_BYTES
+#undef LN_SHORT_ROW_ARRAY_BYTES
 #undef LN_GROUP
 #undef LN_STAGE
 #undef LN_FLUSH_ROWS
