@@ -236,11 +236,23 @@ GEMM_NOTE = ("mt/np, mt/torch = minitorch GFLOP/s ÷ numpy's, PyTorch's (> 1: mi
              "GEMM's own rate (each run lost a core to the VM's other tenants)")
 
 
-# The exp-bound row kernels, by the start of their row's name: (exps per element, arrays of the
-# kernel's shape counted in its bytes). Their exp pass alone (exp_floor.c) is their floor. (Not
-# the causal softmax: its exp pass stops at the causal limit, about half of a row.)
+def causal_exps_per_score(keys, itemsize):
+    """The share of a causal softmax's scores (as many queries as keys) whose exps it takes:
+    query q's row is scored up to its causal limit q + 1, rounded up to whole 32-byte vectors
+    (masked_row in csrc/tuned/softmax_rows.h); a padding mask inside that width saves none."""
+    lanes = 32 // itemsize
+    return sum(min(-(-(q + 1) // lanes) * lanes, keys) for q in range(keys)) / keys ** 2
+
+
+MASKED_SHAPE = (8, 8, 256, 256)  # the masked softmax's scores: batch, heads, queries, keys
+
+# The exp-bound row kernels, by the start of their row's name: (exps per element, or a function
+# of the itemsize giving them; arrays of the kernel's shape counted in its bytes). Their exp pass
+# alone (exp_floor.c) is their floor.
 EXP_BOUND = {"softmax fwd": (1, 2), "log_softmax fwd": (1, 2), "log_softmax bwd": (1, 3),
-             "cross_entropy fwd+bwd": (2, 3)}
+             "cross_entropy fwd+bwd": (2, 3),
+             "masked+causal softmax":
+                 (functools.partial(causal_exps_per_score, MASKED_SHAPE[-1]), 2)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -269,7 +281,10 @@ def exp_floor_call(name, dtype, nbytes, threads):
         return None
     passes, arrays = bound
     dtype = np.dtype(dtype)
-    x = -np.abs(np.random.default_rng(0).standard_normal(nbytes // arrays // dtype.itemsize))
+    elements = nbytes // arrays // dtype.itemsize
+    if callable(passes):  # a share of one pass
+        elements, passes = round(elements * passes(dtype.itemsize)), 1
+    x = -np.abs(np.random.default_rng(0).standard_normal(elements))
     x, out = x.astype(dtype), np.empty(x.size, dtype)
     kind = "float" if dtype == np.float32 else "double"
     run = module.lib.exp_pass_f32 if dtype == np.float32 else module.lib.exp_pass_f64
@@ -407,16 +422,17 @@ def in_l2_cases(rng, dtype):
 
 
 def masked_softmax_case(rng, dtype):
-    """Attention scores (batch 8, heads 8, 256 queries, 256 keys), key padding + causal."""
-    s = rng.standard_normal((8, 8, 256, 256)).astype(dtype)
-    pad = np.zeros((8, 1, 1, 256), bool)
+    """Attention scores (MASKED_SHAPE), key padding + causal."""
+    batch, _, queries, keys = MASKED_SHAPE
+    s = rng.standard_normal(MASKED_SHAPE).astype(dtype)
+    pad = np.zeros((batch, 1, 1, keys), bool)
     pad[:, :, :, 200:] = True
-    causal = np.triu(np.ones((256, 256), bool), 1)
+    causal = np.triu(np.ones((queries, keys), bool), 1)
     torch_fn = None
     if torch is not None:
         ts, tmask = torch.from_numpy(s), torch.from_numpy(pad | causal)
         torch_fn = lambda: torch.softmax((ts * 0.125).masked_fill(tmask, float("-inf")), -1)
-    return ("masked+causal softmax 8x8x256x256", dtype, 2 * s.nbytes,
+    return ("masked+causal softmax " + "x".join(map(str, MASKED_SHAPE)), dtype, 2 * s.nbytes,
             lambda: mt.softmax_forward(s, scale=0.125, mask=pad, causal=True),
             lambda: np_softmax(s, 0.125, pad | causal), torch_fn)
 
@@ -512,9 +528,9 @@ ROW_COLUMNS = ["dtype", "threads", "kernel", "minitorch GB/s", "numpy GB/s", "to
 ROW_NOTE = ("GB/s of compulsory traffic; mt/np, mt/torch = minitorch GB/s ÷ the numpy composite's, "
             "PyTorch's (> 1: minitorch is faster); %copy = minitorch ÷ copy, a copy through the "
             "cache on as many threads timed in the same rounds; exp = the exp-bound kernels' "
-            "floor, their vector exp alone over as many elements (benchmarks/exp_floor.c), as "
-            "GB/s of the kernel's traffic, timed in the same rounds; %roof = minitorch ÷ the "
-            "lower of copy and exp")
+            "floor, their vector exp alone over as many elements (benchmarks/exp_floor.c; the "
+            "causal softmax: those within its causal limits), as GB/s of the kernel's traffic, "
+            "timed in the same rounds; %roof = minitorch ÷ the lower of copy and exp")
 
 
 def bench_rows(threads_list, quick):

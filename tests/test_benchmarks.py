@@ -101,6 +101,15 @@ def test_the_exp_floor_is_the_row_kernels_exp(dtype, isa):
                                      3 * 4000 * np.dtype(dtype).itemsize, 2)()
 
 
+def test_the_causal_softmax_floor_counts_the_exps_it_takes():
+    """A causal row takes exps up to its causal limit rounded up to a 32-byte vector: with 8
+    float32 lanes, 16 keys are 8 exps for queries 0-7 and 16 for 8-15; long rows near half."""
+    assert bench_kernels.causal_exps_per_score(8, 4) == 1.0
+    assert bench_kernels.causal_exps_per_score(16, 4) == 0.75
+    assert bench_kernels.causal_exps_per_score(16, 8) == (4 * (4 + 8 + 12 + 16)) / 256
+    assert 0.5 < bench_kernels.causal_exps_per_score(256, 4) < 0.52
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_the_fma_peak_probe_records_a_sample_per_call(dtype):
     """benchmarks/fma_peak.c is compiled on first use, outside the library."""
