@@ -33,6 +33,7 @@ from concurrent.futures import ThreadPoolExecutor
 import functools
 import importlib.util
 import itertools
+import math
 import ctypes
 import os
 import platform
@@ -236,23 +237,24 @@ GEMM_NOTE = ("mt/np, mt/torch = minitorch GFLOP/s ÷ numpy's, PyTorch's (> 1: mi
              "GEMM's own rate (each run lost a core to the VM's other tenants)")
 
 
-def causal_exps_per_score(keys, itemsize):
-    """The share of a causal softmax's scores (as many queries as keys) whose exps it takes:
-    query q's row is scored up to its causal limit q + 1, rounded up to whole 32-byte vectors
-    (masked_row in csrc/tuned/softmax_rows.h); a padding mask inside that width saves none."""
+def causal_exps(shape, itemsize):
+    """How many exps a causal softmax over scores of `shape` (..., queries, keys; as many queries
+    as keys) takes: query q's row is scored up to its causal limit q + 1, rounded up to whole
+    32-byte vectors (masked_row in csrc/tuned/softmax_rows.h); a padding mask inside that width
+    saves none."""
+    *heads, queries, keys = shape
     lanes = 32 // itemsize
-    return sum(min(-(-(q + 1) // lanes) * lanes, keys) for q in range(keys)) / keys ** 2
+    return math.prod(heads) * sum(min(-(-(q + 1) // lanes) * lanes, keys) for q in range(queries))
 
 
 MASKED_SHAPE = (8, 8, 256, 256)  # the masked softmax's scores: batch, heads, queries, keys
 
-# The exp-bound row kernels, by the start of their row's name: (exps per element, or a function
-# of the itemsize giving them; arrays of the kernel's shape counted in its bytes). Their exp pass
-# alone (exp_floor.c) is their floor.
+# The exp-bound row kernels, by the start of their row's name: (exps per element, arrays of the
+# kernel's shape counted in its bytes), or (a function of the itemsize giving the exps, None).
+# Their exp pass alone (exp_floor.c) is their floor.
 EXP_BOUND = {"softmax fwd": (1, 2), "log_softmax fwd": (1, 2), "log_softmax bwd": (1, 3),
              "cross_entropy fwd+bwd": (2, 3),
-             "masked+causal softmax":
-                 (functools.partial(causal_exps_per_score, MASKED_SHAPE[-1]), 2)}
+             "masked+causal softmax": (functools.partial(causal_exps, MASKED_SHAPE), None)}
 
 
 @functools.lru_cache(maxsize=None)
@@ -281,9 +283,10 @@ def exp_floor_call(name, dtype, nbytes, threads):
         return None
     passes, arrays = bound
     dtype = np.dtype(dtype)
-    elements = nbytes // arrays // dtype.itemsize
-    if callable(passes):  # a share of one pass
-        elements, passes = round(elements * passes(dtype.itemsize)), 1
+    if callable(passes):
+        elements, passes = passes(dtype.itemsize), 1
+    else:
+        elements = nbytes // arrays // dtype.itemsize
     x = -np.abs(np.random.default_rng(0).standard_normal(elements))
     x, out = x.astype(dtype), np.empty(x.size, dtype)
     kind = "float" if dtype == np.float32 else "double"
@@ -422,17 +425,20 @@ def in_l2_cases(rng, dtype):
 
 
 def masked_softmax_case(rng, dtype):
-    """Attention scores (MASKED_SHAPE), key padding + causal."""
+    """Attention scores (MASKED_SHAPE), key padding + causal. Its compulsory traffic: the
+    scores that neither mask excludes, read, and every output, written (0 where masked)."""
     batch, _, queries, keys = MASKED_SHAPE
     s = rng.standard_normal(MASKED_SHAPE).astype(dtype)
     pad = np.zeros((batch, 1, 1, keys), bool)
     pad[:, :, :, 200:] = True
     causal = np.triu(np.ones((queries, keys), bool), 1)
+    live_scores = int(np.broadcast_to(~(pad | causal), s.shape).sum())
     torch_fn = None
     if torch is not None:
         ts, tmask = torch.from_numpy(s), torch.from_numpy(pad | causal)
         torch_fn = lambda: torch.softmax((ts * 0.125).masked_fill(tmask, float("-inf")), -1)
-    return ("masked+causal softmax " + "x".join(map(str, MASKED_SHAPE)), dtype, 2 * s.nbytes,
+    return ("masked+causal softmax " + "x".join(map(str, MASKED_SHAPE)), dtype,
+            s.nbytes + live_scores * s.itemsize,
             lambda: mt.softmax_forward(s, scale=0.125, mask=pad, causal=True),
             lambda: np_softmax(s, 0.125, pad | causal), torch_fn)
 

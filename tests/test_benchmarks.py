@@ -104,10 +104,10 @@ def test_the_exp_floor_is_the_row_kernels_exp(dtype, isa):
 def test_the_causal_softmax_floor_counts_the_exps_it_takes():
     """A causal row takes exps up to its causal limit rounded up to a 32-byte vector: with 8
     float32 lanes, 16 keys are 8 exps for queries 0-7 and 16 for 8-15; long rows near half."""
-    assert bench_kernels.causal_exps_per_score(8, 4) == 1.0
-    assert bench_kernels.causal_exps_per_score(16, 4) == 0.75
-    assert bench_kernels.causal_exps_per_score(16, 8) == (4 * (4 + 8 + 12 + 16)) / 256
-    assert 0.5 < bench_kernels.causal_exps_per_score(256, 4) < 0.52
+    assert bench_kernels.causal_exps((1, 1, 8, 8), 4) == 64
+    assert bench_kernels.causal_exps((1, 1, 16, 16), 4) == 8 * 8 + 8 * 16
+    assert bench_kernels.causal_exps((1, 1, 16, 16), 8) == 4 * (4 + 8 + 12 + 16)
+    assert 0.5 < bench_kernels.causal_exps((2, 3, 256, 256), 4) / (6 * 256 * 256) < 0.52
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
