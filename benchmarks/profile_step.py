@@ -27,6 +27,7 @@ also goes to docs/benchmarks.md (benchmarks/report.py) unless --no-report or --c
 """
 import argparse
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -58,19 +59,28 @@ def category(dso):
     return "other"
 
 
-def shares(perf_data, tid=None):
-    """{category: percent of samples} from ``perf report`` (of one thread if ``tid``)."""
-    command = ["perf", "report", "-i", perf_data, "--sort", "dso", "--stdio", "--percentage",
-               "relative"]
-    if tid is not None:
-        command += ["--tid", str(tid)]
-    out = subprocess.run(command, capture_output=True, text=True, check=True).stdout
+# A line of ``perf report --sort pid,dso``: percent, thread id:command, shared object (the
+# columns two or more spaces apart)
+REPORT_LINE = re.compile(r"^\s*([\d.]+)%\s+(\d+):.*?\s{2,}(\S.*?)\s*$")
+
+
+def shares(report_text, tid=None):
+    """{category: percent of samples} from the text of ``perf report --sort pid,dso`` (of one
+    thread's samples if ``tid``). (perf report's own --tid leaves such a report whole in perf
+    6.1: the main thread's shares came out as every thread's.)"""
     total = dict.fromkeys(CATEGORIES, 0.0)
-    for line in out.splitlines():
-        parts = line.split()
-        if len(parts) >= 2 and parts[0].endswith("%") and not line.startswith("#"):
-            total[category(" ".join(parts[1:]))] += float(parts[0].rstrip("%"))
-    return total
+    for line in report_text.splitlines():
+        match = None if line.startswith("#") else REPORT_LINE.match(line)
+        if match and (tid is None or int(match.group(2)) == tid):
+            total[category(match.group(3))] += float(match.group(1))
+    whole = sum(total.values())
+    return {name: 100 * part / whole if whole else 0.0 for name, part in total.items()}
+
+
+def perf_report(perf_data):
+    """``perf report``'s samples by thread and shared object, as text."""
+    command = ["perf", "report", "-i", perf_data, "--sort", "pid,dso", "--stdio"]
+    return subprocess.run(command, capture_output=True, text=True, check=True).stdout
 
 
 WORKER = r"""
@@ -115,7 +125,8 @@ def profile(checkout, size, threads, steps, framework="minitorch"):
             _, error = recorder.communicate(timeout=60)
             if recorder.returncode not in (0, None) or not os.path.exists(data):
                 raise RuntimeError(f"perf record failed: {error.decode().strip()[-300:]}")
-            return ms, shares(data), shares(data, tid=worker.pid)
+            text = perf_report(data)
+            return ms, shares(text), shares(text, tid=worker.pid)
     finally:
         if worker.poll() is None:
             worker.kill()

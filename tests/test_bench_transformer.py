@@ -130,6 +130,38 @@ def test_profile_groups_shared_objects(dso, group):
     assert profile_step.category(dso) == group
 
 
+PERF_REPORT = """# Samples: 7K of event 'cpu-clock:ppp'
+#
+# Overhead  Pid:Command    Shared Object
+# ........  .............  ..................
+#
+    41.16%     7134:python   _C.abi3.so
+    38.62%     7146:python   _C.abi3.so
+    11.18%     7146:python   libgomp.so.1.0.0
+     6.00%     7134:python   libpython3.11.so.1.0
+     1.39%     7134:python   libgomp.so.1.0.0
+     0.55%     7134:python   libc.so.6
+     0.45%     7134:python   _multiarray_umath.cpython-311-x86_64-linux-gnu.so
+     0.32%     7146:python   [kernel.kallsyms]
+     0.33%     7134:OMP worker   [kernel.kallsyms]
+"""
+
+
+def test_profile_shares_are_split_by_thread():
+    """Every thread's samples, then the main thread's alone, each out of its own total (a
+    command with a space in it still parses)."""
+    every = profile_step.shares(PERF_REPORT)
+    assert every["C kernels"] == pytest.approx(41.16 + 38.62 + 11.18 + 1.39)
+    assert every["Python"] == pytest.approx(6.00)
+    assert every["OS"] == pytest.approx(0.65)
+    main = profile_step.shares(PERF_REPORT, tid=7134)
+    main_total = 41.16 + 6.00 + 1.39 + 0.55 + 0.45 + 0.33
+    assert main["Python"] == pytest.approx(100 * 6.00 / main_total)
+    assert main["C kernels"] == pytest.approx(100 * (41.16 + 1.39) / main_total)
+    assert sum(main.values()) == pytest.approx(100)
+    assert profile_step.shares(PERF_REPORT, tid=1) == dict.fromkeys(profile_step.CATEGORIES, 0.0)
+
+
 def test_compared_builds_take_turns_and_leave_the_values_alone(tmp_path):
     """Two builds (here a copy of this one's extension, loaded a second time): every step runs on
     one build's kernels, both builds' run, each group of kernels is timed, the losses are those
