@@ -217,6 +217,25 @@ def fma_peak_gflops(dtype=np.float32, num_threads=1, iterations=50_000_000):
     return float(fn(int(num_threads), int(iterations)))
 
 
+@functools.lru_cache(maxsize=None)
+def _core_round_trip_lib():
+    """core_round_trip.c's function, or None where it does not build."""
+    module = _compile_yardstick("core_round_trip", "double core_round_trip_ns(int64_t trips);\n",
+                                ["-O2", "-fopenmp"])
+    return None if module is None else module.lib
+
+
+def core_round_trip_ns(trips=20_000, samples=5):
+    """The median over ``samples`` runs of the time (ns) a cache line takes from one core to
+    the other and back (benchmarks/core_round_trip.c); None where it cannot be measured (no
+    build, or fewer than 2 threads)."""
+    lib = _core_round_trip_lib()
+    if lib is None:
+        return None
+    runs = sorted(lib.core_round_trip_ns(trips) for _ in range(samples))
+    return None if runs[0] < 0 else runs[len(runs) // 2]
+
+
 def fma_peak_probe(dtype, threads, samples):
     """A call that measures the FMA peak once (a few ms) and appends its GFLOP/s to samples
     (nothing if it cannot be measured). Timed in the same rounds as a GEMM row, so that %peak

@@ -21,7 +21,10 @@ GEMMs alone: the products minitorch's step makes, replayed back to back with not
 them, by minitorch's kernel and by PyTorch's: what a step would cost if everything but its
 GEMMs were free, with the GEMM kernels the machine has. And the same replay on cold operands:
 each product's data spread over an arena many times the cache, none of it cached when the
-product starts: each GEMM library's speed when its operands come from memory.
+product starts: each GEMM library's speed when its operands come from memory. Before each
+2-thread round, the time a cache line takes between the two cores and back
+(benchmarks/core_round_trip.c): every hand-off between the threads waits that long, and on a
+shared VM it varies severalfold between sessions, and the 2-thread ratios with it.
 
     python benchmarks/bench_transformer.py [--size small|big|both] [--steps 20] [--big-steps 4]
         [--warmup 3] [--rounds 3] [--no-report]
@@ -474,7 +477,7 @@ def main():
     print(notes[0])
     widths = (5, 7, 10, 9, 10, 8, 15, 15, 15, 14, 14, 17)
     print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
-    rows = []
+    rows, round_trips = [], []
     for size in sizes:
         steps = args.steps if size == "small" else args.big_steps
         warmup = args.warmup if size == "small" else min(args.warmup, 1)
@@ -484,12 +487,20 @@ def main():
                 peak = bench_kernels.fma_peak_gflops(np.float32, threads, 20_000_000)
                 if peak is not None:
                     peaks.append(peak)
+                trip = bench_kernels.core_round_trip_ns() if threads == 2 else None
+                if trip is not None:
+                    round_trips.append(trip)
                 captured = ("captured",) if size == "small" else ()
                 for name in ("minitorch",) + captured + (("torch",) if have_torch else ()):
                     _keep_best(best, name, _run(name, size, threads, steps, warmup))
             for row in _rows(size, threads, best, max(peaks) if peaks else None):
                 print(" ".join(f"{c:>{w}}" for c, w in zip(row, widths)), flush=True)
                 rows.append(row)
+    if round_trips:
+        notes.append(f"core round trip before each 2-thread round: {min(round_trips):.0f}-"
+                     f"{max(round_trips):.0f} ns (benchmarks/core_round_trip.c: a cache line "
+                     "from one core to the other and back, what every hand-off between the two "
+                     "threads waits; the longer it is, the less the second thread gains)")
     if not have_torch:
         notes.append("PyTorch not installed: its rows are omitted (pip install torch==2.13.0)")
     print("\n".join(notes[1:]))

@@ -123,6 +123,23 @@ def test_the_fma_peak_probe_records_a_sample_per_call(dtype):
     assert len(samples) == 2 and all(g > 0 for g in samples)
 
 
+def test_the_core_round_trip_is_a_time_or_none(monkeypatch):
+    """benchmarks/core_round_trip.c: ns per trip of a line between two threads; None where
+    OpenMP gives one thread (its -1). Few trips: on a busy machine each may wait a time slice."""
+    if bench_kernels._core_round_trip_lib() is None:
+        pytest.skip("benchmarks/core_round_trip.c did not build here")
+    assert not hasattr(minitorch.backends.c_backend.lib, "core_round_trip_ns")
+    ns = bench_kernels.core_round_trip_ns(trips=200, samples=3)
+    assert ns is not None and 0 < ns < 1e8
+
+    class OneThread:
+        @staticmethod
+        def core_round_trip_ns(trips):
+            return -1.0
+    monkeypatch.setattr(bench_kernels, "_core_round_trip_lib", lambda: OneThread)
+    assert bench_kernels.core_round_trip_ns() is None
+
+
 def test_the_large_output_cases_are_those_on_reused_blocks(row_cases, monkeypatch):
     from minitorch.backends import large_buffers
     monkeypatch.setattr(large_buffers, "MIN_BYTES", 3 << 20)  # some of the quick cases' outputs
