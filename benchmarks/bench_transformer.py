@@ -24,7 +24,7 @@ each product's data spread over an arena many times the cache, none of it cached
 product starts: each GEMM library's speed when its operands come from memory. Before each
 2-thread round, the time a cache line takes between the two cores and back
 (benchmarks/core_round_trip.c): every hand-off between the threads waits that long, and on a
-shared VM it varies severalfold between sessions, and the 2-thread ratios with it.
+shared VM it changes with the placement of the two vCPUs, and the 2-thread ratios with it.
 
     python benchmarks/bench_transformer.py [--size small|big|both] [--steps 20] [--big-steps 4]
         [--warmup 3] [--rounds 3] [--no-report]

@@ -1,8 +1,8 @@
 /* core_round_trip.c — the yardstick of the 2-thread rows: how long a cache line takes to go
  * from one core to the other and back, the wait every hand-off between two threads pays (a
- * thread team woken for a kernel, a barrier at its end). On a shared VM it moves by 5x from
- * one session to the next, and with it the 2-thread ratios of small kernels. Not part of the
- * library: bench_kernels.py compiles it on first use.
+ * thread team woken for a kernel, a barrier at its end): on a shared VM it changes with where
+ * the two vCPUs are placed, and the 2-thread ratios change with it. Not part of the library:
+ * bench_kernels.py compiles it on first use.
  *
  * Two threads take turns on one counter: the first writes an odd value and waits for the next
  * even one, which the second writes as soon as it sees the odd one.
