@@ -178,8 +178,8 @@ int mt_rms_norm_backward_f64(const double *dy, const double *x, const double *we
  * min <= x <= max else 0. sqrt: y = sqrt(x). rsqrt: y = 1 / sqrt(x). erf: y = erf(x). exp: y =
  * e^x. log: y = ln x. softplus: y = x where z = beta x > threshold, else log(1 + e^z) / beta (z
  * rounded to the element type first). pow_int: y = x^exponent, exponent in [-64, 64] (else
- * MT_ERR_ARGS). pow_scalar: y = x^exponent, the exponent rounded to the element type (libm's pow:
- * NaN for x < 0 and a non-integer exponent). abs_forward: y = |x|. abs_backward: dx = dy *
+ * MT_ERR_ARGS). pow_scalar: y = x^exponent, the exponent rounded to the element type (C's pow
+ * rules: NaN for x < 0 and a non-integer exponent). abs_forward: y = |x|. abs_backward: dx = dy *
  * sign(x), 0 where x is 0 or NaN. NaN inputs give NaN outputs. */
 int mt_relu_forward_f32(const float *x, float *y, int64_t n);
 int mt_relu_forward_f64(const double *x, double *y, int64_t n);

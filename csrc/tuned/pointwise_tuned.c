@@ -17,6 +17,7 @@
  * clamps and selects of these loops as branches, and so the loops scalar, at every level but
  * AVX-512's. No value changes: only floating-point exception flags may. */
 #pragma GCC optimize("no-trapping-math")
+#include <float.h>
 #include <math.h>
 #include "mt_internal.h"
 #include "fast_exp.h"
@@ -322,13 +323,95 @@ int V(tuned_pow_int_forward)(const T *x, T *y, int64_t n, int exponent) {
     return 0;
 }
 
-/* libm's pow in the element type (powf for float: ~5x cheaper than pow in double, within
- * 1 ulp of it), on the threads: numpy's power runs on one core. */
+#ifndef MT_LOG_POSITIVE_DEFINED /* (once: an inline function of no ISA level, as fast_exp.h's) */
+#define MT_LOG_POSITIVE_DEFINED
+/* log(x) for a positive, finite double, as plain arithmetic on its bits (so that a loop of it
+ * vectorizes): x = m 2^k with m in [sqrt(1/2), sqrt(2)), log x = k ln2 + 2 atanh(s),
+ * s = (m - 1) / (m + 1), |s| <= 0.172, by the series of atanh to s^17 (the next term is 3e-16).
+ * ln2 is split hi + lo (fdlibm's) so that k * hi is exact. */
+MT_INLINE static double mt_log_positive_f64(double x) {
+    uint64_t bits;
+    __builtin_memcpy(&bits, &x, 8);
+    /* Subtracting sqrt(1/2)'s bits borrows from the exponent exactly where m < sqrt(1/2); the
+     * 1024 added keeps it positive (k + 1024 >= 2), so the shift is a logical one. */
+    const uint64_t k_biased = (bits - 0x3FE6A09E667F3BCDull + (1024ull << 52)) >> 52;
+    const uint64_t m_bits = bits - ((k_biased - 1024) << 52);
+    /* k as a double without an int64 conversion (AVX2 has none): the double 2^52 + k_biased */
+    const uint64_t k_bits = k_biased | 0x4330000000000000ull;
+    double m, k;
+    __builtin_memcpy(&m, &m_bits, 8);
+    __builtin_memcpy(&k, &k_bits, 8);
+    k -= 4503599627370496.0 + 1024.0;
+    const double s = (m - 1.0) / (m + 1.0), s2 = s * s;
+    double p = 1.0 / 17;
+    p = p * s2 + 1.0 / 15;
+    p = p * s2 + 1.0 / 13;
+    p = p * s2 + 1.0 / 11;
+    p = p * s2 + 1.0 / 9;
+    p = p * s2 + 1.0 / 7;
+    p = p * s2 + 1.0 / 5;
+    p = p * s2 + 1.0 / 3;
+    return k * 6.93147180369123816490e-01 +
+           (k * 1.90821492927058770002e-10 + 2.0 * s * (p * s2 + 1.0));
+}
+#endif
+
+/* Elements per block of the float32 pow: its vector pass, then libm for the block's special
+ * bases if it has any */
+#ifndef MT_POW_F32_BLOCK
+#define MT_POW_F32_BLOCK 1024
+#endif
+
+/* x^e for float32 as exp(e log x) in double (the method of glibc's powf, here a vector loop):
+ * the double's ~1e-16 relative error is far below float32's rounding, so the result is within
+ * 1 ulp of the exact x^e. The vector pass is right for positive finite x (every float32 is a
+ * normal double), and gives NaN for finite negative x where e is not an integer. The rest (zeros,
+ * infinities, NaN, negative bases to integer powers) take libm's powf, which knows their rules
+ * (0^-e = inf, NaN^0 = 1, (-2)^3 = -8...), as do non-finite exponents for the whole array. */
+static void V(pow_scalar_f32)(const float *x, float *y, int64_t n, float exponent, int nt) {
+    const int64_t blocks = (n + MT_POW_F32_BLOCK - 1) / MT_POW_F32_BLOCK;
+    const double e = (double)exponent;
+    const int finite_exponent = isfinite(exponent), integer_exponent = exponent == rintf(exponent);
+#pragma omp parallel for schedule(static) num_threads(nt)
+    for (int64_t b = 0; b < blocks; ++b) {
+        const int64_t j0 = b * MT_POW_F32_BLOCK;
+        const int64_t len = n - j0 < MT_POW_F32_BLOCK ? n - j0 : MT_POW_F32_BLOCK;
+        const float *xb = x + j0;
+        float *yb = y + j0;
+        int special = !finite_exponent;
+        if (finite_exponent) {
+#pragma omp simd reduction(| : special)
+            for (int64_t j = 0; j < len; ++j) {
+                const float xj = xb[j];
+                const int usual = xj > 0.0f && xj <= FLT_MAX;
+                const int nan = xj < 0.0f && xj >= -FLT_MAX && !integer_exponent;
+                special |= !(usual || nan);
+                const double r = mt_exp_f64(e * mt_log_positive_f64(usual ? (double)xj : 1.0));
+                /* from FLT_MAX and half its ulp up, float32 rounds to inf (a conversion out of
+                 * float's range is undefined in C) */
+                yb[j] = nan ? NAN : r >= 0x1.ffffffp127 ? INFINITY : (float)r;
+            }
+        }
+        if (special)
+            for (int64_t j = 0; j < len; ++j) {
+                const float xj = xb[j];
+                const int usual = xj > 0.0f && xj <= FLT_MAX;
+                const int nan = xj < 0.0f && xj >= -FLT_MAX && !integer_exponent;
+                if (!finite_exponent || !(usual || nan)) yb[j] = powf(xj, exponent);
+            }
+    }
+}
+
+/* libm's pow for float64, on the threads (numpy's power runs on one core); float32 by the
+ * vector loop above. */
 int V(tuned_pow_scalar_forward)(const T *x, T *y, int64_t n, T exponent) {
     int nt = mt_threads_for(n / 8); /* a pow costs ~8 streamed elements */
+    if (sizeof(T) == sizeof(float)) {
+        V(pow_scalar_f32)((const float *)x, (float *)y, n, (float)exponent, nt);
+        return 0;
+    }
 #pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t j = 0; j < n; ++j) y[j] = sizeof(T) == 4 ? (T)powf((float)x[j], (float)exponent)
-                                                          : (T)pow((double)x[j], (double)exponent);
+    for (int64_t j = 0; j < n; ++j) y[j] = (T)pow((double)x[j], (double)exponent);
     return 0;
 }
 

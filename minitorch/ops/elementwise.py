@@ -188,7 +188,7 @@ def _power(x, exponent):
     """x ** exponent for a float array and a Python number, computed as PyTorch computes it
     where numpy's power is slow (a libm pow per element, ~1 ns, and ~10 ns on negative bases):
     integer exponents in one pass of multiplied squares (the backend's pow_int), 0.5 and -0.5
-    by sqrt. Any other exponent: the backend's pow_scalar (libm's pow, on the threads)."""
+    by sqrt. Any other exponent: the backend's pow_scalar (pow's rules, on the threads)."""
     if float(exponent).is_integer() and -POW_INT_LIMIT <= exponent <= POW_INT_LIMIT:
         return _kernels().pow_int_forward(x, int(exponent))
     if exponent in (0.5, -0.5):
