@@ -1,6 +1,9 @@
-/* arith.c — the four arithmetic operations on two arrays, on every thread, for float and double:
+/* arith.c — the four arithmetic operations and the elementwise max and min of two arrays, on
+ * every thread, for float and double:
  *
  *   y = a + b,  a - b,  a * b,  a / b      (op 0, 1, 2, 3), elementwise over rows x cols
+ *   y = maximum(a, b),  minimum(a, b)      (op 4, 5): NaN if either is NaN, b on a tie (so
+ *                                           max(-0, +0) is +0), as numpy's maximum and minimum
  *
  * Each operand is laid out as "full" (layout 0: rows x cols, contiguous), a "row" (layout 1:
  * cols values, the same for every row, as a bias broadcast over a batch) or a "scalar"
@@ -23,9 +26,20 @@ static inline T F(arith_element)(const T *x, int layout, int64_t r, int64_t j, i
     return layout == 0 ? x[r * cols + j] : layout == 1 ? x[j] : x[0];
 }
 
+static inline T F(arith_apply)(int op, T u, T v) {
+    switch (op) {
+    case 0: return u + v;
+    case 1: return u - v;
+    case 2: return u * v;
+    case 3: return u / v;
+    case 4: return u > v || u != u ? u : v;
+    default: return u < v || u != u ? u : v;
+    }
+}
+
 int F(mt_arith)(int op, const T *a, int a_layout, const T *b, int b_layout, T *y, int64_t rows,
                 int64_t cols) {
-    if (op < 0 || op > 3 || rows < 0 || cols < 0) return MT_ERR_ARGS;
+    if (op < 0 || op > 5 || rows < 0 || cols < 0) return MT_ERR_ARGS;
     if (a_layout < 0 || a_layout > 2 || b_layout < 0 || b_layout > 2) return MT_ERR_ARGS;
     if (a_layout != 0 && b_layout != 0) return MT_ERR_ARGS;
     MT_RUN_TUNED(tuned_arith, op, a, a_layout, b, b_layout, y, rows, cols);
@@ -35,7 +49,7 @@ int F(mt_arith)(int op, const T *a, int a_layout, const T *b, int b_layout, T *y
         for (int64_t j = 0; j < cols; ++j) {
             const T u = F(arith_element)(a, a_layout, r, j, cols);
             const T v = F(arith_element)(b, b_layout, r, j, cols);
-            y[r * cols + j] = op == 0 ? u + v : op == 1 ? u - v : op == 2 ? u * v : u / v;
+            y[r * cols + j] = F(arith_apply)(op, u, v);
         }
     return 0;
 }

@@ -258,7 +258,8 @@ int mt_cumsum_rows_f32(const float *x, float *y, int64_t rows, int64_t cols);
 int mt_cumsum_rows_f64(const double *x, double *y, int64_t rows, int64_t cols);
 
 /* ---- arithmetic on every thread (arith.c) ----
- * y = a (op) b over rows x cols, op 0 add, 1 sub, 2 mul, 3 div. Operand layouts: 0 full
+ * y = a (op) b over rows x cols, op 0 add, 1 sub, 2 mul, 3 div, 4 maximum, 5 minimum (NaN if
+ * either is NaN, b on a tie, as numpy's). Operand layouts: 0 full
  * (rows x cols), 1 row (cols values repeated on every row), 2 scalar (one value); at least one
  * operand is full. y is full, and may be a full operand. */
 int mt_arith_f32(int op, const float *a, int a_layout, const float *b, int b_layout, float *y,

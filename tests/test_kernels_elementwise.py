@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 import minitorch as mt
 from minitorch.backends import numpy_backend as N
+from minitorch.backends.checks import ARITH_OPS
 from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c  # the common ground
 # across the kernels' one-thread threshold (32768 elements) and vector tails
 SIZES = [0, 1, 2, 7, 16, 33, 129, 40_001]
@@ -196,7 +197,7 @@ def test_arith_kernel_matches_numpy(dtype, isa, data):
     a, b = arith_operands(rng, shape, dtype, layout)
     if swap:
         a, b = b, a
-    for op in ("add", "sub", "mul", "div"):
+    for op in ARITH_OPS:
         with c_threads(threads, isa):
             got = C.arith(op, a, b)
             in_place = (a if a.shape == got.shape else b).copy()
@@ -239,6 +240,56 @@ def test_large_tensor_arithmetic_and_its_gradients(threads):
         half = mt.tensor(half_x) * mt.tensor(half_y) + mt.tensor(half_x)
         assert half.dtype == mt.float16 and len(kernel_calls) == calls_before
         np.testing.assert_array_equal(half.numpy(), half_x * half_y + half_x)
+    finally:
+        C.arith_on_layout = arith_on_layout
+        mt.set_num_threads(previous)
+
+
+@needs_c
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_arith_maximum_and_minimum_keep_numpys_nans_signed_zeros_and_ties(dtype, isa, threads):
+    """Every pair of special values (NaN, infinities, both zeros, equal values), as full
+    arrays, a row and a scalar: the kernel's bits are numpy's (a NaN from either side; on a
+    tie, the second operand, so maximum(-0, +0) is +0)."""
+    special = np.array(SPECIAL + [np.nan, 0.0], dtype)
+    a = np.repeat(special, special.size).reshape(special.size, special.size)
+    b = np.ascontiguousarray(a.T)
+    bits = np.uint32 if dtype == np.float32 else np.uint64
+    for op in ("maximum", "minimum"):
+        for x, y in ((a, b), (a, b[0]), (a, b[0, :1].reshape(())), (b[0], a)):
+            with c_threads(threads, isa), np.errstate(invalid="ignore"):
+                got = C.arith(op, x, y)
+            expected = N.arith(op, x, y)
+            np.testing.assert_array_equal(got.view(bits), expected.view(bits), err_msg=op)
+
+
+@needs_c
+def test_large_maximum_and_minimum_run_on_the_kernel_with_pytorchs_gradients():
+    """From 65536 elements on 2 threads maximum and minimum call the arith kernel; ties split
+    the gradient evenly, as in PyTorch (the backward is unchanged)."""
+    rng = np.random.default_rng(12)
+    x_np = rng.standard_normal((64, 1030))
+    y_np = np.where(rng.random((64, 1030)) < 0.1, x_np, rng.standard_normal((64, 1030)))
+    previous = mt.get_num_threads()
+    mt.set_num_threads(2)
+    kernel_calls = []
+    arith_on_layout = C.arith_on_layout
+    C.arith_on_layout = lambda *args, **kwargs: (kernel_calls.append(args[0]),
+                                                 arith_on_layout(*args, **kwargs))[1]
+    try:
+        x, y = mt.tensor(x_np, requires_grad=True), mt.tensor(y_np, requires_grad=True)
+        out = 2.0 * mt.maximum(x, y) + 3.0 * mt.minimum(x, y)
+        np.testing.assert_array_equal(out.detach().numpy(),
+                                      2.0 * np.maximum(x_np, y_np) + 3.0 * np.minimum(x_np, y_np))
+        out.sum().backward()
+        tie = x_np == y_np
+        np.testing.assert_array_equal(x.grad.numpy(),
+                                      np.where(tie, 2.5, np.where(x_np > y_np, 2.0, 3.0)))
+        np.testing.assert_array_equal(y.grad.numpy(),
+                                      np.where(tie, 2.5, np.where(x_np > y_np, 3.0, 2.0)))
+        assert {"maximum", "minimum"} <= set(kernel_calls), kernel_calls
     finally:
         C.arith_on_layout = arith_on_layout
         mt.set_num_threads(previous)
@@ -563,7 +614,7 @@ def test_c_entry_points_reject_what_python_should_have():
     condition = ffi.from_buffer("uint8_t[]", np.ones(4, bool))
     assert lib.mt_where_f64(condition, p, p, p, 4, 2, 1) == -2  # steps are 0 or 1
     assert lib.mt_where_f64(condition, p, p, p, -4, 1, 1) == -2
-    assert lib.mt_arith_f64(4, p, 0, p, 0, p, 1, 4) == -2  # no such op
+    assert lib.mt_arith_f64(6, p, 0, p, 0, p, 1, 4) == -2  # no such op
     assert lib.mt_arith_f64(0, p, 2, p, 1, p, 1, 4) == -2  # no full operand
     np.testing.assert_array_equal(out, 0)  # a rejected call writes nothing
 

@@ -15,31 +15,40 @@
 
 #ifndef MT_ARITH_TUNED_ONCE
 #define MT_ARITH_TUNED_ONCE
-/* y[j] = a[j] OP b[j] for j in [0, n), an operand with step 0 being one value */
+/* y[j] = OP(a[j], b[j]) for j in [0, n), an operand with step 0 being one value */
 #define MT_ARITH_SPAN(OP)                                                   \
     do {                                                                    \
         if (a_step && b_step) {                                             \
             _Pragma("GCC unroll 4")                                         \
-            for (int64_t j = 0; j < n; ++j) y[j] = a[j] OP b[j];            \
+            for (int64_t j = 0; j < n; ++j) y[j] = OP(a[j], b[j]);          \
         } else if (a_step) {                                                \
             const T b0 = b[0];                                              \
             _Pragma("GCC unroll 4")                                         \
-            for (int64_t j = 0; j < n; ++j) y[j] = a[j] OP b0;              \
+            for (int64_t j = 0; j < n; ++j) y[j] = OP(a[j], b0);            \
         } else {                                                            \
             const T a0 = a[0];                                              \
             _Pragma("GCC unroll 4")                                         \
-            for (int64_t j = 0; j < n; ++j) y[j] = a0 OP b[j];              \
+            for (int64_t j = 0; j < n; ++j) y[j] = OP(a0, b[j]);            \
         }                                                                   \
     } while (0)
+#define MT_ADD(u, v) ((u) + (v))
+#define MT_SUB(u, v) ((u) - (v))
+#define MT_MUL(u, v) ((u) * (v))
+#define MT_DIV(u, v) ((u) / (v))
+/* csrc/arith.c's max and min: NaN from either side, b on a tie; a select GCC vectorizes */
+#define MT_MAX(u, v) ((u) > (v) || (u) != (u) ? (u) : (v))
+#define MT_MIN(u, v) ((u) < (v) || (u) != (u) ? (u) : (v))
 #endif
 
 static void V(arith_span)(int op, const T *a, int a_step, const T *b, int b_step, T *y,
                           int64_t n) {
     switch (op) {
-    case 0: MT_ARITH_SPAN(+); break;
-    case 1: MT_ARITH_SPAN(-); break;
-    case 2: MT_ARITH_SPAN(*); break;
-    default: MT_ARITH_SPAN(/); break;
+    case 0: MT_ARITH_SPAN(MT_ADD); break;
+    case 1: MT_ARITH_SPAN(MT_SUB); break;
+    case 2: MT_ARITH_SPAN(MT_MUL); break;
+    case 3: MT_ARITH_SPAN(MT_DIV); break;
+    case 4: MT_ARITH_SPAN(MT_MAX); break;
+    default: MT_ARITH_SPAN(MT_MIN); break;
     }
 }
 

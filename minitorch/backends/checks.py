@@ -158,7 +158,7 @@ def check_row_indices(src, rows, out_rows):
                          f"{rows.max()}")
 
 
-ARITH_OPS = ("add", "sub", "mul", "div")
+ARITH_OPS = ("add", "sub", "mul", "div", "maximum", "minimum")
 # Operand layouts of the arith kernel: the whole broadcast shape, one row of it repeated, one value
 ARITH_FULL, ARITH_ROW, ARITH_SCALAR = 0, 1, 2
 

@@ -655,11 +655,12 @@ def cumsum_rows(x):
 # ---------------------------------------------------------------------------------------------
 # Arithmetic
 # ---------------------------------------------------------------------------------------------
-_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide}
+_UFUNCS = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide,
+           "maximum": np.maximum, "minimum": np.minimum}
 
 
 def arith(op, a, b, out=None):
-    """a (op) b for op in add, sub, mul, div, on the layouts of checks.arith_layout (equal
+    """a (op) b for op in checks.ARITH_OPS, on the layouts of checks.arith_layout (equal
     shapes, an array and one value, an array and a trailing row); into out if given."""
     xp = array_module(a)
     _, shape = check_arith(op, a, b, out)

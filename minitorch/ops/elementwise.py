@@ -6,8 +6,10 @@ its shape with ``unbroadcast``. Comparisons and logical ops produce bool tensors
 The activations numpy computes slowly (relu, sigmoid, silu, gelu), clamp, rsqrt, integer powers
 and abs's backward run on the backend's kernels for float tensors; a kernel backward is a
 Function of its own whose derivative autograd takes over the formula in Tensor ops (as fused.py's
-kernels do). Arithmetic on large float arrays runs on the C arith kernel's threads (``_arith``).
+kernels do). Arithmetic, maximum and minimum on large float arrays run on the C arith kernel's
+threads (``_arith``).
 """
+import functools
 import math
 
 import numpy as np
@@ -56,7 +58,7 @@ def _arith(op, ufunc, x, y, out=None):
     if tapes.recording() is not None:  # numpy's arithmetic, on a capture's tape
         if not isinstance(result, np.ndarray):  # a numpy scalar: an array a replay can refill
             result = np.asarray(result)
-        tapes.replayed(ufunc, x, y, result)
+        tapes.replayed(functools.partial(ufunc, out=result), x, y)  # (maximum: out by name)
     return result
 
 
@@ -587,7 +589,7 @@ class Maximum(Function):
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(a, b)  # the weights are made in backward: no_grad calls skip them
-        return _make(tapes.computed(np.maximum, a._data, b._data))
+        return _make(_arith("maximum", np.maximum, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
@@ -602,7 +604,7 @@ class Minimum(Function):
     def forward(ctx, a, b):
         ctx.shapes = a.shape, b.shape
         ctx.save_for_backward(a, b)
-        return _make(tapes.computed(np.minimum, a._data, b._data))
+        return _make(_arith("minimum", np.minimum, a._data, b._data))
 
     @staticmethod
     def backward(ctx, grad):
