@@ -209,6 +209,20 @@ def test_arith_kernel_matches_numpy(dtype, isa, data):
         np.testing.assert_array_equal(in_place, expected, err_msg=f"{op} in place, {layout}")
 
 
+@contextlib.contextmanager
+def arith_kernel_calls(threads):
+    """On ``threads`` threads, the list of ops the elementwise ops send to the arith kernel."""
+    previous, arith_on_layout, calls = mt.get_num_threads(), C.arith_on_layout, []
+    mt.set_num_threads(threads)
+    C.arith_on_layout = lambda *args, **kwargs: (calls.append(args[0]),
+                                                 arith_on_layout(*args, **kwargs))[1]
+    try:
+        yield calls
+    finally:
+        C.arith_on_layout = arith_on_layout
+        mt.set_num_threads(previous)
+
+
 @needs_c
 @pytest.mark.parametrize("threads", THREADS)
 def test_large_tensor_arithmetic_and_its_gradients(threads):
@@ -218,13 +232,7 @@ def test_large_tensor_arithmetic_and_its_gradients(threads):
     rng = np.random.default_rng(11)
     x_np, y_np = rng.standard_normal((64, 1030)), rng.standard_normal((64, 1030)) + 3.0
     bias_np = rng.standard_normal(1030)
-    previous = mt.get_num_threads()
-    mt.set_num_threads(threads)
-    kernel_calls = []
-    arith_on_layout = C.arith_on_layout
-    C.arith_on_layout = lambda *args, **kwargs: (kernel_calls.append(args[0]),
-                                                 arith_on_layout(*args, **kwargs))[1]
-    try:
+    with arith_kernel_calls(threads) as kernel_calls:
         x, y = mt.tensor(x_np, requires_grad=True), mt.tensor(y_np, requires_grad=True)
         bias = mt.tensor(bias_np, requires_grad=True)
         out = (x + bias) * y - 1.5 / y + x ** 3
@@ -240,9 +248,6 @@ def test_large_tensor_arithmetic_and_its_gradients(threads):
         half = mt.tensor(half_x) * mt.tensor(half_y) + mt.tensor(half_x)
         assert half.dtype == mt.float16 and len(kernel_calls) == calls_before
         np.testing.assert_array_equal(half.numpy(), half_x * half_y + half_x)
-    finally:
-        C.arith_on_layout = arith_on_layout
-        mt.set_num_threads(previous)
 
 
 @needs_c
@@ -272,13 +277,7 @@ def test_large_maximum_and_minimum_run_on_the_kernel_with_pytorchs_gradients():
     rng = np.random.default_rng(12)
     x_np = rng.standard_normal((64, 1030))
     y_np = np.where(rng.random((64, 1030)) < 0.1, x_np, rng.standard_normal((64, 1030)))
-    previous = mt.get_num_threads()
-    mt.set_num_threads(2)
-    kernel_calls = []
-    arith_on_layout = C.arith_on_layout
-    C.arith_on_layout = lambda *args, **kwargs: (kernel_calls.append(args[0]),
-                                                 arith_on_layout(*args, **kwargs))[1]
-    try:
+    with arith_kernel_calls(2) as kernel_calls:
         x, y = mt.tensor(x_np, requires_grad=True), mt.tensor(y_np, requires_grad=True)
         out = 2.0 * mt.maximum(x, y) + 3.0 * mt.minimum(x, y)
         np.testing.assert_array_equal(out.detach().numpy(),
@@ -290,9 +289,6 @@ def test_large_maximum_and_minimum_run_on_the_kernel_with_pytorchs_gradients():
         np.testing.assert_array_equal(y.grad.numpy(),
                                       np.where(tie, 2.5, np.where(x_np > y_np, 3.0, 2.0)))
         assert {"maximum", "minimum"} <= set(kernel_calls), kernel_calls
-    finally:
-        C.arith_on_layout = arith_on_layout
-        mt.set_num_threads(previous)
 
 
 # ---------------------------------------------------------------------------------------------
