@@ -211,6 +211,39 @@ def _cold_places(calls):
     return sizes, places
 
 
+def _kernel_ms(step, steps):
+    """Median ms per step spent inside minitorch's C kernels (each call through c_backend's
+    library timed) over ``steps`` steps: the step with the Python between its kernels taken
+    out; None where the C backend is not built."""
+    try:
+        from minitorch.backends import c_backend
+    except ImportError:
+        return None
+    lib, spent = c_backend.lib, [0.0]
+
+    def timed(kernel):
+        def call(*args):
+            start = time.perf_counter()
+            try:
+                return kernel(*args)
+            finally:
+                spent[0] += time.perf_counter() - start
+        return call
+
+    class Timing:
+        """c_backend's library, the time in its functions added to spent."""
+        def __getattr__(self, entry):
+            kernel = getattr(lib, entry)
+            return timed(kernel) if callable(kernel) else kernel
+    per_step = []
+    with c_backend.replaced(lib=Timing()):
+        for _ in range(steps):
+            spent[0] = 0.0
+            step()
+            per_step.append(spent[0])
+    return 1000 * float(np.median(per_step))
+
+
 def _time_best(run, repeats):
     """Best wall time of ``run()`` over ``repeats`` calls, in ms."""
     best = float("inf")
@@ -355,7 +388,8 @@ def worker(framework, size, threads, steps, warmup):
                       gemm_alone_ms=_replay_minitorch(calls),
                       torch_gemm_alone_ms=_replay_torch(calls, threads),
                       gemm_cold_ms=_replay_minitorch(calls, cold=True),
-                      torch_gemm_cold_ms=_replay_torch(calls, threads, cold=True))
+                      torch_gemm_cold_ms=_replay_torch(calls, threads, cold=True),
+                      kernel_ms=_kernel_ms(step, min(steps, 5)))
     print(json.dumps(result))
 
 
@@ -372,8 +406,8 @@ def _run(framework, size, threads, steps, warmup):
 
 
 COLUMNS = ["size", "threads", "framework", "ms/step", "tgt tok/s", "peak MB", "speed vs torch",
-           "per-round range", "GEMMs alone ms", "GEMMs cold ms", "GEMM floor ms",
-           "highest possible"]
+           "per-round range", "in C kernels ms", "without Python", "GEMMs alone ms",
+           "GEMMs cold ms", "GEMM floor ms", "highest possible"]
 
 
 def _rows(size, threads, best, peak_gflops):
@@ -386,9 +420,9 @@ def _rows(size, threads, best, peak_gflops):
         if r is None:
             continue
         if "error" in r:
-            rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 8)
+            rows.append([size, str(threads), name, f"error: {r['error']}"] + [""] * 10)
             continue
-        ratio = spread = floor = reachable = ""
+        ratio = spread = floor = reachable = in_kernels = unhindered = ""
         alone = cold = None
         if name != "torch" and torch_ok:
             ratio = f"{th['ms'] / r['ms']:.2f}x"
@@ -402,8 +436,13 @@ def _rows(size, threads, best, peak_gflops):
                 floor = f"{floor_ms:.1f}"
                 if torch_ok:
                     reachable = f"{th['ms'] / floor_ms:.2f}x"
+            if r.get("kernel_ms"):
+                in_kernels = f"{r['kernel_ms']:.1f}"
+                if torch_ok:
+                    unhindered = f"{th['ms'] / r['kernel_ms']:.2f}x"
         rows.append([size, str(threads), name, f"{r['ms']:.1f}", f"{r['tok_s']:.0f}",
-                     f"{r['rss_mb']:.0f}", ratio, spread, f"{alone:.1f}" if alone else "",
+                     f"{r['rss_mb']:.0f}", ratio, spread, in_kernels, unhindered,
+                     f"{alone:.1f}" if alone else "",
                      f"{cold:.1f}" if cold else "", floor, reachable])
     return rows
 
@@ -424,7 +463,8 @@ def _keep_best(best, name, result):
     rounds_ms = (old or {}).get("rounds_ms", []) + [result.get("ms")]
     if old is None or "error" in old or result.get("ms", 1e300) < old["ms"]:
         best[name] = dict(result)
-    for key in ("gemm_alone_ms", "torch_gemm_alone_ms", "gemm_cold_ms", "torch_gemm_cold_ms"):
+    for key in ("gemm_alone_ms", "torch_gemm_alone_ms", "gemm_cold_ms", "torch_gemm_cold_ms",
+                "kernel_ms"):
         if old is not None and old.get(key) and result.get(key):
             best[name][key] = min(old[key], result[key])
     best[name]["rounds_ms"] = rounds_ms
@@ -462,7 +502,11 @@ def main():
               "speed vs torch = PyTorch ms/step ÷ minitorch ms/step (> 1: minitorch is faster), "
               "each framework's best round; per-round range = the lowest and highest of that "
               "ratio within one round (the frameworks run in turn every round): how far this "
-              "machine's drift moves it; "
+              "machine's drift moves it; in C kernels = the time minitorch's eager step "
+              "spends inside its C kernels (every call timed; median of up to 5 steps, best "
+              "round): the step with the Python between the kernels taken out; without Python "
+              "= PyTorch ms/step ÷ that, the most that taking the Python away (capturing the "
+              "step, or any leaner path to the kernels) could give with these kernels; "
               "GEMM floor = the step's GEMM FLOPs ÷ the FMA peak measured in the same run; "
               "highest possible = PyTorch ms/step ÷ that floor, the ratio a step of pure "
               "peak-speed GEMMs would reach; GEMMs alone = the matrix products of minitorch's "
@@ -475,7 +519,7 @@ def main():
     notes = [", ".join(f"{size}: " + " ".join(f"{k}={v}" for k, v in SIZES[size].items())
                        for size in sizes) + "; dropout=0, Adam", legend]
     print(notes[0])
-    widths = (5, 7, 10, 9, 10, 8, 15, 15, 15, 14, 14, 17)
+    widths = (5, 7, 10, 9, 10, 8, 15, 15, 15, 14, 15, 14, 14, 17)
     print(" ".join(f"{c:>{w}}" for c, w in zip(COLUMNS, widths)))
     rows, round_trips = [], []
     for size in sizes:

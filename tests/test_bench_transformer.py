@@ -1,7 +1,8 @@
 """The training-step benchmarks measure what they say: bench_transformer.py's GEMM floor counts
-the FLOPs of the products a step makes, profile_step.py files each shared object under its
-group, and compare_builds.py runs each step on one build's kernels (all of them), in turn.
-(Timings are never asserted.)"""
+the FLOPs of the products a step makes and its time in the kernels leaves the Python out,
+profile_step.py files each shared object under its group, and compare_builds.py runs each step
+on one build's kernels (all of them), in turn. (Timings are never asserted.)"""
+import itertools
 import pathlib
 import shutil
 import sys
@@ -53,16 +54,29 @@ def test_a_linear_layers_weight_gradient_with_its_bias_gradient_is_counted():
 def test_the_floor_is_the_flops_at_the_peak():
     best = {"minitorch": {"ms": 50.0, "tok_s": 1.0, "rss_mb": 10, "gemm_flops": 4e9,
                           "gemm_alone_ms": 30.0, "torch_gemm_alone_ms": 35.0,
-                          "gemm_cold_ms": 33.0, "torch_gemm_cold_ms": 39.0},
+                          "gemm_cold_ms": 33.0, "torch_gemm_cold_ms": 39.0, "kernel_ms": 40.0},
             "torch": {"ms": 80.0, "tok_s": 1.0, "rss_mb": 20}}
     mt_row, torch_row = bench_transformer._rows("small", 1, best, peak_gflops=100.0)
     assert mt_row[6] == "1.60x"             # 80 / 50
     assert mt_row[7] == ""                  # no rounds listed: no range
-    assert mt_row[8] == "30.0"              # minitorch's GEMMs replayed alone
-    assert mt_row[9] == "33.0"              # ... on cold operands
-    assert mt_row[10] == "40.0"             # 4 GFLOP at 100 GFLOP/s
-    assert mt_row[11] == "2.00x"            # 80 / 40
-    assert torch_row[6:] == ["", "", "35.0", "39.0", "", ""]   # its GEMMs on the same calls
+    assert mt_row[8] == "40.0"              # the eager step's time inside its kernels
+    assert mt_row[9] == "2.00x"             # 80 / 40
+    assert mt_row[10] == "30.0"             # minitorch's GEMMs replayed alone
+    assert mt_row[11] == "33.0"             # ... on cold operands
+    assert mt_row[12] == "40.0"             # 4 GFLOP at 100 GFLOP/s
+    assert mt_row[13] == "2.00x"            # 80 / 40
+    assert torch_row[6:] == ["", "", "", "", "35.0", "39.0", "", ""]  # its GEMMs, same calls
+
+
+def test_the_time_in_kernels_is_the_step_less_its_python(monkeypatch):
+    a, b = minitorch.randn(30, 30), minitorch.randn(30, 30)
+    ticks = itertools.count()   # a clock that moves 1 ms per reading, and only when read
+    monkeypatch.setattr(bench_transformer.time, "perf_counter", lambda: next(ticks) / 1000)
+    assert bench_transformer._kernel_ms(lambda: sum(range(10_000)), steps=3) == 0  # no kernel
+    in_kernels = bench_transformer._kernel_ms(lambda: (a @ b) @ b, steps=3)
+    assert in_kernels >= 2 and in_kernels.is_integer()   # 1 ms per kernel call: two products
+    calls = bench_transformer._record_gemm_calls(lambda: a @ b)   # the kernels are put back
+    assert len(calls) == 1
 
 
 def test_the_recorded_calls_replay_the_step_products():
