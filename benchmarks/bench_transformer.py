@@ -458,15 +458,14 @@ def _round_range(mt_rounds, torch_rounds):
 
 
 def _keep_best(best, name, result):
-    """Fold one round's ``result`` into ``best[name]``: the fastest step, and the fastest
-    replay of its GEMMs (each is the best of its own rounds); ``rounds_ms`` lists every
-    round's step (None for a failed one), in order."""
+    """Fold one round's ``result`` into ``best[name]``: the fastest step (with its own time in
+    the kernels), and the fastest replay of its GEMMs (each is the best of its own rounds);
+    ``rounds_ms`` lists every round's step (None for a failed one), in order."""
     old = best.get(name)
     rounds_ms = (old or {}).get("rounds_ms", []) + [result.get("ms")]
     if old is None or "error" in old or result.get("ms", 1e300) < old["ms"]:
         best[name] = dict(result)
-    for key in ("gemm_alone_ms", "torch_gemm_alone_ms", "gemm_cold_ms", "torch_gemm_cold_ms",
-                "kernel_ms"):
+    for key in ("gemm_alone_ms", "torch_gemm_alone_ms", "gemm_cold_ms", "torch_gemm_cold_ms"):
         if old is not None and old.get(key) and result.get(key):
             best[name][key] = min(old[key], result[key])
     best[name]["rounds_ms"] = rounds_ms
@@ -507,8 +506,9 @@ def main():
               "machine's drift moves it; in C kernels = the time minitorch's eager step "
               "spends inside its C kernels (every call timed, in the timed steps themselves; "
               "median, best round): the step with the Python between the kernels taken out; "
-              "without Python = PyTorch ms/step ÷ that, the most that taking the Python away (capturing the "
-              "step, or any leaner path to the kernels) could give with these kernels; "
+              "without Python = PyTorch ms/step ÷ that, the most that taking the Python away "
+              "(capturing the step, or any leaner path to the kernels) could give with these "
+              "kernels; "
               "GEMM floor = the step's GEMM FLOPs ÷ the FMA peak measured in the same run; "
               "highest possible = PyTorch ms/step ÷ that floor, the ratio a step of pure "
               "peak-speed GEMMs would reach; GEMMs alone = the matrix products of minitorch's "

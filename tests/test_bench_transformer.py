@@ -123,6 +123,13 @@ def test_rounds_keep_the_fastest_step_and_the_fastest_replays():
     assert best["minitorch"] == {"ms": 50.0, "gemm_alone_ms": 28.0, "rounds_ms": [50.0, 60.0]}
 
 
+def test_the_time_in_kernels_is_the_fastest_steps_own():
+    best = {}
+    bench_transformer._keep_best(best, "minitorch", {"ms": 50.0, "kernel_ms": 45.0})
+    bench_transformer._keep_best(best, "minitorch", {"ms": 60.0, "kernel_ms": 40.0})
+    assert best["minitorch"]["kernel_ms"] == 45.0   # not the slower round's, below its own step
+
+
 def test_the_per_round_range_pairs_the_frameworks_round_by_round():
     best = {}
     # round 1: both fast; round 2: minitorch failed; round 3: both slow (the machine drifted)
