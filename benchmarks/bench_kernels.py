@@ -5,10 +5,11 @@ Prints, for 1 and 2 threads:
   - GEMM GFLOP/s: minitorch vs numpy vs PyTorch (square, transformer shapes, batched heads),
     with ratio columns and % of the FMA peak measured in the same rounds,
   - row kernels (softmax, masked/causal softmax, log-softmax, cross-entropy, layer norm; forward
-    and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios, and % of the copy
-    bandwidth timed in the same rounds; for the exp-bound ones (EXP_BOUND) also their floor, the
-    vector exp alone over as many elements (exp_floor.c), and % of the lower of the two; softmax and
-    log-softmax also on rows that stay in L2 (see IN_L2_SHAPE),
+    and backward) in GB/s: minitorch vs a numpy composite vs PyTorch, ratios (PyTorch's also
+    as a paired median, see paired_ratio), and % of the copy bandwidth timed in the same rounds;
+    for the exp-bound ones (EXP_BOUND) also their floor, the vector exp alone over as many
+    elements (exp_floor.c), and % of the lower of the two; softmax and log-softmax also on rows
+    that stay in L2 (see IN_L2_SHAPE),
   - attention forward + backward over whole sequences in GFLOP/s: the fused C kernels vs the C
     chain they replace vs the numpy backend vs PyTorch's scaled_dot_product_attention.
 PyTorch's columns are empty ("-") where ``import torch`` fails. The tables also go to
@@ -119,6 +120,21 @@ def best_times(fns, budget=0.3, rounds=3):
                 t = best_time(f, budget=budget / rounds)
                 best[i] = t if best[i] is None else min(best[i], t)
     return best
+
+
+def paired_ratio(first, second, budget):
+    """Median of first's time ÷ second's over pairs of calls run back to back, for ``budget``
+    seconds (at least 11 pairs): both timed at the same moment, so that the machine's drift,
+    which best_times' separate blocks can catch on one side only, hits each pair alike."""
+    first(), second()
+    ratios, end = [], time.perf_counter() + budget
+    while len(ratios) < 11 or time.perf_counter() < end:
+        t0 = time.perf_counter()
+        first()
+        t1 = time.perf_counter()
+        second()
+        ratios.append((t1 - t0) / (time.perf_counter() - t1))
+    return float(np.median(ratios))
 
 
 # Bytes per array of the copies below: twice the development machine's L3, so they reach DRAM.
@@ -549,10 +565,13 @@ def row_cases(quick):
 
 
 ROW_COLUMNS = ["dtype", "threads", "kernel", "minitorch GB/s", "numpy GB/s", "torch GB/s",
-               "mt/np", "mt/torch", "copy GB/s", "%copy", "exp GB/s", "%roof"]
+               "mt/np", "mt/torch", "paired", "copy GB/s", "%copy", "exp GB/s", "%roof"]
 ROW_NOTE = ("GB/s of compulsory traffic; mt/np, mt/torch = minitorch GB/s ÷ the numpy composite's, "
-            "PyTorch's (> 1: minitorch is faster); %copy = minitorch ÷ copy, a copy through the "
-            "cache on as many threads timed in the same rounds; exp = the exp-bound kernels' "
+            "PyTorch's (> 1: minitorch is faster); paired = the median of PyTorch's time ÷ "
+            "minitorch's over call pairs run back to back (mt/torch compares each library's "
+            "best call, which a drift of the machine's speed can favour either way); %copy = "
+            "minitorch ÷ copy, a copy through the cache on as many threads timed in the same "
+            "rounds; exp = the exp-bound kernels' "
             "floor, their vector exp alone over as many elements (benchmarks/exp_floor.c; the "
             "causal softmax: those within its causal limits), as GB/s of the kernel's traffic, "
             "timed in the same rounds; %roof = minitorch ÷ the lower of copy and exp")
@@ -562,7 +581,8 @@ def bench_rows(threads_list, quick):
     """Print the row-kernel table; return its rows (strings, in ROW_COLUMNS' order)."""
     print("\n## Row kernels  (" + ROW_NOTE + ")")
     header = (f"{'dtype':7} {'thr':>3} {'kernel':40} {'minitorch':>9} {'numpy':>8} {'torch':>8} "
-              f"{'mt/np':>6} {'mt/torch':>8} {'copy':>6} {'%copy':>6} {'exp':>6} {'%roof':>6}")
+              f"{'mt/np':>6} {'mt/torch':>8} {'paired':>6} {'copy':>6} {'%copy':>6} {'exp':>6} "
+              f"{'%roof':>6}")
     print(header)
     print("-" * len(header))
     cases = row_cases(quick)
@@ -572,16 +592,18 @@ def bench_rows(threads_list, quick):
         f_copy = copy_through_cache(*copy_arrays(), threads)
         for name, dtype, nbytes, f_mt, f_np, f_th in cases:
             f_exp = exp_floor_call(name, dtype, nbytes, threads)
+            budget = 0.3 if quick else 0.6
             t_mt, t_np, t_th, t_copy, t_exp = best_times([f_mt, f_np, f_th, f_copy, f_exp],
-                                                         budget=0.3 if quick else 0.6,
-                                                         rounds=2 if quick else 3)
+                                                         budget=budget, rounds=2 if quick else 3)
+            paired = paired_ratio(f_th, f_mt, budget / 3) if f_th else None
             g_mt, g_np = nbytes / t_mt / 1e9, nbytes / t_np / 1e9
             g_th = nbytes / t_th / 1e9 if t_th else None
             g_copy = 2 * COPY_BYTES / t_copy / 1e9
             g_exp = nbytes / t_exp / 1e9 if t_exp else None
             roof = min(g_copy, g_exp) if g_exp else g_copy
             row = [np.dtype(dtype).name, str(threads), name, fmt(g_mt, 9), fmt(g_np), fmt(g_th),
-                   fmt(ratio(g_mt, g_np), 6, 2), fmt(ratio(g_mt, g_th), 8, 2), fmt(g_copy, 6),
+                   fmt(ratio(g_mt, g_np), 6, 2), fmt(ratio(g_mt, g_th), 8, 2),
+                   fmt(paired, 6, 2), fmt(g_copy, 6),
                    fmt(100 * g_mt / g_copy, 6, 0), fmt(g_exp, 6), fmt(100 * g_mt / roof, 6, 0)]
             show(row, 40)
             rows.append(row)

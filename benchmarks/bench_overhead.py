@@ -106,20 +106,6 @@ def numpy_chain(op, data, length=CHAIN):
     return call
 
 
-def paired_ratio(first, second, budget):
-    """Median of first's time ÷ second's over pairs of calls run back to back, for ``budget``
-    seconds (at least 11 pairs)."""
-    first(), second()
-    ratios, end = [], time.perf_counter() + budget
-    while len(ratios) < 11 or time.perf_counter() < end:
-        t0 = time.perf_counter()
-        first()
-        t1 = time.perf_counter()
-        second()
-        ratios.append((t1 - t0) / (time.perf_counter() - t1))
-    return float(np.median(ratios))
-
-
 def _fmt(seconds):
     return bk.fmt(None if seconds is None else seconds / CHAIN * 1e6, 8, 2)
 
@@ -138,8 +124,8 @@ def bench(threads_list, rounds, budget):
                              numpy_chain(op, data) if mode == "no-grad" else None,
                              chain(bk.torch, op, mode, data) if bk.torch is not None else None]
                     t_mt, t_np, t_th = bk.best_times(calls, budget, rounds)
-                    paired = None if calls[2] is None else paired_ratio(calls[0], calls[2],
-                                                                        budget)
+                    paired = None if calls[2] is None else bk.paired_ratio(calls[0], calls[2],
+                                                                           budget)
                     row = [str(threads), "x".join(map(str, shape)), op, mode, _fmt(t_mt),
                            _fmt(t_np), _fmt(t_th), bk.fmt(bk.ratio(t_mt, t_th), 6, 2),
                            bk.fmt(paired, 6, 2), bk.fmt(bk.ratio(t_mt, t_np), 6, 2)]
