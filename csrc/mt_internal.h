@@ -47,6 +47,9 @@ static inline int mt_team_size(void) {
 #endif
 }
 
+/* The L1 data cache's size in bytes, 0 if unknown (runtime.c). */
+int64_t mt_l1d_bytes(void);
+
 /* Threads to use for `work` elements of streaming work. */
 static inline int mt_threads_for(int64_t work) {
     return work < MT_PARALLEL_MIN_ELEMENTS ? 1 : mt_get_num_threads();

@@ -8,6 +8,7 @@
  * exist at once.
  * The ISA level defaults to the best the CPU supports; mt_set_isa caps it, so that tests and
  * benchmarks can run every body (MT_ISA_REFERENCE: the plain loops) on one machine.
+ * mt_l1d_bytes reports the L1 data cache's size, for the kernels whose prefetching depends on it.
  */
 #include <unistd.h>
 #include "mt_internal.h"
@@ -135,4 +136,19 @@ int mt_get_isa(void) {
     }
     int cap = __atomic_load_n(&mt_isa_cap, __ATOMIC_RELAXED);
     return cap < 0 || cap > best ? best : cap;
+}
+
+/* The L1 data cache's size in bytes, 0 where the C library does not say (detected once). */
+int64_t mt_l1d_bytes(void) {
+    static int64_t known = -1;
+    int64_t bytes = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (bytes < 0) {
+        bytes = 0;
+#ifdef _SC_LEVEL1_DCACHE_SIZE
+        const long n = sysconf(_SC_LEVEL1_DCACHE_SIZE);
+        if (n > 0) bytes = n;
+#endif
+        __atomic_store_n(&known, bytes, __ATOMIC_RELAXED);
+    }
+    return bytes;
 }

@@ -469,12 +469,13 @@ def test_layer_norm_matches_numpy(dtype, threads, isa, lead, d, affine, offset, 
 @needs_c
 @pytest.mark.parametrize("isa", ISAS)
 @pytest.mark.parametrize("threads", THREADS)
-@pytest.mark.parametrize("cols", [1031, 1021])
+@pytest.mark.parametrize("cols", [1031, 1021, 509])
 def test_layer_norm_streaming_output_matches_numpy(threads, isa, cols):
     """Float64 outputs (y, dx) of 16 MiB or more are written with non-temporal stores: the rows
     of an odd length start at every alignment, so the scalar head and tail around the streamed
     part are taken too. Rows up to 8 KiB (1021) take the backward's blocked dx pass, which asks
-    for the next row as it goes."""
+    for the next row as it goes; rows up to 4 KiB (509) ask only where the L1 data cache is
+    48 KiB or more."""
     rng = np.random.default_rng(7)
     rows = (16 << 20) // (8 * cols) + 2  # just over 16 MiB of float64
     x = rng.standard_normal((rows, cols)) * 3 + 1

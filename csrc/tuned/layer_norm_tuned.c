@@ -96,6 +96,15 @@ MT_INLINE static void V(grad_sums)(const T *dy, const T *x, const T *w, T mean, 
  * next row is asked for (layer_norm_backward_row says why) */
 #define LN_AHEAD_BLOCK (512 / (int64_t)sizeof(T))
 
+/* Whether a streaming row asks for the next row during its last pass: rows up to 8 KiB; on a
+ * 32 KiB L1d (Zen 4) only those over 4 KiB, since shorter ones ran faster without it there (the
+ * hardware prefetcher alone kept DRAM busy), unlike on Zen 5's 48 KiB L1d, which the size tells
+ * apart. */
+static int V(streaming_asks_ahead)(int64_t cols) {
+    const int64_t row_bytes = cols * (int64_t)sizeof(T), l1d = mt_l1d_bytes();
+    return row_bytes <= 8192 && (row_bytes > 4096 || l1d == 0 || l1d >= 48 * 1024);
+}
+
 /* y[j] = ((x[j] - m_hi) - m_lo) * rs * w[j] + b[j] (w, b NULL: 1, 0), with ordinary stores */
 MT_INLINE static void V(normalize)(const T *x, const T *w, const T *b, T *y, int64_t n, T m_hi,
                                    T m_lo, T rs) {
@@ -312,13 +321,15 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
         for (int64_t r = 0; r < rows; ++r) {
             /* Ask for the whole next row while this one is worked on: one core keeps DRAM
              * busy only with many misses in flight. Into L2 (locality 2): in L1 it would evict
-             * the row whose passes run there. Streaming rows ask during their last pass. */
+             * the row whose passes run there. Streaming rows ask during their last pass, where
+             * streaming_asks_ahead. */
             const int ahead = r + 1 < rows && cols * (int64_t)sizeof(T) <= 8192;
             if (ahead && !streaming)
                 for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
                     __builtin_prefetch(x + (r + 1) * cols + j, 0, 2);
+            const int asks = streaming && r + 1 < rows && V(streaming_asks_ahead)(cols);
             V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
-                              &rstd[r], streaming, ahead && streaming ? x + (r + 1) * cols : NULL);
+                              &rstd[r], streaming, asks ? x + (r + 1) * cols : NULL);
         }
 #ifdef MT_X86
         /* streaming stores are weakly ordered: each thread's are done before the region ends */
@@ -467,7 +478,7 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
             db_group = dw_group + cols;
         }
         for (int64_t r = r0; r < r1; ++r) {
-            const int ahead = streaming && r + 1 < r1 && cols * (int64_t)sizeof(T) <= 8192;
+            const int ahead = streaming && r + 1 < r1 && V(streaming_asks_ahead)(cols);
             V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r], rstd[r],
                                        dx + r * cols, cols, dw_group, db_group, streaming,
                                        ahead ? dy + (r + 1) * cols : NULL,
