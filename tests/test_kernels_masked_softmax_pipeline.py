@@ -108,3 +108,33 @@ def test_masked_rows_match_the_reference_level(kind, dtype, threads, isa):
         np.testing.assert_allclose(got, expected, equal_nan=True, **tight(dtype),
                                    err_msg=f"keys {keys}")
         assert np.array_equal(np.isnan(got), np.isnan(expected))
+
+
+@pytest.mark.skipif(not AVX512, reason="the pipeline is the AVX-512 level's; this CPU has none")
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("keys", [1000, 999])
+@pytest.mark.parametrize("kind", ["causal", "padding bool", "padding float", "per query float",
+                                  "one value per row"])
+def test_rows_of_a_streamed_output_equal_those_of_smaller_calls(kind, keys, dtype, threads):
+    """From 16 MiB of float64 output on (MT_STREAM_BYTES), the pipeline works its rows in a
+    ring of three and streams each to y once done: the heads of such a call, computed in two
+    calls under 16 MiB, must come out the same bit for bit, the special rows included, with rows
+    that keep (1000 keys) or move (999) y's 32-byte boundary. float32 keeps ordinary stores at
+    any size, and must agree the same way."""
+    rng = np.random.default_rng([keys, len(kind), 16])
+    queries = 40
+    heads = (16 << 20) // (queries * keys * np.dtype(dtype).itemsize) + 1
+    x, mask, causal = case(rng, kind, queries, keys, heads, dtype)
+    assert x.nbytes >= 16 << 20
+    full_mask = None if mask is None else np.broadcast_to(mask, x.shape[:-1] + mask.shape[-1:])
+    with c_threads(threads, AVX512[-1]):
+        whole = C.softmax_forward(x, scale=0.5, mask=mask, causal=causal)
+        half = heads // 2
+        for h0, h1 in ((0, half), (half, heads)):
+            part_mask = None if mask is None else np.ascontiguousarray(full_mask[:, h0:h1])
+            part = C.softmax_forward(x[:, h0:h1], scale=0.5, mask=part_mask, causal=causal)
+            np.testing.assert_array_equal(whole[:, h0:h1], part, err_msg=f"heads {h0}:{h1}")
+        for head, query in ((0, 0), (1, 1), (3, 6), (heads - 1, queries - 1)):
+            np.testing.assert_array_equal(alone(x, mask, causal, head, query)[0, 0, 0],
+                                          whole[0, head, query], err_msg=f"{head}, {query}")

@@ -171,11 +171,6 @@ static T *V(stage_in)(T *buffer, const T *out, const void *const *ins, int n_ins
     return NULL;
 }
 
-/* y = src around the cache (normalize_streaming's copy: 1 * src is exact) */
-MT_INLINE static void V(stream_copy)(const T *src, T *y, int64_t n) {
-    V(normalize_streaming)(src, NULL, NULL, y, n, 0, 0, 1);
-}
-
 /* normalize_streaming through a stage (see stage_in); ordinary stores where none is clear */
 static void V(normalize_staged)(const T *x, const T *w, const T *b, T *y, int64_t n, T m_hi,
                                 T m_lo, T rs) {

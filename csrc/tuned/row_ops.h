@@ -201,6 +201,19 @@ MT_INLINE static void V(stream_store)(T *p, const V(vec) *v) {
 #endif
 }
 
+/* dst[0, n) = src[0, n), non-temporal from dst's first 32-byte aligned element on (dst aligned
+ * to its element size) */
+MT_INLINE static void V(stream_copy)(const T *src, T *dst, int64_t n) {
+    int64_t j = 0;
+    for (; j < n && (uintptr_t)(dst + j) % MT_VEC_BYTES != 0; ++j) dst[j] = src[j];
+    for (; j + LANES <= n; j += LANES) {
+        V(vec) v;
+        MT_VLOAD(v, src + j);
+        V(stream_store)(dst + j, &v);
+    }
+    for (; j < n; ++j) dst[j] = src[j];
+}
+
 /* sum_j x[j] * y[j], or sum_j x[j] when y is NULL; ahead[0 .. n) (or NULL) is prefetched
  * meanwhile, two lines a step */
 MT_INLINE static double V(row_dot_ahead)(const T *x, const T *y, int64_t n, const T *ahead) {

@@ -308,16 +308,19 @@ static void V(row_cursor_next)(V(row_cursor) *c, int64_t r, int64_t *live, const
 /* Rows [r0, r1) of a masked softmax as a pipeline: each step is one loop (fast_exp.h:
  * softmax_masked_step) that exponentiates row r's scores, scores row r + 1 and divides row
  * r - 1 by its sum, each up to its own width. A row whose max is -inf is zeros (all excluded)
- * or NaN (a NaN behind it), as softmax_row_masked's. */
+ * or NaN (a NaN behind it), as softmax_row_masked's. The rows are worked in y itself, or, with
+ * a ring (3 rows of scratch), in the ring, each row streamed to y once done: y's lines are then
+ * written without first being read (MT_STREAM_BYTES). */
 static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64_t r1,
                                              int64_t cols, T scale, V(row_cursor) *cursor,
-                                             int64_t mask_col_stride) {
+                                             int64_t mask_col_stride, T *ring) {
+#define MT_WORK_ROW(r) (ring ? ring + (r) % 3 * cols : y + (r) * cols)
     int64_t live;
     const T *madd;
     const uint8_t *mbool;
     V(row_cursor_next)(cursor, r0, &live, &madd, &mbool);
-    F(mt_masked_row) row = V(masked_row)(x + r0 * cols, y + r0 * cols, cols, scale, madd, mbool,
-                                         mask_col_stride, live);
+    F(mt_masked_row) row = V(masked_row)(x + r0 * cols, MT_WORK_ROW(r0), cols, scale, madd,
+                                         mbool, mask_col_stride, live);
     T m = V(masked_scores)(row.x, row.y, row.width, row.live, scale, row.add, row.madd,
                            row.mbool);
     /* how far ahead rows are prefetched: 2 rows, or 6 KiB of shorter ones (3 KiB left DRAM idle
@@ -328,15 +331,15 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
     int64_t prev_width = 0;
     T prev_factor = 0;
     for (int64_t r = r0; r < r1; ++r) {
-        T *yr = y + r * cols;
+        T *yr = MT_WORK_ROW(r);
         int64_t width = row.width;
         if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(yr, width, (T)1);
         if (m == -(T)INFINITY) width = 0; /* fully masked: all zeros, never 0/0 */
         F(mt_masked_row) next = {0};
         if (r + 1 < r1) {
             V(row_cursor_next)(cursor, r + 1, &live, &madd, &mbool);
-            next = V(masked_row)(x + (r + 1) * cols, yr + cols, cols, scale, madd, mbool,
-                                 mask_col_stride, live);
+            next = V(masked_row)(x + (r + 1) * cols, MT_WORK_ROW(r + 1), cols, scale, madd,
+                                 mbool, mask_col_stride, live);
         }
         const int has_next = r + 1 < r1;
         T next_max = -(T)INFINITY;
@@ -344,7 +347,7 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
         int64_t end = width > next.width ? width : next.width;
         if (prev && prev_width > end) end = prev_width;
         const T *ahead = r + ahead_rows < r1 ? x + (r + ahead_rows) * cols : NULL;
-        T *ahead_out = r + ahead_rows < r1 ? y + (r + ahead_rows) * cols : NULL;
+        T *ahead_out = !ring && r + ahead_rows < r1 ? y + (r + ahead_rows) * cols : NULL;
         for (int64_t j0 = 0; j0 < end; j0 += MT_SUM_BLOCK) { /* see MT_SUM_BLOCK */
             const int64_t j1 = j0 + MT_SUM_BLOCK < end ? j0 + MT_SUM_BLOCK : end;
             /* (a block past this row's width adds an exact 0) */
@@ -362,6 +365,8 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
         if (ahead)
             for (int64_t j = end_line; j < cols && j < end_line + 2 * line; j += line)
                 __builtin_prefetch(ahead + j, 0, 3);
+        if (ring && r > r0) /* (row r - 1 was divided in this step) */
+            V(stream_copy)(MT_WORK_ROW(r - 1), y + (r - 1) * cols, cols);
         V(row_tail)(yr, width, cols, s);
         prev = width > 0 ? yr : NULL;
         prev_width = width;
@@ -370,6 +375,8 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
         row = next;
     }
     if (prev) V(row_scale)(prev, prev_width, prev_factor);
+    if (ring) V(stream_copy)(MT_WORK_ROW(r1 - 1), y + (r1 - 1) * cols, cols);
+#undef MT_WORK_ROW
 }
 #endif
 
@@ -407,9 +414,19 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
 #endif
 #if MT_CAT(MT_LANE_MASKS, ISA)
     if (cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES) {
-        if (r0 < r1)
-            V(softmax_masked_rows_pipelined)(x, y, r0, r1, cols, scale, &cursor,
-                                             mask_col_stride);
+        if (r0 == r1) return;
+        /* float64 outputs of MT_STREAM_BYTES or more go through a ring (NULL if none could be
+         * had: in place) */
+        const int streaming = sizeof(T) == 8 &&
+                              rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
+                              (uintptr_t)y % sizeof(T) == 0;
+        T *ring = streaming ? (T *)mt_scratch_alloc(3 * cols * (int64_t)sizeof(T)) : NULL;
+        V(softmax_masked_rows_pipelined)(x, y, r0, r1, cols, scale, &cursor, mask_col_stride,
+                                         ring);
+#ifdef MT_X86
+        if (ring) _mm_sfence(); /* this thread's streaming stores done before the region ends */
+#endif
+        free(ring);
         return;
     }
 #endif

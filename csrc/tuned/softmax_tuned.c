@@ -9,8 +9,8 @@
  * few hundred KiB, so the passes after the first hit L1/L2. Unmasked rows go further: each
  * thread's rows are a pipeline in which one loop computes row r's exps, row r + 1's max and
  * row r - 1's final values (row_exp_sum_pipelined), since the exp alone keeps the FMA pipes
- * busy and the other passes would cost their loads and stores on top. A float64 backward of
- * at least MT_STREAM_BYTES writes dx around the cache (row_ops.h).
+ * busy and the other passes would cost their loads and stores on top. A float64 backward, or
+ * masked forward, of at least MT_STREAM_BYTES writes its output around the cache (row_ops.h).
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
