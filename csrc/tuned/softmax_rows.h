@@ -206,8 +206,16 @@ static void V(row_tail)(T *y, int64_t width, int64_t n, double s) {
         for (int64_t j = width; j < n; ++j) y[j] = (T)NAN;
         return;
     }
+#if MT_CAT(MT_LANE_MASKS, ISA)
+    /* (vector stores: memset's call and size dispatch cost a causal row 4% of its time) */
+    int64_t j = width;
+    for (; j + (int64_t)(64 / sizeof(T)) <= n; j += (int64_t)(64 / sizeof(T)))
+        _mm512_storeu_si512((void *)(y + j), _mm512_setzero_si512());
+    for (; j < n; ++j) y[j] = 0;
+#else
     /* (memset: GCC left this loop scalar) */
     if (width < n) memset(y + width, 0, (size_t)(n - width) * sizeof(T));
+#endif
 }
 
 /* Masked row (see masked_row). ahead: the next row of x (MT_NEXT_ROW), or NULL. */
@@ -282,9 +290,9 @@ static V(row_cursor) V(row_cursor_from)(int64_t r0, int64_t cols, const T *mask_
 }
 
 /* Row r's live columns and mask row (madd or mbool, the other NULL); r is the row after the
- * one asked before (r0 first). */
-static void V(row_cursor_next)(V(row_cursor) *c, int64_t r, int64_t *live, const T **madd,
-                               const uint8_t **mbool) {
+ * one asked before (r0 first). Inlined: a call per row cost a causal 1 KiB row 6% of its time. */
+MT_INLINE static void V(row_cursor_next)(V(row_cursor) *c, int64_t r, int64_t *live,
+                                         const T **madd, const uint8_t **mbool) {
     *live = c->cols;
     if (c->causal_lq > 0) {
         *live = c->query + 1 < c->cols ? c->query + 1 : c->cols;
