@@ -8,12 +8,12 @@
  * exp(x) = 2^n * exp(r), n = round(x / ln2), r = x - n*ln2 (ln2 split in hi+lo parts so r is
  * exact), |r| <= ln2/2; exp(r) by a polynomial; 2^n built directly in the exponent bits.
  * Accuracy: ~2.5 ulp (f32, degree-5 minimax), ~2 ulp (f64, degree 11). The AVX-512 loops take
- * one table step more (fast_exp.c): 1.7 ulp (f32), 1 ulp (f64) measured
+ * one table step more (exp_avx512.h): 1.7 ulp (f32), 1 ulp (f64) measured
  * (tests/test_kernels_fast_exp.py holds each level to its bound).
  * Range: f32 inputs <= MT_EXP_F32_ZERO (and f64 below the smallest normal result) return
  * exactly 0 (so exp(-inf) = 0, which masked softmax relies on; f32 results between that and
  * FLT_MIN are subnormal, or 0 in the AVX2 loops; the AVX-512 loops give subnormals down to
- * their own zero, see fast_exp.c). Every caller passes x - max <= 0 (plus at
+ * their own zero, see exp_avx512.h). Every caller passes x - max <= 0 (plus at
  * most a rounding error), so the AVX2 loops do not clamp above; these scalar versions clamp
  * at ~88.3 (f32) / ~709 (f64).
  */
@@ -234,21 +234,6 @@ int64_t softmax_short_masked_rows_avx512_f64(const double *x, double *y, int64_t
 MT_MASKED_ROW(float, f32)
 MT_MASKED_ROW(double, f64)
 #undef MT_MASKED_ROW
-/* AVX-512 (softmax_masked_step.h): columns [j0, j1) of three rows of a masked softmax in one
- * loop: returns the sum of cur[j] = exp(cur[j] - shift), j < n_exp (the current row, scored in
- * place); scores `next` (NULL for none), maxing its scores into *next_max; multiplies prev[j],
- * j < n_prev, by factor (prev NULL for none); prefetches ahead / ahead_out (the row after
- * next's x and y, or NULL). */
-double softmax_masked_step_avx512_f32(float *cur, int64_t n_exp, float shift,
-                                      const mt_masked_row_f32 *next, float *next_max,
-                                      float *prev, int64_t n_prev, float factor,
-                                      const float *ahead, float *ahead_out, int64_t j0,
-                                      int64_t j1);
-double softmax_masked_step_avx512_f64(double *cur, int64_t n_exp, double shift,
-                                      const mt_masked_row_f64 *next, double *next_max,
-                                      double *prev, int64_t n_prev, double factor,
-                                      const double *ahead, double *ahead_out, int64_t j0,
-                                      int64_t j1);
 /* AVX2 (softmax_short_rows_avx2.c): the forward above for rows of up to 4 vectors (32
  * float32, 16 float64) */
 int64_t softmax_short_rows_avx2_f32(const float *x, float *y, int64_t r0, int64_t r1, int64_t n,

@@ -12,8 +12,9 @@
  * operations per lane, the sum in the same lanes (the caller adds blocks of MT_SUM_BLOCK,
  * row_ops.h, as the three passes did).
  *
- * Included by fast_exp.c once per element type, after softmax_short_rows.h, with its SR_
- * macros defined (lanes_below is that file's).
+ * Included by softmax_rows.h once per element type, with SR_SFX defined (exp_avx512.h: the SR_
+ * names), so that the step inlines into the row loop that calls it once a row: called from
+ * another file, its call, arguments and setup cost a causal 1 KiB row 9% of its time.
  */
 #define SR_NAME(name) MT_CAT(MT_CAT(name, avx512), SR_SFX)
 
@@ -85,9 +86,14 @@ SR_NAME(masked_step_loop)(
     *best = m;
 }
 
-/* See fast_exp.h: softmax_masked_step_avx512_*. The columns where every part's row goes on
- * (full vectors, all live) take the loop without lane masks, the rest the masked one. */
-__attribute__((target("avx512f,avx512bw,avx512vl"))) double SR_NAME(softmax_masked_step)(
+/* Columns [j0, j1) of three rows of a masked softmax in one loop: returns the sum of
+ * cur[j] = exp(cur[j] - shift), j < n_exp (the current row, scored in place); scores `next`
+ * (NULL for none), maxing its scores into *next_max; multiplies prev[j], j < n_prev, by factor
+ * (prev NULL for none); prefetches ahead / ahead_out (the row after next's x and y, or NULL).
+ * The columns where every part's row goes on (full vectors, all live) take the loop without
+ * lane masks, the rest the masked one. */
+__attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static double SR_NAME(
+    softmax_masked_step)(
     SR_T *cur, int64_t n_exp, SR_T shift, const MT_CAT(mt_masked_row, SR_SFX) *next,
     SR_T *next_max, SR_T *prev, int64_t n_prev, SR_T factor, const SR_T *ahead,
     SR_T *ahead_out, int64_t j0, int64_t j1) {

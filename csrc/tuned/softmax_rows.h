@@ -6,6 +6,17 @@
  * Included by each tuned body once per ISA level and element type, after row_ops.h. Each row:
  * z = x*scale (+ mask), m = max z, e = exp(z - m), y = e / sum e; y may be x (in place).
  */
+#if defined(MT_X86) && !defined(MT_SOFTMAX_MASKED_STEPS)
+/* The AVX-512 masked rows' step (softmax_masked_step.h), once per file for both types */
+#define MT_SOFTMAX_MASKED_STEPS
+#include "exp_avx512.h"
+#define SR_SFX f32
+#include "softmax_masked_step.h"
+#undef SR_SFX
+#define SR_SFX f64
+#include "softmax_masked_step.h"
+#undef SR_SFX
+#endif
 /* Unmasked row: scale only. `ahead`: the next row of x (MT_NEXT_ROW), or NULL. */
 static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
                                  const T *ahead) {

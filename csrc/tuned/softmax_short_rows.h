@@ -9,11 +9,8 @@
  * exponentiated and stored from registers, and nothing carries from one row to the next, so
  * the core overlaps consecutive rows by itself.
  *
- * Included by fast_exp.c twice, once per element type, with these defined:
- *   SR_T, SR_SFX (f32/f64), SR_VEC (its __m512 type), SR_LANES, SR_MASK (its __mmask type),
- *   SR_(op) (the _mm512_ op of the type), SR_EXP(v) (the table exp of v with table `tab`),
- *   SR_TABLE_TYPE and SR_TABLE() (that table's type and loader), SR_TOTAL(v) (the sum of v's
- *   lanes in double), SR_ROW_REGISTERS (vectors of row data the exp leaves room for).
+ * Included by fast_exp.c twice, once per element type, with SR_SFX defined (exp_avx512.h: the
+ * SR_ names).
  */
 #define SR_NAME(name) MT_CAT(MT_CAT(name, avx512), SR_SFX)
 #define SR_MAX_VECTORS 8
@@ -24,13 +21,6 @@
     ((vectors) * SR_MAX_GROUP <= SR_ROW_REGISTERS ? SR_MAX_GROUP : SR_ROW_REGISTERS / (vectors))
 /* x * scale - shift, as MT_SCALE_SHIFT_512 */
 #define SR_SCALE_SHIFT(v, ONE, vs, vh) ((ONE) ? SR_(sub)(v, vh) : SR_(fmsub)(v, vs, vh))
-
-/* The lanes of a vector holding elements [0, count) of a row: all lanes for count >= SR_LANES,
- * none for count <= 0. */
-__attribute__((target("avx512f"))) MT_INLINE static SR_MASK SR_NAME(lanes_below)(int64_t count) {
-    if (count >= SR_LANES) return (SR_MASK)~(SR_MASK)0;
-    return count <= 0 ? (SR_MASK)0 : (SR_MASK)((1u << count) - 1);
-}
 
 /* The end of a group's rows, loaded into v (excluded columns as -inf) with each row's max
  * among the lanes of m[g]: 0, writing nothing, if a row's max is -inf; else 1, with
