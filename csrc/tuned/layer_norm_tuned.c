@@ -310,6 +310,7 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
     }
     const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
                           (uintptr_t)y % sizeof(T) == 0;
+    const int streaming_asks = streaming && V(streaming_asks_ahead)(cols);
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
@@ -322,7 +323,7 @@ int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y
             if (ahead && !streaming)
                 for (int64_t j = 0; j < cols; j += 64 / (int64_t)sizeof(T))
                     __builtin_prefetch(x + (r + 1) * cols + j, 0, 2);
-            const int asks = streaming && r + 1 < rows && V(streaming_asks_ahead)(cols);
+            const int asks = streaming_asks && r + 1 < rows;
             V(layer_norm_row)(x + r * cols, weight, bias, y + r * cols, cols, eps, &mean[r],
                               &rstd[r], streaming, asks ? x + (r + 1) * cols : NULL);
         }
@@ -450,6 +451,7 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
     int nt = mt_threads_for(rows * cols);
     const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
                           (uintptr_t)dx % sizeof(T) == 0;
+    const int streaming_asks = streaming && V(streaming_asks_ahead)(cols);
     /* Per thread: double column sums (dw, db) and T group sums (dw, db); reduced below, no
      * atomics, deterministic for a given thread count. */
     const int64_t per_thread = 2 * cols * (int64_t)sizeof(double) + 2 * cols * (int64_t)sizeof(T);
@@ -473,7 +475,7 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
             db_group = dw_group + cols;
         }
         for (int64_t r = r0; r < r1; ++r) {
-            const int ahead = streaming && r + 1 < r1 && V(streaming_asks_ahead)(cols);
+            const int ahead = streaming_asks && r + 1 < r1;
             V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r], rstd[r],
                                        dx + r * cols, cols, dw_group, db_group, streaming,
                                        ahead ? dy + (r + 1) * cols : NULL,
