@@ -214,6 +214,15 @@ MT_INLINE static void V(stream_copy)(const T *src, T *dst, int64_t n) {
     for (; j < n; ++j) dst[j] = src[j];
 }
 
+/* dst[0 .. n) = value with streaming stores (as stream_copy) */
+MT_INLINE static void V(stream_fill)(T *dst, int64_t n, T value) {
+    int64_t j = 0;
+    for (; j < n && (uintptr_t)(dst + j) % MT_VEC_BYTES != 0; ++j) dst[j] = value;
+    const V(vec) v = (V(vec)){0} + value;
+    for (; j + LANES <= n; j += LANES) V(stream_store)(dst + j, &v);
+    for (; j < n; ++j) dst[j] = value;
+}
+
 /* sum_j x[j] * y[j], or sum_j x[j] when y is NULL; ahead[0 .. n) (or NULL) is prefetched
  * meanwhile, two lines a step */
 MT_INLINE static double V(row_dot_ahead)(const T *x, const T *y, int64_t n, const T *ahead) {

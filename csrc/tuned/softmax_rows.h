@@ -324,6 +324,14 @@ MT_INLINE static void V(row_cursor_next)(V(row_cursor) *c, int64_t r, int64_t *l
 }
 
 #if MT_CAT(MT_LANE_MASKS, ISA)
+/* A ring row (below) streamed to y: its first `width` values, then row_tail's zeros (or NaN,
+ * where its exps summed to NaN) written straight to y, not first into the ring and copied. */
+MT_INLINE static void V(stream_row_out)(const T *ring_row, T *y_row, int64_t width,
+                                        int64_t cols, double sum) {
+    V(stream_copy)(ring_row, y_row, width);
+    V(stream_fill)(y_row + width, cols - width, sum != sum ? (T)NAN : (T)0);
+}
+
 /* Rows [r0, r1) of a masked softmax as a pipeline: each step is one loop (fast_exp.h:
  * softmax_masked_step) that exponentiates row r's scores, scores row r + 1 and divides row
  * r - 1 by its sum, each up to its own width. A row whose max is -inf is zeros (all excluded)
@@ -349,6 +357,7 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
     T *prev = NULL; /* the row before, still to be divided by its sum */
     int64_t prev_width = 0;
     T prev_factor = 0;
+    double prev_sum = 0;
     for (int64_t r = r0; r < r1; ++r) {
         T *yr = MT_WORK_ROW(r);
         int64_t width = row.width;
@@ -385,16 +394,19 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
             for (int64_t j = end_line; j < cols && j < end_line + 2 * line; j += line)
                 __builtin_prefetch(ahead + j, 0, 3);
         if (ring && r > r0) /* (row r - 1 was divided in this step) */
-            V(stream_copy)(MT_WORK_ROW(r - 1), y + (r - 1) * cols, cols);
-        V(row_tail)(yr, width, cols, s);
+            V(stream_row_out)(MT_WORK_ROW(r - 1), y + (r - 1) * cols, prev_width, cols,
+                              prev_sum);
+        if (!ring) V(row_tail)(yr, width, cols, s);
         prev = width > 0 ? yr : NULL;
         prev_width = width;
         prev_factor = width > 0 ? (T)(1.0 / s) : 0;
+        prev_sum = s;
         m = next_max;
         row = next;
     }
     if (prev) V(row_scale)(prev, prev_width, prev_factor);
-    if (ring) V(stream_copy)(MT_WORK_ROW(r1 - 1), y + (r1 - 1) * cols, cols);
+    if (ring)
+        V(stream_row_out)(MT_WORK_ROW(r1 - 1), y + (r1 - 1) * cols, prev_width, cols, prev_sum);
 #undef MT_WORK_ROW
 }
 #endif
