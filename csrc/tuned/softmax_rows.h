@@ -446,10 +446,11 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
 #if MT_CAT(MT_LANE_MASKS, ISA)
     if (cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES) {
         if (r0 == r1) return;
-        /* float64 outputs of MT_STREAM_BYTES or more go through a ring (NULL if none could be
-         * had: in place) */
-        const int streaming = sizeof(T) == 8 &&
-                              rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
+        /* outputs of MT_STREAM_BYTES or more go through a ring (NULL if none could be had: in
+         * place); float32 ones from twice that (at 16 MiB, x and y still share L3: streaming
+         * gained at one thread and lost at two) */
+        const int64_t stream_from = sizeof(T) == 8 ? MT_STREAM_BYTES : 2 * MT_STREAM_BYTES;
+        const int streaming = rows * cols * (int64_t)sizeof(T) >= stream_from &&
                               (uintptr_t)y % sizeof(T) == 0;
         T *ring = streaming ? (T *)mt_scratch_alloc(3 * cols * (int64_t)sizeof(T)) : NULL;
         V(softmax_masked_rows_pipelined)(x, y, r0, r1, cols, scale, &cursor, mask_col_stride,
