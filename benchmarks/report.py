@@ -33,15 +33,25 @@ def add_no_report_flag(parser):
 
 
 def cpu_model():
-    """The CPU's model name from /proc/cpuinfo, else what platform knows."""
+    """The CPU's model name from /proc/cpuinfo, with its family and model numbers where it gives
+    them (one name covers several generations: "AMD EPYC" is Zen 4 as family 25, Zen 5 as 26),
+    else what platform knows."""
+    fields = {}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
-                if line.startswith(("model name", "Model", "Hardware")) and ":" in line:
-                    return line.split(":", 1)[1].strip()
+                if not line.strip():
+                    break  # the first processor's block is enough
+                key, _, value = line.partition(":")
+                fields.setdefault(key.strip(), value.strip())
     except OSError:
         pass
-    return platform.processor() or platform.machine() or "unknown CPU"
+    name = fields.get("model name") or fields.get("Model") or fields.get("Hardware")
+    if not name:
+        return platform.processor() or platform.machine() or "unknown CPU"
+    if "cpu family" in fields and "model" in fields:
+        name += f", family {fields['cpu family']} model {fields['model']}"
+    return name
 
 
 def simd_level():

@@ -93,3 +93,20 @@ def test_the_command_line_is_given_from_the_repository_root():
     argv = [str(ROOT / "benchmarks" / "bench_transformer.py"), "--steps", "5", "--no-report"]
     assert report.command_line(argv) == (
         "python benchmarks/bench_transformer.py --steps 5 --no-report")
+
+
+@pytest.mark.parametrize("cpuinfo, expected", [
+    ("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 26\nmodel\t\t: 2\n"
+     "model name\t: AMD EPYC\n\nprocessor\t: 1\ncpu family\t: 25\n", "AMD EPYC, family 26 model 2"),
+    ("processor\t: 0\nBogoMIPS\t: 50.00\nModel\t\t: Raspberry Pi 4\n", "Raspberry Pi 4"),
+])
+def test_cpu_model_names_the_generation_where_cpuinfo_gives_it(tmp_path, monkeypatch, cpuinfo,
+                                                               expected):
+    """One model name covers several generations ("AMD EPYC": Zen 4 and Zen 5), so a table's
+    run line also carries the first processor's family and model numbers where they exist."""
+    fake = tmp_path / "cpuinfo"
+    fake.write_text(cpuinfo)
+    real_open = open
+    monkeypatch.setattr(report, "open", lambda path, *a, **k: real_open(
+        fake if path == "/proc/cpuinfo" else path, *a, **k), raising=False)
+    assert report.cpu_model() == expected
