@@ -130,3 +130,44 @@ def test_softmax_rows_too_long_to_pipeline(dtype, isa):
         expected = run("reference", threads, lambda: C.softmax_forward(x, scale=0.5))
         got = run(isa, threads, lambda: C.softmax_forward(x, scale=0.5))
         np.testing.assert_allclose(got, expected, equal_nan=True, **tight(dtype))
+
+
+@needs_c
+@pytest.mark.parametrize("threads", [1, 2])
+def test_cross_entropy_one_pass_rows_match_the_reference_level(threads):
+    """float32 logits of 32 MiB or more in rows of 32 KiB or more: at the AVX-512 level the
+    forward reads each row once, each lane keeping its own max and rescaling its sum as the max
+    rises (fast_exp.h: log_sum_exp_one_pass). Besides the special rows: a row rising all along
+    (a rescale at every block, in double so that they do not add up), one falling, one of huge
+    values, and a width that leaves a tail after the 128-float blocks and the vectors."""
+    rows, cols = 256, 8192 * 4 + 3
+    rng = np.random.default_rng(11)
+    x = rows_with_specials(rng, rows, cols, np.float32)
+    x[1] = np.linspace(-30, 30, cols, dtype=np.float32)
+    x[2] = x[1][::-1]
+    x[3] = np.linspace(1e3, 1e3 + 1e-3, cols, dtype=np.float32)  # the max rising by ulps
+    x[5] *= 1e30
+    x[6, -1] = 90.0  # the row's max in the tail
+    target = rng.integers(0, cols, rows).astype(np.int64)
+    target[7] = -100
+    grad = rng.standard_normal(rows).astype(np.float32)
+    # x - lse: within 8 ulp of each row's largest finite |x|, as in the test above
+    row_scale = np.array([np.abs(r[np.isfinite(r)]).max(initial=0.0) for r in x])
+    row_atol = 8 * np.finfo(np.float32).eps * row_scale
+
+    def forward_backward():
+        loss, lse = C.cross_entropy_forward(x, target, reduction="none")
+        return loss, lse[:, 0] + lse[:, 1], C.cross_entropy_backward(x, target, lse, grad,
+                                                                     reduction="none")
+    with np.errstate(invalid="ignore", over="ignore"):
+        expected = run("reference", threads, forward_backward)
+        for isa in TUNED_ISAS:
+            got = run(isa, threads, forward_backward)
+            for name, g, e in zip(("loss", "lse"), got, expected):
+                off = ~((np.abs(g - e) <= row_atol + 2e-6 * np.abs(e)) | (g == e) |
+                        (np.isnan(g) & np.isnan(e)))
+                assert not off.any(), f"{name} at {isa}: rows {np.flatnonzero(off)[:5]}"
+            np.testing.assert_allclose(got[2], expected[2], equal_nan=True,
+                                       **tight(np.float32), err_msg=f"dx at {isa}")
+    nan_rows = ~np.isneginf(x).all(-1) & (np.isnan(x) | np.isposinf(x)).any(-1)
+    assert np.isnan(expected[0][nan_rows]).all()

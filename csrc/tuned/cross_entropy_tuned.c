@@ -4,8 +4,9 @@
  * The reference bodies (csrc/cross_entropy.c) call libm's exp per element and walk each row
  * several times; here the log-sum-exp is a vector max and the vector exp of fast_exp.c with its
  * sum (row_ops.h), and the exp pass takes the next row's max (row_log_sum_exp_known_max) and
- * prefetches the one after: a 32000-class row is read from memory while the previous row's exps
- * are computed. The backward's exp and its combination are one loop (row_exp_axpy). lse is the pair (max, log of the shifted
+ * prefetches the one after. Long float32 rows streaming from memory (a vocabulary's logits) are
+ * read once instead, at the AVX-512 level (fast_exp.h: log_sum_exp_one_pass). The backward's
+ * exp and its combination are one loop (row_exp_axpy). lse is the pair (max, log of the shifted
  * sum), in double for both dtypes, and every formula subtracts the max first (cross_entropy.c).
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
@@ -37,19 +38,38 @@ static double V(row_sum_below)(const T *x, int64_t n, T m) {
     return total;
 }
 
+/* Long rows' log-sum-exp in one pass where the level and type have it (fast_exp.h) */
+#if MT_CAT(MT_ONE_PASS, MT_CAT(ISA, SFX))
+#define CE_ONE_PASS(x, n, m) log_sum_exp_one_pass_avx512_f32(x, n, m)
+#define CE_ONE_PASS_MIN_BYTES MT_ONE_PASS_MIN_BYTES
+#define CE_ONE_PASS_FROM MT_ONE_PASS_FROM
+#else
+#define CE_ONE_PASS(x, n, m) (*(m) = 0, 0.0) /* (never taken) */
+#define CE_ONE_PASS_MIN_BYTES INT64_MAX
+#define CE_ONE_PASS_FROM INT64_MAX
+#endif
+
 /* Rows [r0, r1): lse = (m, log sum exp(x - m)) (see cross_entropy.c) and the loss; each row's
- * exp loop also takes the next row's max (row_log_sum_exp_known_max). */
+ * exp loop also takes the next row's max (row_log_sum_exp_known_max), or, where one_pass,
+ * each row is read once (CE_ONE_PASS). */
 static void V(cross_entropy_rows)(const T *logits, const int64_t *target, int64_t r0,
                                   int64_t r1, int64_t n, int64_t ignore_index,
-                                  double smoothing, T *loss, double *lse) {
+                                  double smoothing, T *loss, double *lse, int one_pass) {
     const int to_l2 = MT_AHEAD_TO_L2((r1 - r0) * n * (int64_t)sizeof(T));
-    T m = r0 < r1 ? V(row_max)(logits + r0 * n, n) : 0;
+    T m = r0 < r1 && !one_pass ? V(row_max)(logits + r0 * n, n) : 0;
     for (int64_t r = r0; r < r1; ++r) {
         const T *x = logits + r * n;
-        T next_max;
-        const double log_sum = V(row_log_sum_exp_known_max)(
-            x, NULL, n, &m, r + 1 < r1 ? x + n : NULL, &next_max, NULL,
-            MT_ROW_AFTER_NEXT(logits, r, r1, n), to_l2);
+        T next_max = 0;
+        double log_sum;
+        if (one_pass) {
+            log_sum = CE_ONE_PASS(x, n, &m);
+            if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(x, n, (T)1);
+            if (m != m) log_sum = NAN; /* NaN behind an all -inf max */
+        } else {
+            log_sum = V(row_log_sum_exp_known_max)(x, NULL, n, &m, r + 1 < r1 ? x + n : NULL,
+                                                   &next_max, NULL,
+                                                   MT_ROW_AFTER_NEXT(logits, r, r1, n), to_l2);
+        }
         lse[2 * r] = (double)m;
         lse[2 * r + 1] = log_sum;
         const int64_t t = target[r];
@@ -60,7 +80,7 @@ static void V(cross_entropy_rows)(const T *logits, const int64_t *target, int64_
                 l += smoothing * (V(row_sum_below)(x, n, m) / (double)n + log_sum);
             loss[r] = (T)l;
         }
-        m = next_max;
+        if (!one_pass) m = next_max;
     }
 }
 
@@ -68,14 +88,20 @@ int V(tuned_cross_entropy_forward)(const T *logits, const int64_t *target, int64
                                    int64_t cols, int64_t ignore_index,
                                    double label_smoothing, T *loss, double *lse) {
     int nt = mt_threads_for(rows * cols);
+    /* long rows, all of them from memory (in cache the two-read loop is faster) */
+    const int64_t row_bytes = cols * (int64_t)sizeof(T);
+    const int one_pass = row_bytes >= CE_ONE_PASS_MIN_BYTES && rows * row_bytes >= CE_ONE_PASS_FROM;
 #pragma omp parallel num_threads(nt)
     {
         const int64_t tid = mt_thread_num(), team = mt_team_size();
         V(cross_entropy_rows)(logits, target, rows * tid / team, rows * (tid + 1) / team, cols,
-                              ignore_index, label_smoothing, loss, lse);
+                              ignore_index, label_smoothing, loss, lse, one_pass);
     }
     return 0;
 }
+#undef CE_ONE_PASS
+#undef CE_ONE_PASS_MIN_BYTES
+#undef CE_ONE_PASS_FROM
 
 static void V(cross_entropy_backward_row)(const T *x, const double *lse, int64_t t,
                                           T g, double smoothing, T *dx,

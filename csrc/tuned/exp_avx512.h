@@ -109,13 +109,17 @@ __attribute__((target("avx512f"))) static inline __m512d exp8_avx512(__m512d x,
     return _mm512_maskz_scalef_pd(above, e, f);
 }
 
+/* Lanes 8-15 of v */
+__attribute__((target("avx512f"))) MT_INLINE static __m256 upper_half_f32(__m512 v) {
+    return _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1));
+}
+
 /* The sum of v's 16 lanes in double, as a tree: the lanes widened to two vectors of 8 doubles,
  * added, then halved three times. (A chain of 16 dependent scalar adds cost more than the exps
  * of a 32-column attention row.) */
 __attribute__((target("avx512f"))) MT_INLINE static double lanes_total_f32(__m512 v) {
     const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
-    const __m512d hi = _mm512_cvtps_pd(
-        _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    const __m512d hi = _mm512_cvtps_pd(upper_half_f32(v));
     return _mm512_reduce_add_pd(_mm512_add_pd(lo, hi));
 }
 

@@ -436,6 +436,82 @@ __attribute__((target("avx512f"))) void exp_axpy_avx512_f64(const double *x, dou
     else exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0);
 }
 
+/* lo, hi (lanes 0-7, 8-15 of a sum kept below the maxes `from`) times exp(from - to) in the
+ * lanes of `lanes`, in double: a row that keeps rising rescales its sums at every block, and
+ * float32 factors' roundings would add up. */
+__attribute__((target("avx512f"))) MT_INLINE static void lse_rescale_avx512(
+    __m512d *lo, __m512d *hi, __m512 from, __m512 to, __mmask16 lanes) {
+    const mt_exp_table_f64 tab = exp_table_f64();
+    const __m512d d_lo = _mm512_sub_pd(_mm512_cvtps_pd(_mm512_castps512_ps256(from)),
+                                       _mm512_cvtps_pd(_mm512_castps512_ps256(to)));
+    const __m512d d_hi = _mm512_sub_pd(_mm512_cvtps_pd(upper_half_f32(from)),
+                                       _mm512_cvtps_pd(upper_half_f32(to)));
+    *lo = _mm512_mask_mul_pd(*lo, (__mmask8)lanes, *lo, exp8_avx512(d_lo, tab));
+    *hi = _mm512_mask_mul_pd(*hi, (__mmask8)(lanes >> 8), *hi, exp8_avx512(d_hi, tab));
+}
+
+/* One vector-block step of log_sum_exp_one_pass_avx512_f32 (below): COUNT vectors v (1 or 8,
+ * a constant after inlining) raise the lanes' maxes *M (NaN skipped: max(v, M) is M there),
+ * the raised lanes' sums *lo, *hi (lanes 0-7, 8-15, in double) are scaled by exp(old - new),
+ * and the block's exps, shifted by the new maxes (0 in a lane still at -inf, whose exps are
+ * 0), are summed in float and added in double. */
+#define LSE_TREE8(op, a) op(op(op(a[0], a[1]), op(a[2], a[3])), op(op(a[4], a[5]), op(a[6], a[7])))
+__attribute__((target("avx512f"))) MT_INLINE static void lse_block_avx512_f32(
+    const __m512 *v, const int count, __m512 *M, __m512d *lo, __m512d *hi,
+    mt_exp_table_f32 tab) {
+    __m512 t[8] = {0}, e[8] = {0};
+#pragma GCC unroll 8
+    for (int k = 0; k < count; ++k) t[k] = _mm512_max_ps(v[k], *M);
+    const __m512 top = count == 1 ? t[0] : LSE_TREE8(_mm512_max_ps, t);
+    const __mmask16 raised = _mm512_cmp_ps_mask(top, *M, _CMP_GT_OQ);
+    if (raised) { /* (a row's first blocks; later ones where the row keeps rising) */
+        lse_rescale_avx512(lo, hi, *M, top, raised);
+        *M = top;
+    }
+    const __m512 shift = _mm512_mask_mov_ps(
+        *M, _mm512_cmp_ps_mask(*M, _mm512_set1_ps(-INFINITY), _CMP_EQ_OQ), _mm512_setzero_ps());
+#pragma GCC unroll 8
+    for (int k = 0; k < count; ++k) e[k] = exp16_avx512(_mm512_sub_ps(v[k], shift), tab);
+    const __m512 sum = count == 1 ? e[0] : LSE_TREE8(_mm512_add_ps, e);
+    *lo = _mm512_add_pd(*lo, _mm512_cvtps_pd(_mm512_castps512_ps256(sum)));
+    *hi = _mm512_add_pd(*hi, _mm512_cvtps_pd(upper_half_f32(sum)));
+}
+#undef LSE_TREE8
+
+/* log sum_j exp(x[j] - m) in double, with *m = max_j x[j] (NaN skipped), for a float32 row
+ * read once: each lane keeps its own max and its own sum of exps below that max, and the
+ * lanes are put together at the end, scaled to the row's max. A cross-entropy forward over a
+ * long row from memory (a vocabulary's logits) takes it: row_log_sum_exp_known_max reads
+ * every row twice (for the max, as the row before's next row, then for the exps), and its
+ * rows prefetched into L2 came slower than this one stream prefetched into L1, as fast as a
+ * vector max alone. In cache the two reads are faster (fewer operations a vector). An all
+ * -inf (or empty) row gives -inf and *m = -inf; a NaN makes the sum NaN. */
+__attribute__((target("avx512f"))) double log_sum_exp_one_pass_avx512_f32(
+    const float *x, int64_t n, float *m) {
+    const mt_exp_table_f32 tab = exp_table_f32();
+    const __m512 minus_inf = _mm512_set1_ps(-INFINITY);
+    __m512 M = minus_inf;
+    __m512d lo = _mm512_setzero_pd(), hi = _mm512_setzero_pd();
+    int64_t j = 0;
+    for (; j + 128 <= n; j += 128) {
+        __m512 v[8];
+        for (int k = 0; k < 8; ++k) {
+            _mm_prefetch((const char *)(x + j + 16 * k) + MT_ONE_PASS_AHEAD, _MM_HINT_T0);
+            v[k] = _mm512_loadu_ps(x + j + 16 * k);
+        }
+        lse_block_avx512_f32(v, 8, &M, &lo, &hi, tab);
+    }
+    for (; j < n; j += 16) {
+        const __m512 v = _mm512_mask_loadu_ps(minus_inf, lanes_below_avx512_f32(n - j), x + j);
+        lse_block_avx512_f32(&v, 1, &M, &lo, &hi, tab);
+    }
+    *m = _mm512_reduce_max_ps(M);
+    if (*m == -INFINITY) return -INFINITY;
+    /* each lane's sum brought to the row's max (0 for a lane of -inf only) */
+    lse_rescale_avx512(&lo, &hi, M, _mm512_set1_ps(*m), (__mmask16)0xffff);
+    return log(_mm512_reduce_add_pd(_mm512_add_pd(lo, hi)));
+}
+
 /* softmax rows held in registers whole (softmax_short_rows.h), for each element type */
 #define SR_SFX f32
 #include "softmax_short_rows.h"

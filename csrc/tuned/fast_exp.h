@@ -234,6 +234,15 @@ int64_t softmax_short_masked_rows_avx512_f64(const double *x, double *y, int64_t
 MT_MASKED_ROW(float, f32)
 MT_MASKED_ROW(double, f64)
 #undef MT_MASKED_ROW
+/* AVX-512 float32 (fast_exp.c): log sum_j exp(x[j] - *m) of a row read once, *m its max;
+ * -inf for an all -inf row. A cross-entropy forward takes it for rows of MT_ONE_PASS_MIN_BYTES
+ * or more in logits of MT_ONE_PASS_FROM bytes or more, which stream from memory; its loads are
+ * prefetched MT_ONE_PASS_AHEAD bytes ahead. */
+double log_sum_exp_one_pass_avx512_f32(const float *x, int64_t n, float *m);
+#define MT_ONE_PASS_avx512_f32 1 /* the level and type that have it */
+#define MT_ONE_PASS_MIN_BYTES 32768
+#define MT_ONE_PASS_FROM ((int64_t)32 << 20)
+#define MT_ONE_PASS_AHEAD 16384
 /* AVX2 (softmax_short_rows_avx2.c): the forward above for rows of up to 4 vectors (32
  * float32, 16 float64) */
 int64_t softmax_short_rows_avx2_f32(const float *x, float *y, int64_t r0, int64_t r1, int64_t n,
