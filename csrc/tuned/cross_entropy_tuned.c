@@ -49,6 +49,15 @@ static double V(row_sum_below)(const T *x, int64_t n, T m) {
 #define CE_ONE_PASS_FROM INT64_MAX
 #endif
 
+/* The backward's output streamed around the cache where the level has it (fast_exp.h) */
+#if MT_CAT(MT_LANE_MASKS, ISA)
+#define CE_STREAMED_AXPY V(exp_axpy_streamed)
+#define CE_STREAM_FROM (sizeof(T) == 8 ? MT_STREAM_BYTES : 2 * MT_STREAM_BYTES)
+#else
+#define CE_STREAMED_AXPY(...) (void)0 /* (never taken) */
+#define CE_STREAM_FROM INT64_MAX
+#endif
+
 /* Rows [r0, r1): lse = (m, log sum exp(x - m)) (see cross_entropy.c) and the loss; each row's
  * exp loop also takes the next row's max (row_log_sum_exp_known_max), or, where one_pass,
  * each row is read once (CE_ONE_PASS). */
@@ -99,18 +108,20 @@ int V(tuned_cross_entropy_forward)(const T *logits, const int64_t *target, int64
     }
     return 0;
 }
-#undef CE_ONE_PASS
-#undef CE_ONE_PASS_MIN_BYTES
-#undef CE_ONE_PASS_FROM
 
 static void V(cross_entropy_backward_row)(const T *x, const double *lse, int64_t t,
                                           T g, double smoothing, T *dx,
-                                          int64_t n, const T *ahead) {
+                                          int64_t n, const T *ahead, int stream) {
     T uniform = (T)(smoothing / (double)n);
     /* exp((x - m) - log_sum): x - m is exact where the probability is large, and m is a value
      * of the row, so only log_sum's rounding to T is added. */
+    const T at_target = -g * (T)(1.0 - smoothing);
+    if (stream) {
+        CE_STREAMED_AXPY(x, dx, n, (T)lse[0], (T)lse[1], g, -g * uniform, ahead, t, at_target);
+        return;
+    }
     V(row_exp_axpy)(x, dx, n, (T)lse[0], (T)lse[1], g, NULL, -g * uniform, ahead);
-    dx[t] -= g * (T)(1.0 - smoothing);
+    dx[t] += at_target;
 }
 
 int V(tuned_cross_entropy_backward)(const T *logits, const int64_t *target, const double *lse,
@@ -118,19 +129,34 @@ int V(tuned_cross_entropy_backward)(const T *logits, const int64_t *target, cons
                                     int64_t rows, int64_t cols, int64_t ignore_index,
                                     double label_smoothing, T *dlogits) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r) {
-        T *dx = dlogits + r * cols;
-        int64_t t = target[r];
-        if (t == ignore_index) {
-            for (int64_t j = 0; j < cols; ++j) dx[j] = 0;
-            continue;
+    /* an output that would not stay in cache, stored around it (fast_exp.h) */
+    const int stream = rows * cols * (int64_t)sizeof(T) >= CE_STREAM_FROM;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r) {
+            T *dx = dlogits + r * cols;
+            int64_t t = target[r];
+            if (t == ignore_index) {
+                for (int64_t j = 0; j < cols; ++j) dx[j] = 0;
+                continue;
+            }
+            T g = (T)((double)grad[r * grad_stride] * grad_scale);
+            V(cross_entropy_backward_row)(logits + r * cols, lse + 2 * r, t, g,
+                                          label_smoothing, dx, cols,
+                                          MT_NEXT_ROW(logits, r, rows, cols), stream);
         }
-        T g = (T)((double)grad[r * grad_stride] * grad_scale);
-        V(cross_entropy_backward_row)(logits + r * cols, lse + 2 * r, t, g, label_smoothing,
-                                      dx, cols, MT_NEXT_ROW(logits, r, rows, cols));
+#ifdef MT_X86
+        if (stream) _mm_sfence(); /* this thread's streaming stores done before the region ends */
+#endif
     }
     return 0;
 }
+
+#undef CE_ONE_PASS
+#undef CE_ONE_PASS_MIN_BYTES
+#undef CE_ONE_PASS_FROM
+#undef CE_STREAMED_AXPY
+#undef CE_STREAM_FROM
 
 #endif

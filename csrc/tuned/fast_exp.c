@@ -376,55 +376,64 @@ __attribute__((target("avx512f"))) double exp_shifted_sum_pipelined_avx512_f64(
 /* out[j] = add[j] + mul * exp(x[j] - hi - lo) (add_const in place of add[j] where add is NULL),
  * prefetching ahead[0 .. n) meanwhile: a backward's exp and its combination in one loop
  * (log-softmax: dy - sum(dy) exp(y); cross-entropy: g exp(x - lse) - g eps/C), where a second
- * pass over the row would store every element twice. HAS_ADD is a constant after inlining. */
-__attribute__((target("avx512f"))) MT_INLINE static void exp_axpy_avx512_f32_loop(
-    const float *x, float *out, int64_t n, float hi, float lo, float mul, const float *add,
-    float add_const, const float *ahead, const int has_add) {
-    const __m512 vh = _mm512_set1_ps(hi), vl = _mm512_set1_ps(lo), vm = _mm512_set1_ps(mul);
-    const __m512 vc = _mm512_set1_ps(add_const);
-    const mt_exp_table_f32 tab = exp_table_f32();
-    int64_t j = 0;
-    for (; j + 16 <= n; j += 16) {
-        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
-        __m512 a = _mm512_sub_ps(_mm512_sub_ps(_mm512_loadu_ps(x + j), vh), vl);
-        __m512 b = has_add ? _mm512_loadu_ps(add + j) : vc;
-        _mm512_storeu_ps(out + j, _mm512_fmadd_ps(exp16_avx512(a, tab), vm, b));
+ * pass over the row would store every element twice. Where STREAM, out's 64-byte aligned
+ * vectors are stored around the cache (MT_STREAM_BYTES; the caller fences), and `spike` is
+ * added to out[spike_at] (a cross-entropy's -g at its target) on the way: added after the
+ * loop, it would read back a line just written to memory. HAS_ADD and STREAM are constants
+ * after inlining. */
+#define MT_EXP_AXPY_LOOP(SFX, T, VEC, LANES, MASK, OP, EXP, TABLE)                              \
+    /* y plus spike in the lane of element spike_at, for the vector of elements j .. */        \
+    __attribute__((target("avx512f"))) MT_INLINE static VEC spiked_##SFX(VEC y, int64_t j,    \
+                                                                      int64_t spike_at,      \
+                                                                      T spike) {             \
+        if ((uint64_t)(spike_at - j) >= LANES) return y;                                      \
+        return _mm512_mask_add_##OP(y, (MASK)(1u << (spike_at - j)), y,                      \
+                                    _mm512_set1_##OP(spike));                                 \
+    }                                                                                         \
+    /* the lanes k of out[j ..] */                                                            \
+    __attribute__((target("avx512f"))) MT_INLINE static void exp_axpy_lanes_##SFX(            \
+        const T *x, T *out, int64_t j, MASK k, VEC vh, VEC vl, VEC vm, const T *add, VEC vc,  \
+        TABLE tab, const int has_add, int64_t spike_at, T spike) {                            \
+        VEC a = _mm512_sub_##OP(_mm512_sub_##OP(_mm512_maskz_loadu_##OP(k, x + j), vh), vl);  \
+        VEC b = has_add ? _mm512_maskz_loadu_##OP(k, add + j) : vc;                           \
+        VEC y = spiked_##SFX(_mm512_fmadd_##OP(EXP(a, tab), vm, b), j, spike_at, spike);      \
+        _mm512_mask_storeu_##OP(out + j, k, y);                                               \
+    }                                                                                         \
+    __attribute__((target("avx512f"))) MT_INLINE static void exp_axpy_avx512_##SFX##_loop(    \
+        const T *x, T *out, int64_t n, T hi, T lo, T mul, const T *add, T add_const,          \
+        const T *ahead, const int has_add, const int stream, int64_t spike_at, T spike) {     \
+        const VEC vh = _mm512_set1_##OP(hi), vl = _mm512_set1_##OP(lo);                       \
+        const VEC vm = _mm512_set1_##OP(mul), vc = _mm512_set1_##OP(add_const);               \
+        const TABLE tab = exp_table_##SFX();                                                  \
+        int64_t j = 0;                                                                        \
+        if (stream && ((uintptr_t)out & 63)) { /* up to out's first aligned vector */         \
+            j = (int64_t)(64 - ((uintptr_t)out & 63)) / (int64_t)sizeof(T);                   \
+            j = j < n ? j : n;                                                                \
+            exp_axpy_lanes_##SFX(x, out, 0, lanes_below_avx512_##SFX(j), vh, vl, vm, add, vc, \
+                                 tab, has_add, spike_at, spike);                              \
+        }                                                                                     \
+        for (; j + LANES <= n; j += LANES) {                                                  \
+            if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);                  \
+            VEC a = _mm512_sub_##OP(_mm512_sub_##OP(_mm512_loadu_##OP(x + j), vh), vl);       \
+            VEC b = has_add ? _mm512_loadu_##OP(add + j) : vc;                                \
+            VEC y = _mm512_fmadd_##OP(EXP(a, tab), vm, b);                                    \
+            if (stream) _mm512_stream_##OP(out + j, spiked_##SFX(y, j, spike_at, spike));     \
+            else _mm512_storeu_##OP(out + j, y);                                              \
+        }                                                                                     \
+        if (j < n)                                                                            \
+            exp_axpy_lanes_##SFX(x, out, j, lanes_below_avx512_##SFX(n - j), vh, vl, vm, add, \
+                                 vc, tab, has_add, spike_at, spike);                          \
     }
-    if (j < n) { /* as exp_shifted_avx512_f32_loop */
-        const __mmask16 k = (__mmask16)((1u << (n - j)) - 1);
-        __m512 a = _mm512_sub_ps(_mm512_sub_ps(_mm512_maskz_loadu_ps(k, x + j), vh), vl);
-        __m512 b = has_add ? _mm512_maskz_loadu_ps(k, add + j) : vc;
-        _mm512_mask_storeu_ps(out + j, k, _mm512_fmadd_ps(exp16_avx512(a, tab), vm, b));
-    }
-}
+MT_EXP_AXPY_LOOP(f32, float, __m512, 16, __mmask16, ps, exp16_avx512, mt_exp_table_f32)
+MT_EXP_AXPY_LOOP(f64, double, __m512d, 8, __mmask8, pd, exp8_avx512, mt_exp_table_f64)
+#undef MT_EXP_AXPY_LOOP
 
 __attribute__((target("avx512f"))) void exp_axpy_avx512_f32(const float *x, float *out,
                                                             int64_t n, float hi, float lo,
                                                             float mul, const float *add,
                                                             float add_const, const float *ahead) {
-    if (add) exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 1);
-    else exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0);
-}
-
-__attribute__((target("avx512f"))) MT_INLINE static void exp_axpy_avx512_f64_loop(
-    const double *x, double *out, int64_t n, double hi, double lo, double mul,
-    const double *add, double add_const, const double *ahead, const int has_add) {
-    const __m512d vh = _mm512_set1_pd(hi), vl = _mm512_set1_pd(lo), vm = _mm512_set1_pd(mul);
-    const __m512d vc = _mm512_set1_pd(add_const);
-    const mt_exp_table_f64 tab = exp_table_f64();
-    int64_t j = 0;
-    for (; j + 8 <= n; j += 8) {
-        if (ahead) _mm_prefetch((const char *)(ahead + j), _MM_HINT_T0);
-        __m512d a = _mm512_sub_pd(_mm512_sub_pd(_mm512_loadu_pd(x + j), vh), vl);
-        __m512d b = has_add ? _mm512_loadu_pd(add + j) : vc;
-        _mm512_storeu_pd(out + j, _mm512_fmadd_pd(exp8_avx512(a, tab), vm, b));
-    }
-    if (j < n) {
-        const __mmask8 k = (__mmask8)((1u << (n - j)) - 1);
-        __m512d a = _mm512_sub_pd(_mm512_sub_pd(_mm512_maskz_loadu_pd(k, x + j), vh), vl);
-        __m512d b = has_add ? _mm512_maskz_loadu_pd(k, add + j) : vc;
-        _mm512_mask_storeu_pd(out + j, k, _mm512_fmadd_pd(exp8_avx512(a, tab), vm, b));
-    }
+    if (add) exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 1, 0, -1, 0);
+    else exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0, 0, -1, 0);
 }
 
 __attribute__((target("avx512f"))) void exp_axpy_avx512_f64(const double *x, double *out,
@@ -432,8 +441,24 @@ __attribute__((target("avx512f"))) void exp_axpy_avx512_f64(const double *x, dou
                                                             double mul, const double *add,
                                                             double add_const,
                                                             const double *ahead) {
-    if (add) exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 1);
-    else exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0);
+    if (add) exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 1, 0, -1, 0);
+    else exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, add_const, ahead, 0, 0, -1, 0);
+}
+
+/* exp_axpy with add NULL, out stored around the cache and spike added to out[spike_at] (see
+ * the loop above) */
+__attribute__((target("avx512f"))) void exp_axpy_streamed_avx512_f32(
+    const float *x, float *out, int64_t n, float hi, float lo, float mul, float add_const,
+    const float *ahead, int64_t spike_at, float spike) {
+    exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, NULL, add_const, ahead, 0, 1, spike_at,
+                             spike);
+}
+
+__attribute__((target("avx512f"))) void exp_axpy_streamed_avx512_f64(
+    const double *x, double *out, int64_t n, double hi, double lo, double mul,
+    double add_const, const double *ahead, int64_t spike_at, double spike) {
+    exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, NULL, add_const, ahead, 0, 1, spike_at,
+                             spike);
 }
 
 /* lo, hi (lanes 0-7, 8-15 of a sum kept below the maxes `from`) times exp(from - to) in the

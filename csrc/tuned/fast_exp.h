@@ -234,6 +234,15 @@ int64_t softmax_short_masked_rows_avx512_f64(const double *x, double *y, int64_t
 MT_MASKED_ROW(float, f32)
 MT_MASKED_ROW(double, f64)
 #undef MT_MASKED_ROW
+/* AVX-512 (fast_exp.c): exp_axpy with add NULL, spike added to out[spike_at], and out's
+ * 64-byte aligned vectors stored around the cache (non-temporal; the caller fences): a
+ * cross-entropy backward's output too big to stay in cache anyway (cross_entropy_tuned.c). */
+void exp_axpy_streamed_avx512_f32(const float *x, float *out, int64_t n, float hi, float lo,
+                                  float mul, float add_const, const float *ahead,
+                                  int64_t spike_at, float spike);
+void exp_axpy_streamed_avx512_f64(const double *x, double *out, int64_t n, double hi,
+                                  double lo, double mul, double add_const, const double *ahead,
+                                  int64_t spike_at, double spike);
 /* AVX-512 float32 (fast_exp.c): log sum_j exp(x[j] - *m) of a row read once, *m its max;
  * -inf for an all -inf row. A cross-entropy forward takes it for rows of MT_ONE_PASS_MIN_BYTES
  * or more in logits of MT_ONE_PASS_FROM bytes or more, which stream from memory; its loads are
