@@ -166,7 +166,10 @@ class ndarray:  # noqa: N801  (CuPy's name)
 
     @shape.setter
     def shape(self, shape):  # in place, where the strides allow (AttributeError otherwise)
-        self._array.shape = shape
+        viewed = self._array.reshape(shape)  # (a copy where they do not)
+        if self._array.size and not np.may_share_memory(viewed, self._array):
+            raise AttributeError("incompatible shape for in-place modification")
+        self._array = viewed
 
     @property
     def flags(self):

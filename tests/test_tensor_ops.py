@@ -421,3 +421,32 @@ def test_closeness_errors():
         mt.allclose(mt.ones(2), 1.0)
     with pytest.raises(RuntimeError, match="rtol"):
         mt.isclose(mt.ones(2), mt.ones(2), rtol=-1.0)
+
+
+@pytest.mark.parametrize("on_gpu", [False, True])
+def test_view_shares_storage_where_the_strides_allow_and_raises_elsewhere(on_gpu):
+    """view never copies: on a transposed tensor it is a RuntimeError, as in PyTorch. The host
+    check reshapes and asks whether the result shares memory (NumPy 2.5 deprecates setting
+    .shape); a GPU array's (the stand-in's, strict as CuPy's) still has its .shape set."""
+    if on_gpu:
+        import gpu_standin
+        from minitorch import device_arrays
+        device_arrays.use_gpu_library(gpu_standin)
+    try:
+        x = mt.arange(24.0).reshape(4, 6)
+        if on_gpu:
+            x = x.to("cuda")
+            assert device_arrays.is_gpu_array(x._data)
+        v = x.view(2, 12)
+        assert v.shape == (2, 12) and v.data_ptr() == x.data_ptr()
+        every_other_row = x[::2]  # (2, 6), rows 12 elements apart: (2, 2, 3) is a view
+        assert every_other_row.view(2, 2, 3).data_ptr() == every_other_row.data_ptr()
+        for not_a_view in (lambda: x.t().view(24), lambda: every_other_row.view(12)):
+            with pytest.raises(RuntimeError, match="incompatible .* use .reshape"):
+                not_a_view()
+        assert x[:0].view(0, 3, 2).shape == (0, 3, 2)
+        np.testing.assert_array_equal(x.t().reshape(24).cpu().numpy(),
+                                      np.arange(24.0).reshape(4, 6).T.reshape(24))
+    finally:
+        if on_gpu:
+            device_arrays.use_gpu_library(None)

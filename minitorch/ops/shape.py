@@ -279,14 +279,25 @@ def view(input, *shape, size=None, dtype=None):
     if len(shape) == 1 and isinstance(shape[0], dtype_class):
         return _view_as_dtype(input, shape[0])
     shape = _infer(_shape_arg(shape), input.numel(), "view")
-    probe = input._data.view()
+    if not _viewable(input._data, shape):
+        raise RuntimeError(f"view: shape {shape} is incompatible with the input's size and "
+                           f"strides (shape {tuple(input.shape)}); use .reshape(...) "
+                           "instead")
+    return Reshape.apply(input, shape)
+
+
+def _viewable(data, shape):
+    """Whether data's strides let it be seen in `shape` without a copy: numpy's reshape copies
+    where they do not (NumPy 2.5 deprecates setting .shape, which raised instead); a GPU
+    array's .shape, set on a view of it, still raises."""
+    if isinstance(data, np.ndarray):
+        return data.size == 0 or np.may_share_memory(data.reshape(shape), data)
+    probe = data.view()
     try:
         probe.shape = shape
     except AttributeError:
-        raise RuntimeError(f"view: shape {shape} is incompatible with the input's size and "
-                           f"strides (shape {tuple(input.shape)}); use .reshape(...) "
-                           "instead") from None
-    return Reshape.apply(input, shape)
+        return False
+    return True
 
 
 def _view_as_dtype(input, dtype):
