@@ -6,8 +6,10 @@
  * sum (row_ops.h), and the exp pass takes the next row's max (row_log_sum_exp_known_max) and
  * prefetches the one after. Long float32 rows streaming from memory (a vocabulary's logits) are
  * read once instead, at the AVX-512 level (fast_exp.h: log_sum_exp_one_pass). The backward's
- * exp and its combination are one loop (row_exp_axpy). lse is the pair (max, log of the shifted
- * sum), in double for both dtypes, and every formula subtracts the max first (cross_entropy.c).
+ * exp and its combination are one loop (row_exp_axpy), whose output, where too big for the
+ * cache, goes around it at that level (exp_axpy_streamed). lse is the pair (max, log of the
+ * shifted sum), in double for both dtypes, and every formula subtracts the max first
+ * (cross_entropy.c).
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  */
 #ifndef ISA
@@ -99,7 +101,8 @@ int V(tuned_cross_entropy_forward)(const T *logits, const int64_t *target, int64
     int nt = mt_threads_for(rows * cols);
     /* long rows, all of them from memory (in cache the two-read loop is faster) */
     const int64_t row_bytes = cols * (int64_t)sizeof(T);
-    const int one_pass = row_bytes >= CE_ONE_PASS_MIN_BYTES && rows * row_bytes >= CE_ONE_PASS_FROM;
+    const int one_pass =
+        row_bytes >= CE_ONE_PASS_MIN_BYTES && rows * row_bytes >= CE_ONE_PASS_FROM;
 #pragma omp parallel num_threads(nt)
     {
         const int64_t tid = mt_thread_num(), team = mt_team_size();

@@ -22,11 +22,12 @@
  * plain float loop, without -ffast-math. */
 #define MT_SUM_BLOCK 1024
 
-/* float64 outputs (and the masked softmax's float32 ones of twice as many bytes) of at least
- * this many bytes are written around the cache (non-temporal stores, stream_store): they would
- * not stay in it anyway, and an ordinary store first reads its line from DRAM, where layer
- * norm's forward stalled at 60% of the copy bandwidth. (float32 layer norm and softmax keep
- * ordinary stores: they already ran at the copy bandwidth, and streaming made them slower.)
+/* float64 outputs (and the masked softmax's and the cross-entropy backward's float32 ones of
+ * twice as many bytes) of at least this many bytes are written around the cache (non-temporal
+ * stores, stream_store): they would not stay in it anyway, and an ordinary store first reads
+ * its line from DRAM, where layer norm's forward stalled at 60% of the copy bandwidth.
+ * (float32 layer norm and softmax keep ordinary stores: they already ran at the copy
+ * bandwidth, and streaming made them slower.)
  * A kernel that streams ends each thread's part with _mm_sfence: the stores are weakly
  * ordered. */
 #ifndef MT_STREAM_BYTES
