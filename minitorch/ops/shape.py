@@ -290,8 +290,9 @@ def _viewable(data, shape):
     """Whether data's strides let it be seen in `shape` without a copy: numpy's reshape copies
     where they do not (NumPy 2.5 deprecates setting .shape, which raised instead); a GPU
     array's .shape, set on a view of it, still raises."""
-    if isinstance(data, np.ndarray):
-        return data.size == 0 or np.may_share_memory(data.reshape(shape), data)
+    if isinstance(data, np.ndarray):  # (a C-contiguous array views in any shape: asked first)
+        return (data.flags.c_contiguous or data.size == 0
+                or np.may_share_memory(data.reshape(shape), data))
     probe = data.view()
     try:
         probe.shape = shape
