@@ -102,6 +102,48 @@ def test_one_mask_value_per_row(dtype, isa):
         np.testing.assert_allclose(shifted, plain, **tight(dtype), err_msg=f"keys {keys}")
 
 
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("mask_kind", ["bool", "float"])
+def test_a_shared_padding_masks_excluded_tail_is_skipped_exactly(mask_kind, dtype, threads, isa):
+    """A bool key padding mask shared by a head's queries, (batch, 1, 1, keys): the tuned
+    levels exponentiate each row only up to the mask's last live key (softmax_rows.h:
+    mask_row_live). That must change nothing: the rows equal, bit for bit, those of the same
+    mask given once per query (which is not skipped), with +inf and NaN under the padding, for
+    no padding, a partial and a whole vector of it, all but one key, all keys, and a hole
+    before live keys; causal or not, over one and two sum blocks (1024 columns), in rows short
+    enough for registers and longer. A float mask's -inf is not skipped: inf or NaN under it
+    makes the row NaN, as x * scale + mask does (PyTorch's too)."""
+    rng = np.random.default_rng(31 + (mask_kind == "float"))
+    v = 64 // np.dtype(dtype).itemsize
+    for keys in (2 * v + 3, 8 * v, 300, 1030, 2100):
+        lengths = [keys, keys - v // 2, keys - v, 1, 0, keys - 2]
+        live = np.arange(keys)[None, :] < np.array(lengths)[:, None]
+        live[-1, keys // 2] = False  # a hole before live keys: the tail starts at the end
+        batch, queries = len(lengths), 9
+        x = rng.standard_normal((batch, 2, queries, keys)).astype(dtype)
+        hidden = np.broadcast_to(~live[:, None, None, :], x.shape)
+        x[hidden] = np.where(rng.random(hidden.sum()) < 0.5, np.inf, np.nan)
+        if mask_kind == "bool":
+            mask = ~live
+        else:
+            mask = np.where(live, rng.standard_normal(live.shape) * 0.5, -np.inf).astype(dtype)
+            mask[1, -1] = 0.25  # finite after -inf: every key scored
+        mask = mask.reshape(batch, 1, 1, keys)
+        per_query = np.ascontiguousarray(np.broadcast_to(mask, (batch, 1, queries, keys)))
+        for causal in (False, True):
+            with c_threads(threads, isa):
+                shared = C.softmax_forward(x, scale=0.5, mask=mask, causal=causal)
+                unshared = C.softmax_forward(x, scale=0.5, mask=per_query, causal=causal)
+            np.testing.assert_array_equal(shared, unshared, err_msg=f"keys {keys}")
+            if mask_kind == "bool":
+                assert (shared[hidden] == 0).all() and not np.isnan(shared).any()
+            elif not causal:  # (the causal limit hides some of the padding)
+                assert np.isnan(shared[1:]).all()  # inf or NaN under -inf
+
+
 def short_widths(dtype):
     """Key counts of the rows the AVX-512 level holds in registers with their mask (up to 512
     bytes: 1, 2, 4 and 8 vectors), and the first past them."""

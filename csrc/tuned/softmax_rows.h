@@ -286,18 +286,34 @@ typedef struct {
     int64_t causal_lq, cols;
     /* offset(r) = offset(r - inner_index) + inner_index * stride of the mask's last row dim */
     int64_t inner, inner_stride, inner_index, base, query;
+    /* A bool mask row shared by consecutive rows (stride 0 along the last row dim, 1 along
+     * the columns: a key padding mask): the columns up to its last one not excluded, found
+     * once per row of the mask (`scanned`: its offset, -1 before the first) */
+    int clip;
+    int64_t scanned, mask_live;
 } V(row_cursor);
 
 static V(row_cursor) V(row_cursor_from)(int64_t r0, int64_t cols, const T *mask_add,
                                         const uint8_t *mask_bool, int64_t mask_ndim,
                                         const int64_t *row_shape,
-                                        const int64_t *mask_row_strides, int64_t causal_lq) {
+                                        const int64_t *mask_row_strides,
+                                        int64_t mask_col_stride, int64_t causal_lq) {
     const int has_mask = mask_add != NULL || mask_bool != NULL;
+    const int64_t inner_stride = has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0;
     return (V(row_cursor)){mask_add, mask_bool, mask_ndim, row_shape, mask_row_strides,
                            causal_lq, cols,
                            has_mask && mask_ndim > 0 ? row_shape[mask_ndim - 1] : 1,
-                           has_mask && mask_ndim > 0 ? mask_row_strides[mask_ndim - 1] : 0,
-                           -1, 0, causal_lq > 0 ? r0 % causal_lq : 0};
+                           inner_stride, -1, 0, causal_lq > 0 ? r0 % causal_lq : 0,
+                           mask_bool && inner_stride == 0 && mask_col_stride == 1, -1, cols};
+}
+
+/* 1 + the last column of a bool mask row (stride 1) not excluded, 0 if none: past it a row's
+ * exps are all 0, whatever x holds there, so a padded row is exponentiated only up to there.
+ * (Not a float mask's -inf: x = inf or NaN under it makes the row NaN.) */
+static int64_t V(mask_row_live)(const uint8_t *mbool, int64_t cols) {
+    int64_t live = cols;
+    while (live > 0 && mbool[live - 1]) --live;
+    return live;
 }
 
 /* Row r's live columns and mask row (madd or mbool, the other NULL); r is the row after the
@@ -320,6 +336,13 @@ MT_INLINE static void V(row_cursor_next)(V(row_cursor) *c, int64_t r, int64_t *l
         const int64_t off = c->base + c->inner_index * c->inner_stride;
         if (c->mask_add) *madd = c->mask_add + off;
         else *mbool = c->mask_bool + off;
+        if (c->clip) {
+            if (off != c->scanned) {
+                c->mask_live = V(mask_row_live)(*mbool, c->cols);
+                c->scanned = off;
+            }
+            if (c->mask_live < *live) *live = c->mask_live;
+        }
     }
 }
 
@@ -418,7 +441,8 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
                                    const int64_t *row_shape, const int64_t *mask_row_strides,
                                    int64_t mask_col_stride, int64_t causal_lq) {
     V(row_cursor) cursor = V(row_cursor_from)(r0, cols, mask_add, mask_bool, mask_ndim,
-                                              row_shape, mask_row_strides, causal_lq);
+                                              row_shape, mask_row_strides, mask_col_stride,
+                                              causal_lq);
 #if MT_CAT(MT_SHORT_MASKED_ROWS, ISA)
     /* Short rows with a mask row of their own: a row's chain of reductions is most of its
      * time there (32 keys with a padding mask: 3x an unmasked row's), so they go in registers,
