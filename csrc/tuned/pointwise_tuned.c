@@ -29,14 +29,15 @@
  * (sigmoid(-inf) = 0 and silu(-inf) = -inf * 0 = NaN, as in PyTorch). Those build 2^n in the
  * exponent bits, so they clamp their argument where n would pass the largest exponent (~88.38
  * in float32, 709 in float64); from just below there up to the threshold, exp(x) = exp(x/2)^2,
- * within twice their ulps. */
+ * within twice their ulps. The square is e times a select, not a select of e * e and e: GCC
+ * carried that select through a caller's division, so that sigmoid divided twice. */
 #define EXP_T MT_CAT(mt_exp, SFX)
 MT_INLINE static T V(exp)(T x) {
     const T overflow = sizeof(T) == sizeof(float) ? (T)88.7228394 : (T)709.782712893384;
     const T top = sizeof(T) == sizeof(float) ? (T)88 : (T)708;
     const int squared = x > top;
     const T e = EXP_T(squared ? x * (T)0.5 : x);
-    return x > overflow ? (T)INFINITY : (squared ? e * e : e);
+    return x > overflow ? (T)INFINITY : e * (squared ? e : (T)1);
 }
 
 #ifndef MT_POINTWISE_SCALARS_ONCE
@@ -50,17 +51,21 @@ MT_INLINE static double mt_abs_f64(double x) { return __builtin_fabs(x); }
 
 MT_INLINE static T V(sigmoid)(T x) { return (T)1 / ((T)1 + V(exp)(-x)); }
 
+/* exp of x <= 0 (at most a rounding above): fast_exp.h's, without the clamp above in float32 */
+MT_INLINE static T V(exp_nonpositive)(T x) {
+    return sizeof(T) == sizeof(float) ? (T)mt_exp_nonpositive_f32((float)x) : EXP_T(x);
+}
+
 /* erfc(z) for z >= 0: Numerical Recipes' erfcc, t exp(-z^2 + poly(t)), t = 1 / (1 + z/2).
  * The polynomial by Estrin's scheme, not Horner's: its chain of dependent FMAs is 4 long, not
  * 9, and the maps built on it are bound by their chains' latency, not by their operations.
- * The exp's argument is at most ~3e-8 (at z = 0), so it takes fast_exp.h's exp as it is,
- * without V(exp)'s overflow selects. */
+ * The exp's argument is at most ~3e-8 (at z = 0): V(exp_nonpositive). */
 MT_INLINE static T V(erfc_nonneg)(T z) {
     const T t = (T)1 / ((T)1 + (T)0.5 * z), t2 = t * t, t4 = t2 * t2;
     const T p01 = (T)1.00002368 + (T)0.37409196 * t, p23 = (T)0.09678418 + (T)-0.18628806 * t;
     const T p45 = (T)0.27886807 + (T)-1.13520398 * t, p67 = (T)1.48851587 + (T)-0.82215223 * t;
     const T p = (p01 + p23 * t2) + ((p45 + p67 * t2) + (T)0.17087277 * t4) * t4;
-    return t * EXP_T(-z * z + ((T)-1.26551223 + t * p));
+    return t * V(exp_nonpositive)(-z * z + ((T)-1.26551223 + t * p));
 }
 
 /* The normal CDF: erfc(-x / sqrt 2) / 2 */
@@ -150,8 +155,7 @@ int V(tuned_gelu_backward)(const T *dy, const T *x, T *dx, int64_t n, int approx
 #pragma omp parallel for simd schedule(static) num_threads(nt)
         for (int64_t j = 0; j < n; ++j) {
             const T v = x[j];
-            /* (the plain exp: its argument is <= 0) */
-            const T pdf = EXP_T((T)-0.5 * v * v) * (T)0.39894228040143267794;
+            const T pdf = V(exp_nonpositive)((T)-0.5 * v * v) * (T)0.39894228040143267794;
             dx[j] = dy[j] * (V(normal_cdf)(v) + v * pdf);
         }
     }
