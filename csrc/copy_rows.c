@@ -50,7 +50,8 @@ int mt_copy_rows(const void *src, int64_t src_stride, void *dst, int64_t dst_str
 
 int mt_copy_strided(const void *src, void *dst, int64_t ndim, const int64_t *shape,
                     const int64_t *src_strides, int64_t itemsize) {
-    if (ndim < 0 || itemsize <= 0 || (ndim > 0 && (!shape || !src_strides))) return MT_ERR_ARGS;
+    if (ndim < 0 || ndim > MT_COPY_MAX_DIMS || itemsize <= 0 || (ndim > 0 && (!shape || !src_strides)))
+        return MT_ERR_ARGS;
     int64_t count = 1;
     for (int64_t d = 0; d < ndim; ++d) {
         if (shape[d] < 0) return MT_ERR_ARGS;

@@ -382,7 +382,8 @@ int mt_copy_rows(const void *src, int64_t src_stride, void *dst, int64_t dst_str
                  int64_t rows, int64_t row_bytes);
 /* dst (C-contiguous, ndim dims of shape) = src, whose element strides in bytes are src_strides
  * (any sign, 0 where it broadcasts): dst[n] = src[sum_d index_d(n) * src_strides[d]], items of
- * itemsize bytes. */
+ * itemsize bytes; ndim at most MT_COPY_MAX_DIMS (numpy's limit). */
+#define MT_COPY_MAX_DIMS 64
 int mt_copy_strided(const void *src, void *dst, int64_t ndim, const int64_t *shape,
                     const int64_t *src_strides, int64_t itemsize);
 /* ---- sums down the columns (sum_cols.c) ----

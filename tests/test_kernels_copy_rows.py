@@ -184,7 +184,9 @@ def test_copy_strided_kernel_matches_numpy(dtype, isa, threads):
     rng = np.random.default_rng(4)
     base = random_array(rng, (24, 40, 70), dtype)
     sources = [base.transpose(0, 2, 1), base.transpose(2, 1, 0), base[::-1, :, ::-2],
-               np.broadcast_to(base[:, :1], base.shape), base[3, :, 5], base[0, 0, 0],
+               np.broadcast_to(base[:, :1], base.shape),
+               np.broadcast_to(base[..., :1], base.shape),  # an expanded gradient: rows filled
+               np.broadcast_to(base[:1, :, :1], base.shape), base[3, :, 5], base[0, 0, 0],
                base[:, :0].transpose(1, 0, 2), base.T[::3]]
     for src in sources:
         dst = np.empty(src.shape, dtype)
@@ -204,6 +206,7 @@ def test_copy_strided_rejects_bad_sizes():
     assert C.lib.mt_copy_strided(buf, buf, 2, shape, strides, 4) == -2  # a negative dim
     assert C.lib.mt_copy_strided(buf, buf, -1, shape, strides, 4) == -2
     assert C.lib.mt_copy_strided(buf, buf, 1, shape, strides, 0) == -2  # no item size
+    assert C.lib.mt_copy_strided(buf, buf, C.lib.MT_COPY_MAX_DIMS + 1, shape, strides, 4) == -2
     assert C.lib.mt_copy_strided(C.ffi.NULL, C.ffi.NULL, 1, shape, strides, 4) == -2
 
 

@@ -18,40 +18,59 @@
 #define MT_COPY_PIECE (64 << 10) /* bytes: a long row is split into pieces of this size */
 
 /* mt_copy_strided's tuned body, one for every level (its loads are scalar, strided): the
- * rows of dst (its last dim) split over the threads, each row's start in src unravelled once,
- * its elements moved as integers of the item's size (a row contiguous in src: one memcpy). */
+ * rows of dst (its last dim) split into one range per thread, the start of a thread's first
+ * row in src unravelled once and each next one's stepped to (an index per dim, carried as an
+ * odometer: unravelling every row took a division per dim, a quarter of a 2 MiB fill's time);
+ * a row's elements moved as integers of the item's size (a row contiguous in src: one memcpy;
+ * a row of one value, src's last stride 0 as in an expanded gradient: a fill, in vectors). */
 #define MT_COPY_STRIDED_ROW(TYPE)                                                   \
-    for (int64_t j = 0; j < cols; ++j)                                              \
-        ((TYPE *)out)[j] = *(const TYPE *)(in + j * step)
+    if (step == 0) {                                                                \
+        const TYPE value = *(const TYPE *)in;                                       \
+        for (int64_t j = 0; j < cols; ++j) ((TYPE *)out)[j] = value;                \
+    } else                                                                          \
+        for (int64_t j = 0; j < cols; ++j)                                          \
+            ((TYPE *)out)[j] = *(const TYPE *)(in + j * step)
 
 int tuned_copy_strided(const unsigned char *src, unsigned char *dst, int64_t ndim,
                        const int64_t *shape, const int64_t *src_strides, int64_t itemsize) {
     const int64_t cols = ndim ? shape[ndim - 1] : 1, step = ndim ? src_strides[ndim - 1] : 0;
+    const int64_t outer = ndim ? ndim - 1 : 0; /* the dims that number the rows */
     int64_t rows = 1;
-    for (int64_t d = 0; d + 1 < ndim; ++d) rows *= shape[d];
+    for (int64_t d = 0; d < outer; ++d) rows *= shape[d];
     int nt = mt_threads_for(rows * cols * itemsize / 4); /* bytes as float elements */
     if (nt > rows) nt = (int)rows;
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t i = 0; i < rows; ++i) {
-        int64_t offset = 0, rest = i;
-        for (int64_t d = ndim - 2; d >= 0; --d) {
-            offset += rest % shape[d] * src_strides[d];
+#pragma omp parallel num_threads(nt)
+    {
+        const int64_t team = mt_team_size(), tid = mt_thread_num();
+        const int64_t r0 = rows * tid / team, r1 = rows * (tid + 1) / team;
+        int64_t index[MT_COPY_MAX_DIMS], offset = 0, rest = r0;
+        for (int64_t d = outer - 1; d >= 0; --d) {
+            index[d] = rest % shape[d];
+            offset += index[d] * src_strides[d];
             rest /= shape[d];
         }
-        const unsigned char *in = src + offset;
-        unsigned char *out = dst + i * cols * itemsize;
-        if (step == itemsize) {
-            memcpy(out, in, (size_t)(cols * itemsize));
-            continue;
-        }
-        switch (itemsize) {
-        case 1: MT_COPY_STRIDED_ROW(uint8_t); break;
-        case 2: MT_COPY_STRIDED_ROW(uint16_t); break;
-        case 4: MT_COPY_STRIDED_ROW(uint32_t); break;
-        case 8: MT_COPY_STRIDED_ROW(uint64_t); break;
-        default:
-            for (int64_t j = 0; j < cols; ++j)
-                memcpy(out + j * itemsize, in + j * step, (size_t)itemsize);
+        for (int64_t i = r0; i < r1; ++i) {
+            const unsigned char *in = src + offset;
+            unsigned char *out = dst + i * cols * itemsize;
+            if (step == itemsize) {
+                memcpy(out, in, (size_t)(cols * itemsize));
+            } else {
+                switch (itemsize) {
+                case 1: MT_COPY_STRIDED_ROW(uint8_t); break;
+                case 2: MT_COPY_STRIDED_ROW(uint16_t); break;
+                case 4: MT_COPY_STRIDED_ROW(uint32_t); break;
+                case 8: MT_COPY_STRIDED_ROW(uint64_t); break;
+                default:
+                    for (int64_t j = 0; j < cols; ++j)
+                        memcpy(out + j * itemsize, in + j * step, (size_t)itemsize);
+                }
+            }
+            for (int64_t d = outer - 1; d >= 0; --d) { /* the next row's start */
+                offset += src_strides[d];
+                if (++index[d] < shape[d]) break;
+                offset -= shape[d] * src_strides[d];
+                index[d] = 0;
+            }
         }
     }
     return 0;

@@ -989,10 +989,10 @@ def _copy_into(dst, src):
     """dst[...] = src, two arrays of one shape and dtype, dst just made (never overlapping
     src): one mt_copy_rows call where both are rows of one stride (_rows_layout), else one
     mt_copy_strided call into a C-contiguous dst from an aligned src (its element loads are
-    typed), else numpy's copy, which also fills a broadcast src (a stride 0) faster."""
+    typed; a broadcast src, a stride 0, is filled on the threads), else numpy's copy."""
     layout = _rows_layout(dst, src)
     if layout is None:
-        if dst.flags.c_contiguous and src.flags.aligned and 0 not in src.strides:
+        if dst.flags.c_contiguous and src.flags.aligned:
             status = lib.mt_copy_strided(_pointer(src), _pointer(dst), src.ndim,
                                          ffi.new("int64_t[]", src.shape),
                                          ffi.new("int64_t[]", src.strides), src.itemsize)
