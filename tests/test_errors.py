@@ -58,6 +58,9 @@ def test_cat_stack_split_mismatch():
             "(3,)", "(2,)")
     _raises(ValueError, lambda: mt.ones(5).split([2, 2]), "split", "[2, 2]", "5")
     _raises(ValueError, lambda: mt.cat([]), "cat", "non-empty")
+    _raises(ValueError, lambda: mt.stack([]), "stack", "non-empty")
+    _raises(ValueError, lambda: mt.cat([mt.ones(2, 3), mt.ones(3)], dim=0), "cat",
+            "tensors[1]", "(3,)", "(2, 3)")
 
 
 def test_permute_wrong_dims():

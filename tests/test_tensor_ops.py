@@ -450,3 +450,19 @@ def test_view_shares_storage_where_the_strides_allow_and_raises_elsewhere(on_gpu
     finally:
         if on_gpu:
             device_arrays.use_gpu_library(None)
+
+
+def test_cat_and_stack_promote_mixed_dtypes_and_cat_skips_1d_empties():
+    """As torch.cat / torch.stack: the result has the inputs' promoted dtype, and gradients
+    come back in each input's own dtype; cat lets a 1-d empty tensor join any other shape."""
+    a = mt.ones(2, 3, dtype=mt.float32, requires_grad=True)
+    b = mt.full((2, 3), 2.0, dtype=mt.float64, requires_grad=True)
+    for joined in (mt.cat([a, b], dim=1), mt.stack([a, b], dim=0)):
+        assert joined.dtype == mt.float64
+        joined.sum().backward()
+    assert a.grad.dtype == mt.float32 and b.grad.dtype == mt.float64
+    np.testing.assert_array_equal(a.grad.numpy(), np.full((2, 3), 2.0))
+    assert mt.cat([mt.arange(3), mt.ones(2)]).dtype == mt.float32  # int64 with float32
+    joined = mt.cat([mt.ones(0), mt.full((2, 3), 5.0), mt.ones(0)], dim=1)
+    np.testing.assert_array_equal(joined.numpy(), np.full((2, 3), 5.0))
+    assert mt.cat([mt.ones(0), mt.ones(0)]).shape == (0,)

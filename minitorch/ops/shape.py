@@ -18,7 +18,7 @@ from ..device_arrays import array_module, as_array, is_gpu_array, on_device_of, 
 from ..autograd.function import Function
 from ..dtype import dtype as dtype_class
 from ..tensor import Tensor
-from ._helpers import normalize_dim
+from ._helpers import normalize_dim, promote_types
 from .registry import apply_inplace, op, tensor_method
 
 _make = Tensor._make
@@ -115,7 +115,7 @@ class Cat(Function):
     @staticmethod
     def forward(ctx, *tensors, dim):
         ctx.dim = dim
-        ctx.sizes = [t.shape[dim] for t in tensors]
+        ctx.sizes = [t._data.shape[dim] for t in tensors]
         return _make(backends.current().concatenate([t._data for t in tensors], dim))
 
     @staticmethod
@@ -437,43 +437,47 @@ def copy_(self, other, non_blocking=False):
     return apply_inplace(self, lambda s: expand(s * 0 + src.to(self.dtype), *self.shape))
 
 
-@op(method=False)
-def cat(tensors, dim=0):
-    tensors = list(tensors)
+def _promoted(tensors, name):
+    """The list ``tensors`` (non-empty), each cast to the dtype they promote to."""
     if not tensors:
-        raise ValueError("cat: expected a non-empty list of tensors")
-    from ._helpers import promote_types
+        raise ValueError(f"{name}: expected a non-empty list of tensors")
     dtype = tensors[0].dtype
+    for t_ in tensors:
+        if t_.dtype is not dtype:
+            break
+    else:
+        return tensors
     for t_ in tensors[1:]:
         dtype = promote_types(dtype, t_.dtype)
-    tensors = [t_ if t_.dtype == dtype else t_.to(dtype) for t_ in tensors]
-    # PyTorch lets 1-d empty tensors join anything; skip them.
-    ref = next((t_ for t_ in tensors if not (t_.ndim == 1 and t_.shape[0] == 0)), tensors[0])
-    tensors = [t_ for t_ in tensors if not (t_.ndim == 1 and t_.shape[0] == 0)] or [ref]
+    return [t_ if t_.dtype is dtype else t_.to(dtype) for t_ in tensors]
+
+
+@op(method=False)
+def cat(tensors, dim=0):
+    tensors = _promoted(list(tensors), "cat")
+    # PyTorch lets 1-d empty tensors join anything: skip them
+    tensors = [t_ for t_ in tensors if t_._data.shape != (0,)] or tensors[:1]
+    ref = tensors[0]
     d = normalize_dim(dim, ref.ndim)
+    shape = ref._data.shape
     for i, t_ in enumerate(tensors):
-        if t_.ndim != ref.ndim or any(n != m for k, (n, m) in enumerate(zip(t_.shape, ref.shape))
-                                      if k != d):
-            raise ValueError(f"cat: tensors[{i}] has shape {tuple(t_.shape)}, expected "
-                             f"{tuple(ref.shape)} except in dim {d}")
+        other = t_._data.shape
+        if len(other) != len(shape) or other[:d] != shape[:d] or other[d + 1:] != shape[d + 1:]:
+            raise ValueError(f"cat: tensors[{i}] has shape {other}, expected {shape} except in "
+                             f"dim {d}")
     return Cat.apply(*tensors, dim=d)
 
 
 @op(method=False)
 def stack(tensors, dim=0):
     tensors = list(tensors)
-    if not tensors:
-        raise ValueError("stack: expected a non-empty list of tensors")
+    shape = tensors[0]._data.shape if tensors else None
     for i, t_ in enumerate(tensors):
-        if tuple(t_.shape) != tuple(tensors[0].shape):
-            raise ValueError(f"stack: tensors[{i}] has shape {tuple(t_.shape)}, expected "
-                             f"{tuple(tensors[0].shape)} (all equal)")
-    d = normalize_dim(dim, tensors[0].ndim + 1)
-    from ._helpers import promote_types
-    dtype = tensors[0].dtype
-    for t_ in tensors[1:]:
-        dtype = promote_types(dtype, t_.dtype)
-    return Stack.apply(*[t_ if t_.dtype == dtype else t_.to(dtype) for t_ in tensors], dim=d)
+        if t_._data.shape != shape:
+            raise ValueError(f"stack: tensors[{i}] has shape {t_._data.shape}, expected {shape} "
+                             "(all equal)")
+    tensors = _promoted(tensors, "stack")
+    return Stack.apply(*tensors, dim=normalize_dim(dim, len(shape) + 1))
 
 
 class Stack(Function):
