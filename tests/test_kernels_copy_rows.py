@@ -187,7 +187,8 @@ def test_copy_strided_kernel_matches_numpy(dtype, isa, threads):
                np.broadcast_to(base[:, :1], base.shape),
                np.broadcast_to(base[..., :1], base.shape),  # an expanded gradient: rows filled
                np.broadcast_to(base[:1, :, :1], base.shape), base[3, :, 5], base[0, 0, 0],
-               base[:, :0].transpose(1, 0, 2), base.T[::3]]
+               base[:, :0].transpose(1, 0, 2), base.T[::3],
+               base[:23, :37, ::-1].transpose(1, 0, 2)]  # a thread's first row mid-dim
     for src in sources:
         dst = np.empty(src.shape, dtype)
         with c_threads(threads, isa):
