@@ -276,6 +276,39 @@ def test_leaves_given_one_gradient_get_their_own_copies_under_capture_too():
 
 
 @needs_c
+@pytest.mark.parametrize("reset", ["none", "zeros in place"])
+def test_gradients_accumulated_into_grad_over_captured_steps_as_eager(reset):
+    """A step that keeps adding into .grad (a second backward adds in place, as PyTorch's
+    AccumulateGrad): replays leave .grad and the parameters as eager mode, bit for bit."""
+    def make():
+        minitorch.manual_seed(0)
+        model = nn.Sequential(nn.Linear(64, 64), nn.GELU(), nn.Linear(64, 8))
+        optimizer = minitorch.optim.SGD(model.parameters(), lr=1e-2)
+
+        def step(x):
+            if reset == "zeros in place":
+                optimizer.zero_grad(set_to_none=False)
+            loss = model(x).square().mean()
+            loss.backward()
+            model(x * 0.5).square().mean().backward()  # a second micro-batch: added in place
+            optimizer.step()
+            return loss
+        return step, list(model.parameters())
+    rng = np.random.default_rng(5)
+    batches = [minitorch.tensor(rng.standard_normal((32, 64)).astype(np.float32))
+               for _ in range(6)]
+    eager_step, eager_params = make()
+    eager = [eager_step(x).item() for x in batches]
+    step, params = make()
+    captured = minitorch.capture(step)
+    assert [captured(x).item() for x in batches] == eager
+    for p, q in zip(params, eager_params):
+        np.testing.assert_array_equal(p.detach().numpy(), q.detach().numpy())
+        np.testing.assert_array_equal(p.grad.numpy(), q.grad.numpy())
+    assert captured.tape is not None
+
+
+@needs_c
 def test_a_replay_checks_embedding_ids_as_eager_mode_does():
     embed = nn.Embedding(10, 4)
     captured = minitorch.capture(lambda ids: embed(ids))

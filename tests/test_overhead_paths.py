@@ -20,6 +20,12 @@ import minitorch as mt
 from minitorch.autograd import Function, grad
 from minitorch.tensor import Tensor
 
+try:  # the reference where installed; every minitorch check runs without it
+    import torch
+except ImportError:
+    torch = None
+needs_torch = pytest.mark.skipif(torch is None, reason="PyTorch not installed: no reference")
+
 
 def _leaf(*shape, dtype=mt.float64, seed=0):
     rng = np.random.default_rng(seed)
@@ -129,13 +135,73 @@ def test_a_gradient_that_is_a_user_tensor_is_copied():
     assert x.grad is not y and not _shares(x.grad, y)
 
 
-def test_grad_accumulates_over_backward_calls_into_its_own_memory():
+def test_a_second_backward_adds_into_grad_in_place_as_pytorch():
+    """Without create_graph, PyTorch's AccumulateGrad does ``.grad += new``: a reference kept
+    from the first backward sees the sum, and the in-place change moves its version on."""
     x = _leaf(3)
     (x * 2.0).sum().backward()
+    first, version = x.grad, x.grad._version[0]
+    (x * 3.0).sum().backward()
+    assert x.grad is first and first._version[0] == version + 1
+    np.testing.assert_array_equal(first.numpy(), [5.0, 5.0, 5.0])
+
+
+def test_with_create_graph_a_second_backward_makes_a_new_grad():
+    x = _leaf(3)
+    (x * 2.0).sum().backward(create_graph=True)
     first = x.grad
+    (x * 3.0).sum().backward(create_graph=True)
+    assert x.grad is not first
+    np.testing.assert_array_equal(first.detach().numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(x.grad.detach().numpy(), [5.0, 5.0, 5.0])
+
+
+def test_a_graph_that_saved_grad_sees_the_in_place_sum():
+    x, w = _leaf(2), _leaf(2, seed=1)
+    (x * 2.0).sum().backward()
+    saved_grad = (w * x.grad).sum()  # w's gradient reads x.grad
+    (x * 3.0).sum().backward()
+    with pytest.raises(RuntimeError, match="modified by an in-place operation"):
+        saved_grad.backward()
+
+
+def test_grad_accumulates_out_of_place_where_it_cannot_in_place():
+    """A read-only .grad, or one of another dtype: a new tensor, the old one unchanged."""
+    x = _leaf(3)
+    frozen = np.full(3, 2.0)
+    frozen.flags.writeable = False
+    x.grad = mt.from_numpy(frozen)
     (x * 3.0).sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [5.0, 5.0, 5.0])
-    np.testing.assert_array_equal(first.numpy(), [2.0, 2.0, 2.0])
+    np.testing.assert_array_equal(frozen, [2.0, 2.0, 2.0])
+    single = x.grad = mt.ones(3, dtype=mt.float32)
+    (x * 3.0).sum().backward()
+    assert x.grad is not single and x.grad.dtype == mt.float64
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 4.0, 4.0])
+    np.testing.assert_array_equal(single.numpy(), [1.0, 1.0, 1.0])
+
+
+def test_a_gradient_that_is_grad_itself_is_doubled():
+    x = _leaf(3)
+    (x * 2.0).sum().backward()
+    x.register_hook(lambda g: x.grad)  # the incoming gradient is .grad's own memory
+    (x * 3.0).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [4.0, 4.0, 4.0])
+
+
+@needs_torch
+@pytest.mark.parametrize("create_graph", [False, True])
+def test_grad_accumulation_matches_pytorch(create_graph):
+    results = []
+    for lib in (mt, torch):
+        x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        (x * x).sum().backward(create_graph=create_graph)
+        first = x.grad
+        (x * 3.0).sum().backward(create_graph=create_graph)
+        results.append((first.detach().numpy().copy(), x.grad.detach().numpy().copy(),
+                        first is x.grad))
+    for got, want in zip(*results):
+        np.testing.assert_array_equal(got, want)
 
 
 # ----------------------------------------------------------------------------- graph memory

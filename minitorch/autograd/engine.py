@@ -261,6 +261,22 @@ def _summed(grads, index, grad):
     return total + grad
 
 
+def _added_in_place(total, grad):
+    """Whether ``grad`` could be, and was, added into ``total``'s memory: one array type, float
+    dtype and shape, ``total`` writable (else the caller adds out of place, promoting or
+    broadcasting as ``+`` does). An in-place change: ``total``'s version moves on."""
+    data, other = total._data, grad._data
+    if (type(data) is not type(other) or other.dtype != data.dtype or other.shape != data.shape
+            or data.dtype.kind != "f" or not is_writeable(data)):
+        return False
+    if array_module(data).may_share_memory(data, other):
+        other = other.copy()
+    from ..ops.elementwise import _arith  # (ops import autograd: imported when first used)
+    _arith("add", np.add, data, other, out=data)
+    total._version[0] += 1
+    return True
+
+
 def _run_hooks(hooks, grad):
     """Pass ``grad`` through each hook; a hook that returns a tensor replaces the gradient,
     which must then be a Tensor of the same shape and dtype (as PyTorch: nothing downstream
@@ -331,9 +347,13 @@ def _call_backward(node, grads):
 
 def _accumulate_into_grad(tensor, grad, owned, create_graph):
     """Add ``grad`` to ``tensor.grad`` (called with grad mode set to ``create_graph``);
-    ``owned``: no one else holds ``grad``, which can then be ``.grad`` itself."""
-    if tensor.grad is not None:
-        tensor.grad = tensor.grad + grad
+    ``owned``: no one else holds ``grad``, which can then be ``.grad`` itself. Without
+    ``create_graph`` the sum goes into ``.grad``'s own memory, as PyTorch's AccumulateGrad
+    does (``+=``): a reference to ``.grad`` kept from an earlier backward sees it too."""
+    total = tensor.grad
+    if total is not None:
+        if create_graph or not _added_in_place(total, grad):
+            tensor.grad = total + grad
     elif create_graph or owned:
         tensor.grad = grad
     else:
