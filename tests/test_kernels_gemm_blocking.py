@@ -15,6 +15,8 @@ each thread its own column slice. Here:
   order whichever thread computes it;
 - batches (a broadcast, stride-0 operand; shared by the team or given to whole threads; the
   small-product path) equal one-thread products bit for bit too;
+- a product of few rows by a transposed, wide B, computed as its transpose, equals the blocked
+  product bit for bit, its bias and ReLU too;
 at every tuned ISA level this CPU runs, float32 and float64.
 """
 import numpy as np
@@ -122,3 +124,31 @@ def test_batches_equal_one_thread_bit_for_bit(dtype, isa):
     np.testing.assert_allclose(results[0][0], w.astype(np.float64) @ x,
                                **(dict(rtol=1e-4, atol=3e-3) if dtype == np.float32
                                   else dict(rtol=1e-10, atol=1e-10)))
+
+
+@needs_c
+@pytest.mark.parametrize("isa", TUNED_ISAS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_few_rows_by_transposed_weights_equal_the_blocked_product_bit_for_bit(dtype, isa):
+    # x @ w.T of at most 32 rows by a wide w (a decoding step's Linear): computed as its
+    # transpose (w read in place) where the plan reads A's row tiles in place. A batch of two
+    # (no fold into one tall product) takes the blocked path: the same values, bit for bit.
+    rng = np.random.default_rng(14)
+    for m, n, k in [(1, 100, 128), (8, 1000, 128), (17, 512, 700), (32, 1030, 64),
+                    (32, 128, 512)]:
+        x = rng.standard_normal((m, k)).astype(dtype)
+        w = rng.standard_normal((n, k)).astype(dtype)
+        bias = rng.standard_normal(n).astype(dtype)
+        for threads in (1, 2):
+            with c_threads(threads, isa):
+                one = C.matmul(x, w.T)
+                batched = C.matmul(np.stack([x, x]), np.stack([w, w]).swapaxes(-1, -2))
+                with_bias = C.matmul_bias(x, w.T, bias)
+                with_relu = C.matmul_bias(x, w.T, bias, relu=True)
+            np.testing.assert_array_equal(one, batched[0])
+            np.testing.assert_array_equal(one, batched[1])
+            np.testing.assert_array_equal(with_bias, one + bias)
+            np.testing.assert_array_equal(with_relu, np.where(one + bias < 0, 0, one + bias))
+        np.testing.assert_allclose(one, x.astype(np.float64) @ w.T.astype(np.float64),
+                                   **(dict(rtol=1e-4, atol=1e-4 * k ** 0.5)
+                                      if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)))

@@ -17,7 +17,8 @@
  * Tiles at the M/N edges are computed into a small temporary tile and copied out, so the
  * micro-kernel never touches memory outside C.
  * Products small enough for L1 (e.g. 32x32x32 attention heads) skip the blocking and most of
- * the packing: gemm_small runs the strided micro-kernel on the operands where they lie.
+ * the packing: gemm_small runs the strided micro-kernel on the operands where they lie. A few
+ * rows times a transposed, wide B (a decoding step's x Wᵀ) run as their transpose, W in place.
  * This file is its own body, compiled once per element type (each_dtype.h).
  */
 #ifndef T
@@ -632,14 +633,65 @@ static int F(gemm_run_tiles)(int isa, int trans_a, int trans_b, int64_t m, int64
     return failed ? MT_ERR_NOMEM : 0;
 }
 
-/* gemm_run_tiles, then the memory asked for ahead forgotten (ask_ahead.c). */
+/* Whether C = op(A) Bᵀ (+ bias) of few rows (a Linear layer's y = x Wᵀ in a decoding step, M
+ * the batch) is cheaper as its transpose: packing a transposed B turns all N x K weights on
+ * their side for M rows of use, while Cᵀ = W op(A)ᵀ reads W where it lies (a plan whose row
+ * tiles are read in place) and packs only op(A)'s M x K values, then C's M x N are copied out.
+ * Only for alpha 1 and beta 0, where the two give the same values: each element is the same
+ * FMAs in the same order, then the bias and the ReLU as the tile would add them. */
+static int F(few_rows_by_transposed)(int isa, int trans_b, int64_t m, int64_t n, int64_t k,
+                                     T alpha, int64_t batch, T beta, const T *a_sums) {
+    if (!trans_b || batch != 1 || alpha != (T)1 || beta != (T)0 || a_sums) return 0;
+    PLAN plan;
+    F(mt_gemm_plan_for)(isa, &plan);
+    const int64_t l1_elems = 32 * 1024 / (int64_t)sizeof(T);
+    const int small = k <= plan.kc && m * k + k * n <= l1_elems; /* gemm_small's, unpacked */
+    return plan.a_rows_in_place && !small && m <= plan.nr && 2 * (m * k + m * n) < n * k;
+}
+
+static int F(gemm_run_tiles_transposed)(int isa, int trans_a, int64_t m, int64_t n,
+                                        int64_t k, const T *a, int64_t lda, const T *b,
+                                        int64_t ldb, T *c, int64_t ldc, const T *bias,
+                                        int relu) {
+    T *ct = (T *)mt_scratch_alloc(n * m * (int64_t)sizeof(T)); /* Cᵀ, n x m */
+    if (!ct) return MT_ERR_NOMEM;
+    /* Cᵀ = B op(A)ᵀ: A' = B (n x k, row-major); op(B') = op(A)ᵀ is A stored m x k read
+     * transposed, or A stored k x m (trans_a) read as it lies. */
+    int status = F(gemm_run_tiles)(isa, 0, !trans_a, n, m, k, (T)1, b, ldb, 0, a, lda, 0,
+                                   (T)0, ct, m, 0, 1, NULL, 0, NULL);
+    if (status == 0) {
+        for (int64_t j0 = 0; j0 < n; j0 += 16) { /* 16 x m blocks: rows of Cᵀ stay in L1 */
+            const int64_t j1 = j0 + 16 < n ? j0 + 16 : n;
+            for (int64_t i = 0; i < m; ++i) {
+                T *row = c + i * ldc;
+                for (int64_t j = j0; j < j1; ++j) {
+                    T v = ct[j * m + i];
+                    if (bias) { /* (the tile's order: the sum, then z < 0 ? 0 : z) */
+                        v = v + bias[j];
+                        if (relu && v < 0) v = 0;
+                    }
+                    row[j] = v;
+                }
+            }
+        }
+    }
+    free(ct);
+    return status;
+}
+
+/* gemm_run_tiles (or, for few rows by a transposed B, its transpose), then the memory asked
+ * for ahead forgotten (ask_ahead.c). */
 static int F(gemm_run)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, int64_t k,
                        T alpha, const T *a, int64_t lda, int64_t stride_a, const T *b,
                        int64_t ldb, int64_t stride_b, T beta, T *c, int64_t ldc,
                        int64_t stride_c, int64_t batch, const T *bias, int relu, T *a_sums) {
-    const int status = F(gemm_run_tiles)(isa, trans_a, trans_b, m, n, k, alpha, a, lda,
-                                         stride_a, b, ldb, stride_b, beta, c, ldc, stride_c,
-                                         batch, bias, relu, a_sums);
+    const int status =
+        F(few_rows_by_transposed)(isa, trans_b, m, n, k, alpha, batch, beta, a_sums)
+            ? F(gemm_run_tiles_transposed)(isa, trans_a, m, n, k, a, lda, b, ldb, c, ldc, bias,
+                                           relu)
+            : F(gemm_run_tiles)(isa, trans_a, trans_b, m, n, k, alpha, a, lda, stride_a, b,
+                                ldb, stride_b, beta, c, ldc, stride_c, batch, bias, relu,
+                                a_sums);
     mt_ahead_forget();
     return status;
 }
