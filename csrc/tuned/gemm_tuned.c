@@ -642,11 +642,10 @@ static int F(gemm_run_tiles)(int isa, int trans_a, int trans_b, int64_t m, int64
 static int F(few_rows_by_transposed)(int isa, int trans_b, int64_t m, int64_t n, int64_t k,
                                      T alpha, int64_t batch, T beta, const T *a_sums) {
     if (!trans_b || batch != 1 || alpha != (T)1 || beta != (T)0 || a_sums) return 0;
-    PLAN plan;
-    F(mt_gemm_plan_for)(isa, &plan);
-    const int64_t l1_elems = 32 * 1024 / (int64_t)sizeof(T);
-    const int small = k <= plan.kc && m * k + k * n <= l1_elems; /* gemm_small's, unpacked */
-    return plan.a_rows_in_place && !small && m <= plan.nr && 2 * (m * k + m * n) < n * k;
+    PROBLEM pr; /* (gemm_small packs nothing: it keeps those) */
+    F(problem_init)(&pr, isa, 0, 1, m, n, k, alpha, k, k, beta, n, 1);
+    return pr.plan.a_rows_in_place && !F(is_small)(&pr) && m <= pr.plan.nr &&
+           2 * (m * k + m * n) < n * k;
 }
 
 static int F(gemm_run_tiles_transposed)(int isa, int trans_a, int64_t m, int64_t n,
