@@ -22,6 +22,7 @@
  * This file is its own body, compiled once per element type (each_dtype.h).
  */
 #ifndef T
+#include <string.h>
 #include "gemm_microkernels.h"
 #define MT_BODY "tuned/gemm_tuned.c"
 #include "each_dtype.h"
@@ -659,17 +660,27 @@ static int F(gemm_run_tiles_transposed)(int isa, int trans_a, int64_t m, int64_t
     int status = F(gemm_run_tiles)(isa, 0, !trans_a, n, m, k, (T)1, b, ldb, 0, a, lda, 0,
                                    (T)0, ct, m, 0, 1, NULL, 0, NULL);
     if (status == 0) {
-        for (int64_t j0 = 0; j0 < n; j0 += 16) { /* 16 x m blocks: rows of Cᵀ stay in L1 */
-            const int64_t j1 = j0 + 16 < n ? j0 + 16 : n;
+        /* C's columns j0 .. j0+NR: their Cᵀ rows turned on their side by the plan's packing of
+         * a transposed B (vector transposes), then copied out a row at a time with the bias */
+        PROBLEM pr;
+        F(problem_init)(&pr, isa, 0, 1, m, n, k, (T)1, k, k, (T)0, n, 1);
+        const int nr = pr.plan.nr;
+        T block[MT_GEMM_MAX_NR * MT_GEMM_MAX_NR] __attribute__((aligned(64))); /* m x nr */
+        for (int64_t j0 = 0; j0 < n; j0 += nr) {
+            const int64_t cols = n - j0 < nr ? n - j0 : nr;
+            pr.plan.pack_b_transposed(m, ct + j0 * m, m, block, (int)cols);
             for (int64_t i = 0; i < m; ++i) {
-                T *row = c + i * ldc;
-                for (int64_t j = j0; j < j1; ++j) {
-                    T v = ct[j * m + i];
-                    if (bias) { /* (the tile's order: the sum, then z < 0 ? 0 : z) */
-                        v = v + bias[j];
-                        if (relu && v < 0) v = 0;
-                    }
-                    row[j] = v;
+                const T *from = block + i * nr;
+                T *row = c + i * ldc + j0;
+                if (!bias) {
+                    memcpy(row, from, (size_t)cols * sizeof(T));
+                    continue;
+                }
+                const T *bj = bias + j0;
+#pragma omp simd
+                for (int64_t j = 0; j < cols; ++j) {
+                    const T v = from[j] + bj[j]; /* (the tile's order: the sum, then ReLU) */
+                    row[j] = relu && v < 0 ? (T)0 : v;
                 }
             }
         }
