@@ -662,13 +662,13 @@ static int F(gemm_run_tiles_transposed)(int isa, int trans_a, int64_t m, int64_t
     if (status == 0) {
         /* C's columns j0 .. j0+NR: their Cᵀ rows turned on their side by the plan's packing of
          * a transposed B (vector transposes), then copied out a row at a time with the bias */
-        PROBLEM pr;
-        F(problem_init)(&pr, isa, 0, 1, m, n, k, (T)1, k, k, (T)0, n, 1);
-        const int nr = pr.plan.nr;
+        PLAN plan;
+        F(mt_gemm_plan_for)(isa, &plan);
+        const int nr = plan.nr;
         T block[MT_GEMM_MAX_NR * MT_GEMM_MAX_NR] __attribute__((aligned(64))); /* m x nr */
         for (int64_t j0 = 0; j0 < n; j0 += nr) {
             const int64_t cols = n - j0 < nr ? n - j0 : nr;
-            pr.plan.pack_b_transposed(m, ct + j0 * m, m, block, (int)cols);
+            plan.pack_b_transposed(m, ct + j0 * m, m, block, (int)cols);
             for (int64_t i = 0; i < m; ++i) {
                 const T *from = block + i * nr;
                 T *row = c + i * ldc + j0;
