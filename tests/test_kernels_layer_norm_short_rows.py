@@ -1,12 +1,14 @@
 """Layer-norm rows of up to 512 bytes (a small Transformer's d_model: 128 float32, 64 float64),
-and of up to 1024 bytes in arrays of up to 4 MiB, whose forward the tuned levels take LN_GROUP = 4
-rows at a time (csrc/tuned/layer_norm_tuned.c, layer_norm_short_rows), against the plain
-reference level, forward and backward: widths on each side of the vector lengths and of the
-512- and 1024-byte limits; row counts that leave a partial group and that cross the backward's
-flush of its column sums every 64 rows; with and without weight and bias; 1 and 2 threads, every
-tuned level; 1024-byte rows on each side of the 4 MiB limit. Then what the grouping must not
-change: a row's outputs do not depend on the rows beside it, the two-pass statistics keep their
-precision where E[x^2] - E[x]^2 would lose it all, and rows with NaN or inf come out as the
+and of up to 1024 bytes in arrays of up to 4 MiB, which the tuned levels take one row per vector
+lane (8 float32 or 4 float64 rows in lockstep: csrc/tuned/layer_norm_tuned.c,
+layer_norm_lockstep and backward_short_rows), against the plain reference level, forward and
+backward: widths on each side of the vector lengths and of the 512- and 1024-byte limits (the
+two widths with copies of their own); row counts that leave a partial group and that cross the
+backward's flush of its column sums every 64 rows; with and without weight and bias; 1 and 2
+threads, every tuned level; 1024-byte rows on each side of the 4 MiB limit. Then what the
+lockstep must not change: a row's outputs do not depend on the rows beside it, the statistics
+keep their precision where E[x^2] - E[x]^2 would lose it all (also for rows whose first elements,
+the shift's sample, sit apart from the rest), and rows with NaN or inf come out as the
 reference's.
 """
 import numpy as np
@@ -45,7 +47,7 @@ def forward_and_backward(x, w, b, dy):
 def test_short_rows_match_the_reference_level(affine, dtype, threads, isa):
     rng = np.random.default_rng(len(affine) + threads)
     for cols in widths(dtype):
-        for rows in (1, 3, 4, 9, 4 * 33 + 2):  # partial groups; past two flushes of 64 rows
+        for rows in (1, 3, 4, 8, 9, 17, 8 * 16 + 6):  # partial groups; past two flushes of 64
             x = (rng.standard_normal((rows, cols)) * 3 + 0.5).astype(dtype)
             dy = rng.standard_normal((rows, cols)).astype(dtype)
             w = rng.standard_normal(cols).astype(dtype) if affine != "none" else None
@@ -92,16 +94,20 @@ def test_a_row_does_not_depend_on_its_neighbours(dtype, isa):
 @needs_c
 @pytest.mark.parametrize("isa", TUNED_ISAS)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
-@pytest.mark.parametrize("first", ["typical", "outlier"])
+@pytest.mark.parametrize("first", ["typical", "outlier", "apart"])
 def test_short_row_statistics_do_not_cancel(first, dtype, isa):
-    """Data at 1000 with a spread of 1e-2: the shift is each row's own mean, so the variance
-    is summed around it and keeps full precision (one pass of E[x^2] - E[x]^2 in float32 gives
-    an rstd off by orders of magnitude). The outlier rows start 11 deviations away."""
+    """Data at 1000 with a spread of 1e-2: the variance is summed around a shift near each
+    row's mean and keeps full precision (one pass of E[x^2] - E[x]^2 in float32 gives an rstd off
+    by orders of magnitude). The outlier rows start 11 deviations away; in the rows "apart", the
+    first 32 elements (the sample the shift is taken from) sit 1 away from the rest, so the
+    shift must be taken again from the whole row."""
     rng = np.random.default_rng(11)
     cols = GROUPED_ROW_BYTES // np.dtype(dtype).itemsize
     x64 = 1000.0 + 1e-2 * rng.standard_normal((13, cols))
     if first == "outlier":
         x64[:, :4] = 1000.0 + 0.11
+    if first == "apart":
+        x64[::2, :32] += 1.0
     x = x64.astype(dtype)
     with c_threads(1, isa):
         y, mean, rstd = C.layer_norm_forward(x, None, None, eps=0.0)

@@ -5,8 +5,9 @@
  * pass of vector sums around a shift point (layer_norm_row says why that does not cancel),
  * the next row is prefetched while one is normalized, and the backward's dx pass adds each
  * row into the column sums of dweight and dbias as it goes (no pass of its own). Short
- * rows (a small Transformer's d_model) are normalized four at a time, step by step
- * (layer_norm_short_rows), so that the latencies of their sums overlap.
+ * rows (a small Transformer's d_model) go one per vector lane, a lane's worth of rows taking
+ * each step together (layer_norm_lockstep, backward_short_rows), so that the latencies of
+ * their sums overlap and one transpose adds up all their lanes.
  * Compiled once per ISA level and element type (each_isa.h); this file is its own body.
  *   y = (x - mean) * rstd * w + b,           rstd = 1 / sqrt(var + eps)
  *   xhat = (x - mean) * rstd,  g = dy * w
@@ -243,63 +244,153 @@ static void V(layer_norm_row)(const T *x, const T *w, const T *b, T *y,
         }
 }
 
-/* Rows up to this long (a small Transformer's d_model of 128 float32) take the grouped path
+/* Rows up to this long (a small Transformer's d_model of 128 float32) take the lockstep path
  * below, whose passes cost less than the latency of one row's chain of sums. */
 #define LN_SHORT_ROW_BYTES 512
 /* Rows up to twice that (d_model 256 float32, 128 float64) too, in arrays up to this size: from
  * memory the row path, which asks for a whole row ahead into L2, is the faster. */
 #define LN_SHORT_ROW_ARRAY_BYTES ((int64_t)4 << 20)
-/* Rows worked on in lockstep there: each pass runs over all of them before the next pass */
-#define LN_GROUP 4
 
-/* mean, rstd and y of the `group` rows at x (a constant after inlining: the loops over the
- * group then unroll and their arrays stay in registers), each no longer than
- * 2 * LN_SHORT_ROW_BYTES. A short row's work is one chain: sum, centered sums, square root, y; one
- * row at a time its latency is exposed (1024 x 128 float32 ran at a quarter of the copy
- * speed), so the group's rows take each step together and their chains overlap. The shift is
- * the row's own mean, from a first pass over the row (cheap from L1): the two-pass algorithm,
- * which leaves nothing to cancel. A row's arithmetic is the same wherever it falls. */
-MT_INLINE static void V(layer_norm_group)(const T *x, const T *w, const T *b, T *y, T *mean,
-                                          T *rstd, int64_t group, int64_t n, double eps) {
-    const double inv_n = 1.0 / (double)n;
-    T shift[LN_GROUP], m_lo[LN_GROUP], rs[LN_GROUP];
-    double sum_e[LN_GROUP], sum_e2[LN_GROUP];
-    for (int64_t g = 0; g < group; ++g) shift[g] = (T)(V(row_sum)(x + g * n, n) * inv_n);
-    for (int64_t g = 0; g < group; ++g)
-        V(centered_sums)(x + g * n, n, shift[g], &sum_e[g], &sum_e2[g]);
-    for (int64_t g = 0; g < group; ++g) {
-        const double mean_e = sum_e[g] * inv_n;
-        double var = sum_e2[g] * inv_n - mean_e * mean_e;
-        if (var < 0) var = 0;
-        const double rstd_g = 1.0 / sqrt(var + eps);
-        mean[g] = (T)((double)shift[g] + mean_e);
-        rstd[g] = (T)rstd_g;
-        m_lo[g] = (T)mean_e;
-        rs[g] = (T)rstd_g;
+/* out[r] = the sum of v[r]'s lanes, for LN_LANES vectors at once: a transpose folded into the
+ * adds (hadd, then one swap of halves), a few instructions a row where each row's own sum of
+ * lanes was a chain of them. Every lane goes through the same tree of adds, so a row's sum does
+ * not depend on its place among the others. */
+MT_INLINE static void V(lane_sums)(const V(vec) *v, T *out) {
+#if defined(MT_X86) && defined(__AVX__)
+    if (sizeof(T) == 4) {
+        __m256 r[8], h[4];
+        for (int64_t i = 0; i < LN_LANES && i < 8; ++i) __builtin_memcpy(&r[i], &v[i], 32);
+        for (int i = 0; i < 4; ++i) h[i] = _mm256_hadd_ps(r[2 * i], r[2 * i + 1]);
+        const __m256 lo = _mm256_hadd_ps(h[0], h[1]), hi = _mm256_hadd_ps(h[2], h[3]);
+        const __m256 s = _mm256_add_ps(_mm256_permute2f128_ps(lo, hi, 0x20),
+                                       _mm256_permute2f128_ps(lo, hi, 0x31));
+        __builtin_memcpy(out, &s, 32);
+    } else {
+        __m256d r[4];
+        for (int64_t i = 0; i < LN_LANES && i < 4; ++i) __builtin_memcpy(&r[i], &v[i], 32);
+        const __m256d lo = _mm256_hadd_pd(r[0], r[1]), hi = _mm256_hadd_pd(r[2], r[3]);
+        const __m256d s = _mm256_add_pd(_mm256_permute2f128_pd(lo, hi, 0x20),
+                                        _mm256_permute2f128_pd(lo, hi, 0x31));
+        __builtin_memcpy(out, &s, 32);
     }
-    for (int64_t g = 0; g < group; ++g)
-        V(normalize)(x + g * n, w, b, y + g * n, n, shift[g], m_lo[g], rs[g]);
+#else
+    for (int64_t r = 0; r < LN_LANES; ++r) out[r] = (T)V(lanes_total)(&v[r]);
+#endif
 }
 
-/* layer_norm_group over rows [r0, r1), LN_GROUP at a time */
+/* Sum of x[j] - c (c = 0: of x[j]) and, where sumsq, of (x[j] - c)^2, into a vector each: a
+ * short row's sums before their lanes are added (lane_sums). The tail past the last full
+ * vector goes into lane 0. */
+MT_INLINE static void V(short_row_sums)(const T *x, int64_t n, T c, V(vec) *sum,
+                                        V(vec) *sumsq) {
+    V(vec) a1[2] = {{0}}, a2[2] = {{0}}, d;
+    int64_t j = 0;
+    for (; j + 2 * LN_LANES <= n; j += 2 * LN_LANES)
+        for (int u = 0; u < 2; ++u) {
+            MT_VLOAD(d, x + j + u * LN_LANES);
+            d -= c;
+            a1[u] += d;
+            a2[u] += d * d;
+        }
+    for (; j + LN_LANES <= n; j += LN_LANES) {
+        MT_VLOAD(d, x + j);
+        d -= c;
+        a1[0] += d;
+        a2[0] += d * d;
+    }
+    T t1 = 0, t2 = 0;
+    for (; j < n; ++j) {
+        const T e = x[j] - c;
+        t1 += e;
+        t2 += e * e;
+    }
+    a1[0] += a1[1];
+    a1[0][0] += t1;
+    *sum = a1[0];
+    if (sumsq) {
+        a2[0] += a2[1];
+        a2[0][0] += t2;
+        *sumsq = a2[0];
+    }
+}
+
+/* mean, rstd and y of LN_LANES rows of n (each no longer than 2 * LN_SHORT_ROW_BYTES), rows r0
+ * to r1 - 1 of x (fewer than LN_LANES at the end: the last row stands in for the missing ones,
+ * and only the real rows are written). A short row's work is one chain: sums, square root, y;
+ * one row at a time its latency is exposed (1024 x 128 float32 ran at a quarter of the copy
+ * speed), so the rows take each step in lockstep, one per lane: their sums end as one vector
+ * (lane_sums), and one square root and one division serve them all. The sums are taken around
+ * a shift, the mean of the first LN_SHIFT_SAMPLE elements (a fraction f >= 1/8 of a short row):
+ * however the sample sits, the squares' mean is at most 1/f times the variance, so the
+ * subtraction loses at most 3 bits (a full pass for the row's own mean cost a fifth of the
+ * time). A row's arithmetic is the same wherever it falls. */
+MT_INLINE static void V(layer_norm_lockstep)(const T *x, const T *w, const T *b, T *y,
+                                             T *mean, T *rstd, int64_t r0, int64_t r1,
+                                             int64_t n, double eps) {
+    const int64_t sample = n < LN_SHIFT_SAMPLE ? n : LN_SHIFT_SAMPLE;
+    const T inv_n = (T)(1.0 / (double)n), inv_sample = (T)(1.0 / (double)sample);
+    const T *row[LN_LANES];
+    V(vec) s1[LN_LANES], s2[LN_LANES];
+    T shift[LN_LANES], mean_e[LN_LANES], mean_e2[LN_LANES], rs[LN_LANES];
+    for (int64_t l = 0; l < LN_LANES; ++l) row[l] = x + (r0 + l < r1 ? r0 + l : r1 - 1) * n;
+    for (int64_t l = 0; l < LN_LANES; ++l) V(short_row_sums)(row[l], sample, 0, &s1[l], NULL);
+    V(lane_sums)(s1, shift);
+    for (int64_t l = 0; l < LN_LANES; ++l) shift[l] *= inv_sample;
+    for (int64_t l = 0; l < LN_LANES; ++l)
+        V(short_row_sums)(row[l], n, shift[l], &s1[l], &s2[l]);
+    V(lane_sums)(s1, mean_e);
+    V(lane_sums)(s2, mean_e2);
+#pragma omp simd
+    for (int64_t l = 0; l < LN_LANES; ++l) {
+        mean_e[l] *= inv_n;
+        T var = mean_e2[l] * inv_n - mean_e[l] * mean_e[l];
+        var = var < 0 ? 0 : var; /* (NaN stays NaN) */
+        const T v = var + (T)eps;
+        rs[l] = (T)1 / (sizeof(T) == 4 ? (T)sqrtf((float)v) : (T)sqrt(v));
+    }
+    for (int64_t l = 0; l < r1 - r0 && l < LN_LANES; ++l) {
+        mean[r0 + l] = shift[l] + mean_e[l];
+        rstd[r0 + l] = rs[l];
+        V(normalize)(row[l], w, b, y + (r0 + l) * n, n, shift[l], mean_e[l], rs[l]);
+    }
+}
+
+/* layer_norm_lockstep over rows [r0, r1), LN_LANES at a time */
+MT_INLINE static void V(short_rows_of)(const T *x, const T *w, const T *b, T *y, T *mean,
+                                       T *rstd, int64_t r0, int64_t r1, int64_t n, double eps) {
+    for (int64_t r = r0; r < r1; r += LN_LANES) {
+        for (int64_t j = 0; j < LN_LANES * n && r + LN_LANES < r1; j += 64 / (int64_t)sizeof(T))
+            __builtin_prefetch(x + (r + LN_LANES) * n + j); /* the next group's rows */
+        V(layer_norm_lockstep)(x, w, b, y, mean, rstd, r, r1 - r < LN_LANES ? r1 : r + LN_LANES,
+                               n, eps);
+    }
+}
+
+/* short_rows_of, with its own copy for rows of exactly the two limits (d_model 128 or 256 in
+ * float32, 64 or 128 in float64), where the row length is a constant and the passes unroll:
+ * about a quarter less time a row than with the length known only at run time. */
 static void V(layer_norm_short_rows)(const T *x, const T *w, const T *b, T *y, T *mean,
                                      T *rstd, int64_t r0, int64_t r1, int64_t n, double eps) {
-    int64_t r = r0;
-    for (; r + LN_GROUP <= r1; r += LN_GROUP) {
-        for (int64_t j = 0; j < LN_GROUP * n && r + LN_GROUP < r1; j += 64 / (int64_t)sizeof(T))
-            __builtin_prefetch(x + (r + LN_GROUP) * n + j); /* the next group's rows */
-        V(layer_norm_group)(x + r * n, w, b, y + r * n, mean + r, rstd + r, LN_GROUP, n, eps);
-    }
-    for (; r < r1; ++r)
-        V(layer_norm_group)(x + r * n, w, b, y + r * n, mean + r, rstd + r, 1, n, eps);
+    if (n * (int64_t)sizeof(T) == LN_SHORT_ROW_BYTES)
+        V(short_rows_of)(x, w, b, y, mean, rstd, r0, r1, LN_SHORT_ROW_BYTES / sizeof(T), eps);
+    else if (n * (int64_t)sizeof(T) == 2 * LN_SHORT_ROW_BYTES)
+        V(short_rows_of)(x, w, b, y, mean, rstd, r0, r1, 2 * LN_SHORT_ROW_BYTES / sizeof(T),
+                         eps);
+    else
+        V(short_rows_of)(x, w, b, y, mean, rstd, r0, r1, n, eps);
+}
+
+/* Whether rows x cols take the short-row paths (layer_norm_short_rows, backward_short_rows) */
+static int V(is_short)(int64_t rows, int64_t cols) {
+    const int64_t row_bytes = cols * (int64_t)sizeof(T);
+    return row_bytes <= LN_SHORT_ROW_BYTES ||
+           (row_bytes <= 2 * LN_SHORT_ROW_BYTES && rows * row_bytes <= LN_SHORT_ROW_ARRAY_BYTES);
 }
 
 int V(tuned_layer_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean,
                                 T *rstd, int64_t rows, int64_t cols, double eps) {
     int nt = mt_threads_for(rows * cols);
-    const int64_t row_bytes = cols * (int64_t)sizeof(T);
-    if (row_bytes <= LN_SHORT_ROW_BYTES ||
-        (row_bytes <= 2 * LN_SHORT_ROW_BYTES && rows * row_bytes <= LN_SHORT_ROW_ARRAY_BYTES)) {
+    if (V(is_short)(rows, cols)) {
 #pragma omp parallel num_threads(nt)
         {
             const int64_t tid = mt_thread_num(), team = mt_team_size();
@@ -444,6 +535,102 @@ static void V(layer_norm_backward_row)(const T *dy, const T *x, const T *w, T me
  * speed, and float32 column sums over 10^5 rows still good to ~1e-6. */
 #define LN_FLUSH_ROWS 64
 
+/* The column sums of a thread's last rows (T) added into its double ones, and zeroed */
+static void V(flush_column_sums)(T *dw_group, T *db_group, double *dw_sum, double *db_sum,
+                                 int64_t cols) {
+    for (int64_t j = 0; j < cols; ++j) {
+        dw_sum[j] += (double)dw_group[j];
+        db_sum[j] += (double)db_group[j];
+        dw_group[j] = db_group[j] = 0;
+    }
+}
+
+/* a1 += g and a2 += g * xhat for the vector at j (g = dy * w, w NULL: 1; xhat = (x - mean) *
+ * rstd) */
+MT_INLINE static void V(grad_step)(const T *dy, const T *x, const T *w, T mean, T rstd,
+                                   int64_t j, V(vec) *a1, V(vec) *a2) {
+    V(vec) g, xv, wv;
+    MT_VLOAD(g, dy + j);
+    if (w) {
+        MT_VLOAD(wv, w + j);
+        g *= wv;
+    }
+    MT_VLOAD(xv, x + j);
+    *a1 += g;
+    *a2 += g * ((xv - mean) * rstd);
+}
+
+/* Sum of g[j] and of g[j] * xhat[j] into a vector each, the tail past the last full vector in
+ * lane 0: grad_sums for a short row. */
+MT_INLINE static void V(short_grad_sums)(const T *dy, const T *x, const T *w, T mean, T rstd,
+                                         int64_t n, V(vec) *sum_g, V(vec) *sum_gx) {
+    V(vec) a1[2] = {{0}}, a2[2] = {{0}};
+    int64_t j = 0;
+    for (; j + 2 * LN_LANES <= n; j += 2 * LN_LANES)
+        for (int u = 0; u < 2; ++u)
+            V(grad_step)(dy, x, w, mean, rstd, j + u * LN_LANES, &a1[u], &a2[u]);
+    for (; j + LN_LANES <= n; j += LN_LANES)
+        V(grad_step)(dy, x, w, mean, rstd, j, &a1[0], &a2[0]);
+    T t1 = 0, t2 = 0;
+    for (; j < n; ++j) {
+        const T gj = w ? dy[j] * w[j] : dy[j];
+        t1 += gj;
+        t2 += gj * ((x[j] - mean) * rstd);
+    }
+    a1[0] += a1[1];
+    a2[0] += a2[1];
+    a1[0][0] += t1;
+    a2[0][0] += t2;
+    *sum_g = a1[0];
+    *sum_gx = a2[0];
+}
+
+/* dx of rows [r0, r1) (short ones, that stay in cache), LN_LANES at a time in lockstep as in
+ * layer_norm_lockstep: each row's two sums end in one vector for all (lane_sums). The rows' dy
+ * * xhat and dy go into the column sums dw_group / db_group (when not NULL), flushed into
+ * dw_sum / db_sum every LN_FLUSH_ROWS rows from r0 and at r1, as the row path does. */
+MT_INLINE static void V(backward_short_rows_of)(const T *dy, const T *x, const T *w,
+                                                const T *mean, const T *rstd, T *dx,
+                                                int64_t r0, int64_t r1, int64_t n,
+                                                T *dw_group, T *db_group, double *dw_sum,
+                                                double *db_sum) {
+    const T inv_n = (T)(1.0 / (double)n);
+    for (int64_t r = r0; r < r1; r += LN_LANES) {
+        const int64_t real = r1 - r < LN_LANES ? r1 - r : LN_LANES;
+        V(vec) s1[LN_LANES], s2[LN_LANES];
+        T a[LN_LANES], c[LN_LANES];
+        for (int64_t l = 0; l < LN_LANES; ++l) {
+            const int64_t i = r + (l < real ? l : real - 1);
+            V(short_grad_sums)(dy + i * n, x + i * n, w, mean[i], rstd[i], n, &s1[l], &s2[l]);
+        }
+        V(lane_sums)(s1, a);
+        V(lane_sums)(s2, c);
+        for (int64_t l = 0; l < real; ++l)
+            V(dx_pass_any)(dy + (r + l) * n, x + (r + l) * n, w, mean[r + l], rstd[r + l],
+                           a[l] * inv_n, c[l] * inv_n, dx + (r + l) * n, n, dw_group, db_group);
+        if (dw_group && ((r + real - r0) % LN_FLUSH_ROWS == 0 || r + real == r1))
+            V(flush_column_sums)(dw_group, db_group, dw_sum, db_sum, n);
+    }
+}
+
+/* backward_short_rows_of, with copies for rows of exactly the two limits (as
+ * layer_norm_short_rows) */
+static void V(backward_short_rows)(const T *dy, const T *x, const T *w, const T *mean,
+                                   const T *rstd, T *dx, int64_t r0, int64_t r1, int64_t n,
+                                   T *dw_group, T *db_group, double *dw_sum, double *db_sum) {
+    if (n * (int64_t)sizeof(T) == LN_SHORT_ROW_BYTES)
+        V(backward_short_rows_of)(dy, x, w, mean, rstd, dx, r0, r1,
+                                  LN_SHORT_ROW_BYTES / sizeof(T), dw_group, db_group, dw_sum,
+                                  db_sum);
+    else if (n * (int64_t)sizeof(T) == 2 * LN_SHORT_ROW_BYTES)
+        V(backward_short_rows_of)(dy, x, w, mean, rstd, dx, r0, r1,
+                                  2 * LN_SHORT_ROW_BYTES / sizeof(T), dw_group, db_group,
+                                  dw_sum, db_sum);
+    else
+        V(backward_short_rows_of)(dy, x, w, mean, rstd, dx, r0, r1, n, dw_group, db_group,
+                                  dw_sum, db_sum);
+}
+
 int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const T *mean,
                                  const T *rstd, T *dx, T *dweight, T *dbias, int64_t rows,
                                  int64_t cols) {
@@ -474,20 +661,19 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
             dw_group = (T *)(db_sum + cols);
             db_group = dw_group + cols;
         }
-        for (int64_t r = r0; r < r1; ++r) {
-            const int ahead = streaming_asks && r + 1 < r1;
-            V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r], rstd[r],
-                                       dx + r * cols, cols, dw_group, db_group, streaming,
-                                       ahead ? dy + (r + 1) * cols : NULL,
-                                       ahead ? x + (r + 1) * cols : NULL);
-            if (scratch && ((r + 1 - r0) % LN_FLUSH_ROWS == 0 || r + 1 == r1)) {
-                for (int64_t j = 0; j < cols; ++j) {
-                    dw_sum[j] += (double)dw_group[j];
-                    db_sum[j] += (double)db_group[j];
-                    dw_group[j] = db_group[j] = 0;
-                }
+        if (V(is_short)(rows, cols) && !streaming)
+            V(backward_short_rows)(dy, x, weight, mean, rstd, dx, r0, r1, cols, dw_group,
+                                   db_group, dw_sum, db_sum);
+        else
+            for (int64_t r = r0; r < r1; ++r) {
+                const int ahead = streaming_asks && r + 1 < r1;
+                V(layer_norm_backward_row)(dy + r * cols, x + r * cols, weight, mean[r],
+                                           rstd[r], dx + r * cols, cols, dw_group, db_group,
+                                           streaming, ahead ? dy + (r + 1) * cols : NULL,
+                                           ahead ? x + (r + 1) * cols : NULL);
+                if (scratch && ((r + 1 - r0) % LN_FLUSH_ROWS == 0 || r + 1 == r1))
+                    V(flush_column_sums)(dw_group, db_group, dw_sum, db_sum, cols);
             }
-        }
 #ifdef MT_X86
         if (streaming) _mm_sfence(); /* this thread's streaming stores done before the end */
 #endif
@@ -512,7 +698,6 @@ int V(tuned_layer_norm_backward)(const T *dy, const T *x, const T *weight, const
 #undef LN_AHEAD_BLOCK
 #undef LN_SHORT_ROW_BYTES
 #undef LN_SHORT_ROW_ARRAY_BYTES
-#undef LN_GROUP
 #undef LN_STAGE
 #undef LN_FLUSH_ROWS
 #undef LN_LANES

@@ -689,11 +689,12 @@ def layer_norm_forward(x, weight, bias, eps=1e-5):
     weight = _layer_norm_param("weight", weight, x)
     bias = _layer_norm_param("bias", bias, x)
     x = _contiguous(x)
-    y = empty_like(x)
-    mean = np.zeros(x.shape[:-1], dtype=x.dtype)
-    rstd = np.zeros(x.shape[:-1], dtype=x.dtype)
+    y = empty_like(x)  # (the kernel writes every element, mean and rstd of every row)
+    mean = np.empty(x.shape[:-1], dtype=x.dtype)
+    rstd = np.empty(x.shape[:-1], dtype=x.dtype)
     if x.size == 0:
-        y.fill(0)
+        for out in (y, mean, rstd):
+            out.fill(0)
         return y, mean, rstd
     cols = x.shape[-1]
     status = _kernel("layer_norm_forward", x.dtype)(
@@ -712,10 +713,13 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
     dx = empty_like(x)  # the kernel writes every element (zeros_like was a second pass)
     cols = x.shape[-1]
     dweight = dbias = None
-    if weight is not None:
-        dweight = np.zeros(cols, dtype=x.dtype)
-        dbias = np.zeros(cols, dtype=x.dtype)
+    if weight is not None:  # (written by the kernel; zeros where there are no rows)
+        dweight = np.empty(cols, dtype=x.dtype)
+        dbias = np.empty(cols, dtype=x.dtype)
     if x.size == 0:
+        for out in (dweight, dbias):
+            if out is not None:
+                out.fill(0)
         return dx, dweight, dbias
     status = _kernel("layer_norm_backward", x.dtype)(
         _ptr(dy), _ptr(x), _ptr_or_null(weight), _ptr(mean), _ptr(rstd), _ptr(dx),
