@@ -28,22 +28,26 @@
  * accumulators per quantity, block sums in double). */
 #define LN_LANES ((int64_t)(MT_VEC_BYTES / sizeof(T)))
 
+/* a1 += x - c and a2 += (x - c)^2 for the vector at x */
+MT_INLINE static void V(centered_step)(const T *x, T c, V(vec) *a1, V(vec) *a2) {
+    V(vec) d;
+    MT_VLOAD(d, x);
+    d -= c;
+    *a1 += d;
+    *a2 += d * d;
+}
+
 /* Sum of (x[j] - c) and of (x[j] - c)^2. */
 MT_INLINE static void V(centered_sums)(const T *x, int64_t n, T c, double *sum,
                                        double *sumsq) {
     double s1 = 0, s2 = 0;
     for (int64_t j0 = 0; j0 < n; j0 += MT_SUM_BLOCK) {
         const int64_t j1 = j0 + MT_SUM_BLOCK < n ? j0 + MT_SUM_BLOCK : n;
-        V(vec) a1[4] = {{0}}, a2[4] = {{0}}, d;
+        V(vec) a1[4] = {{0}}, a2[4] = {{0}};
         T t1 = 0, t2 = 0;
         int64_t j = j0;
         for (; j + 4 * LN_LANES <= j1; j += 4 * LN_LANES)
-            for (int u = 0; u < 4; ++u) {
-                MT_VLOAD(d, x + j + u * LN_LANES);
-                d -= c;
-                a1[u] += d;
-                a2[u] += d * d;
-            }
+            for (int u = 0; u < 4; ++u) V(centered_step)(x + j + u * LN_LANES, c, &a1[u], &a2[u]);
         for (; j < j1; ++j) {
             T e = x[j] - c;
             t1 += e;
@@ -283,21 +287,11 @@ MT_INLINE static void V(lane_sums)(const V(vec) *v, T *out) {
  * vector goes into lane 0. */
 MT_INLINE static void V(short_row_sums)(const T *x, int64_t n, T c, V(vec) *sum,
                                         V(vec) *sumsq) {
-    V(vec) a1[2] = {{0}}, a2[2] = {{0}}, d;
+    V(vec) a1[2] = {{0}}, a2[2] = {{0}};
     int64_t j = 0;
     for (; j + 2 * LN_LANES <= n; j += 2 * LN_LANES)
-        for (int u = 0; u < 2; ++u) {
-            MT_VLOAD(d, x + j + u * LN_LANES);
-            d -= c;
-            a1[u] += d;
-            a2[u] += d * d;
-        }
-    for (; j + LN_LANES <= n; j += LN_LANES) {
-        MT_VLOAD(d, x + j);
-        d -= c;
-        a1[0] += d;
-        a2[0] += d * d;
-    }
+        for (int u = 0; u < 2; ++u) V(centered_step)(x + j + u * LN_LANES, c, &a1[u], &a2[u]);
+    for (; j + LN_LANES <= n; j += LN_LANES) V(centered_step)(x + j, c, &a1[0], &a2[0]);
     T t1 = 0, t2 = 0;
     for (; j < n; ++j) {
         const T e = x[j] - c;
