@@ -99,8 +99,9 @@ def test_short_row_statistics_do_not_cancel(first, dtype, isa):
     """Data at 1000 with a spread of 1e-2: the variance is summed around a shift near each
     row's mean and keeps full precision (one pass of E[x^2] - E[x]^2 in float32 gives an rstd off
     by orders of magnitude). The outlier rows start 11 deviations away; in the rows "apart", the
-    first 32 elements (the sample the shift is taken from) sit 1 away from the rest, so the
-    shift must be taken again from the whole row."""
+    first 32 elements (the sample the shift is taken from) sit 1 away from the rest, 100
+    deviations: the shift is then far from the mean, and the bound on the subtraction's loss (at
+    most 3 bits, the sample being at least 1/8 of the row) is what keeps the precision."""
     rng = np.random.default_rng(11)
     cols = GROUPED_ROW_BYTES // np.dtype(dtype).itemsize
     x64 = 1000.0 + 1e-2 * rng.standard_normal((13, cols))
