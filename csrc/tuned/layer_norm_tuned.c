@@ -582,13 +582,18 @@ MT_INLINE static void V(short_grad_sums)(const T *dy, const T *x, const T *w, T 
 /* dx of rows [r0, r1) (short ones, that stay in cache), LN_LANES at a time in lockstep as in
  * layer_norm_lockstep: each row's two sums end in one vector for all (lane_sums). The rows' dy
  * * xhat and dy go into the column sums dw_group / db_group (when not NULL), flushed into
- * dw_sum / db_sum every LN_FLUSH_ROWS rows from r0 and at r1, as the row path does. */
+ * dw_sum / db_sum every LN_FLUSH_ROWS rows from r0 and at r1, as the row path does.
+ * Rows up to LN_SHORT_ROW_BYTES long: each row's dx pass, which runs from L1, asks for one row
+ * of the next group (dy and x), since in a training step x comes from memory and with nothing
+ * asked for ahead the group's sums waited on it (asked for as one burst per group, or into L2,
+ * it was slower; for rows twice that long, asked for at all, too). */
 MT_INLINE static void V(backward_short_rows_of)(const T *dy, const T *x, const T *w,
                                                 const T *mean, const T *rstd, T *dx,
                                                 int64_t r0, int64_t r1, int64_t n,
                                                 T *dw_group, T *db_group, double *dw_sum,
                                                 double *db_sum) {
     const T inv_n = (T)(1.0 / (double)n);
+    const int ask_ahead = n * (int64_t)sizeof(T) <= LN_SHORT_ROW_BYTES;
     for (int64_t r = r0; r < r1; r += LN_LANES) {
         const int64_t real = r1 - r < LN_LANES ? r1 - r : LN_LANES;
         V(vec) s1[LN_LANES], s2[LN_LANES];
@@ -599,9 +604,15 @@ MT_INLINE static void V(backward_short_rows_of)(const T *dy, const T *x, const T
         }
         V(lane_sums)(s1, a);
         V(lane_sums)(s2, c);
-        for (int64_t l = 0; l < real; ++l)
+        for (int64_t l = 0; l < real; ++l) {
+            if (ask_ahead && r + LN_LANES + l < r1) /* the next group's row l: see above */
+                for (int64_t j = 0; j < n; j += 64 / (int64_t)sizeof(T)) {
+                    __builtin_prefetch(dy + (r + LN_LANES + l) * n + j);
+                    __builtin_prefetch(x + (r + LN_LANES + l) * n + j);
+                }
             V(dx_pass_any)(dy + (r + l) * n, x + (r + l) * n, w, mean[r + l], rstd[r + l],
                            a[l] * inv_n, c[l] * inv_n, dx + (r + l) * n, n, dw_group, db_group);
+        }
         if (dw_group && ((r + real - r0) % LN_FLUSH_ROWS == 0 || r + real == r1))
             V(flush_column_sums)(dw_group, db_group, dw_sum, db_sum, n);
     }
