@@ -585,8 +585,8 @@ MT_INLINE static void V(short_grad_sums)(const T *dy, const T *x, const T *w, T 
  * dw_sum / db_sum every LN_FLUSH_ROWS rows from r0 and at r1, as the row path does.
  * Rows up to LN_SHORT_ROW_BYTES long: each row's dx pass, which runs from L1, asks for one row
  * of the next group (dy and x), since in a training step x comes from memory and with nothing
- * asked for ahead the group's sums waited on it (asked for as one burst per group, or into L2,
- * it was slower; for rows twice that long, asked for at all, too). */
+ * asked for ahead the group's sums waited on it. (One burst of asks per group, or asks into
+ * L2, were slower; so were any asks for rows twice that long.) */
 MT_INLINE static void V(backward_short_rows_of)(const T *dy, const T *x, const T *w,
                                                 const T *mean, const T *rstd, T *dx,
                                                 int64_t r0, int64_t r1, int64_t n,
