@@ -579,7 +579,7 @@ MT_INLINE static void V(short_grad_sums)(const T *dy, const T *x, const T *w, T 
     *sum_gx = a2[0];
 }
 
-/* dx of rows [r0, r1) (short ones, that stay in cache), LN_LANES at a time in lockstep as in
+/* dx of rows [r0, r1) (short ones, whose passes run from L1), LN_LANES at a time in lockstep as in
  * layer_norm_lockstep: each row's two sums end in one vector for all (lane_sums). The rows' dy
  * * xhat and dy go into the column sums dw_group / db_group (when not NULL), flushed into
  * dw_sum / db_sum every LN_FLUSH_ROWS rows from r0 and at r1, as the row path does.
