@@ -1,12 +1,12 @@
 """Softmax backward's streamed float64 output gives the values of its ordinary stores.
 
 From 16 MiB of output on, the float64 backward writes dx around the cache (tuned/
-softmax_tuned.c, MT_STREAM_BYTES in tuned/row_ops.h): each row starts with ordinary stores up to
-its first 32-byte boundary, then whole vectors, then the rest. Rows are independent, so every
-row of a large call must equal the same row computed in a call too small to stream, bit for
-bit, at each tuned ISA level, on 1 and 2 threads, with rows whose length keeps or moves the
-boundary (1000 and 999 columns), with dx at every 8-byte offset of a 32-byte line, and with a
-scale. The reference level and numpy's composite agree within rounding.
+softmax_tuned.c, MT_STREAM_BYTES in tuned/row_ops.h): each row's whole 64-byte lines are
+streamed, and the parts of lines at its ends take ordinary stores (whole_lines in row_ops.h).
+Rows are independent, so every row of a large call must equal the same row computed in a call
+too small to stream, bit for bit, at each tuned ISA level, on 1 and 2 threads, with rows whose
+length keeps or moves the boundary (1000 and 999 columns), with dx at every 8-byte offset of a
+64-byte line, and with a scale. The reference level and numpy's composite agree within rounding.
 """
 import numpy as np
 import pytest
@@ -51,7 +51,8 @@ def test_streamed_rows_equal_rows_of_a_small_call(isa, cols, count, threads):
     dy = rng.standard_normal((rows, cols))
     picked = [0, 1, rows // 2, rows - 1]
     with C.isa(isa):
-        for offset, scale in [(0, 1.0), (8, 0.5), (16, 1.0), (24, 2.0)]:
+        for offset, scale in [(0, 1.0), (8, 0.5), (16, 1.0), (24, 2.0), (32, 1.0), (40, 0.5),
+                              (48, 1.0), (56, 2.0)]:
             dx = array_at((rows, cols), offset)
             dx.fill(np.nan)  # every element must be written
             backward_into(dx, y, dy, scale)

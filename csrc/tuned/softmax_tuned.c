@@ -38,18 +38,18 @@ int V(tuned_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols, T sca
     return 0;
 }
 
-/* softmax_backward_rows with dx written around the cache (MT_STREAM_BYTES) from each row's
- * first 32-byte aligned element on, the same values; dx aligned to its element size. */
+/* softmax_backward_rows with each row's whole lines of dx written around the cache
+ * (MT_STREAM_BYTES, whole_lines), the same values; dx aligned to its element size. */
 static void V(softmax_backward_rows_streaming)(const T *y, const T *dy, T *dx, int64_t r0,
                                                int64_t r1, int64_t n, T scale) {
     for (int64_t r = r0; r < r1; ++r) {
         const T *yr = y + r * n, *dyr = dy + r * n;
         T *dxr = dx + r * n;
         const T dot = (T)V(row_dot)(dyr, yr, n);
-        int64_t j = 0;
-        for (; j < n && (uintptr_t)(dxr + j) % MT_VEC_BYTES != 0; ++j)
-            dxr[j] = scale * yr[j] * (dyr[j] - dot);
-        for (; j + (int64_t)(MT_VEC_BYTES / sizeof(T)) <= n;
+        int64_t j = 0, from, to;
+        V(whole_lines)(dxr, n, &from, &to);
+        for (; j < from; ++j) dxr[j] = scale * yr[j] * (dyr[j] - dot);
+        for (; j + (int64_t)(MT_VEC_BYTES / sizeof(T)) <= to;
              j += (int64_t)(MT_VEC_BYTES / sizeof(T))) {
             V(vec) yv, dyv;
             MT_VLOAD(yv, yr + j);
