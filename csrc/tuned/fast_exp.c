@@ -461,6 +461,18 @@ __attribute__((target("avx512f"))) void exp_axpy_streamed_avx512_f64(
                              spike);
 }
 
+__attribute__((target("avx512f"))) void exp_axpy_add_streamed_avx512_f32(
+    const float *x, float *out, int64_t n, float hi, float lo, float mul, const float *add,
+    const float *ahead) {
+    exp_axpy_avx512_f32_loop(x, out, n, hi, lo, mul, add, 0, ahead, 1, 1, -1, 0);
+}
+
+__attribute__((target("avx512f"))) void exp_axpy_add_streamed_avx512_f64(
+    const double *x, double *out, int64_t n, double hi, double lo, double mul,
+    const double *add, const double *ahead) {
+    exp_axpy_avx512_f64_loop(x, out, n, hi, lo, mul, add, 0, ahead, 1, 1, -1, 0);
+}
+
 /* lo, hi (lanes 0-7, 8-15 of a sum kept below the maxes `from`) times exp(from - to) in the
  * lanes of `lanes`, in double: a row that keeps rising rescales its sums at every block, and
  * float32 factors' roundings would add up. */

@@ -254,6 +254,13 @@ void exp_axpy_streamed_avx512_f32(const float *x, float *out, int64_t n, float h
 void exp_axpy_streamed_avx512_f64(const double *x, double *out, int64_t n, double hi,
                                   double lo, double mul, double add_const, const double *ahead,
                                   int64_t spike_at, double spike);
+/* AVX-512 (fast_exp.c): exp_axpy with an add array, out streamed as above: a log-softmax
+ * backward's output too big for the cache (softmax_tuned.c). */
+void exp_axpy_add_streamed_avx512_f32(const float *x, float *out, int64_t n, float hi, float lo,
+                                      float mul, const float *add, const float *ahead);
+void exp_axpy_add_streamed_avx512_f64(const double *x, double *out, int64_t n, double hi,
+                                      double lo, double mul, const double *add,
+                                      const double *ahead);
 /* AVX-512 float32 (fast_exp.c): log sum_j exp(x[j] - *m) of a row read once, *m its max;
  * -inf for an all -inf row. A cross-entropy forward takes it for rows of MT_ONE_PASS_MIN_BYTES
  * or more in logits of MT_ONE_PASS_FROM bytes or more, which stream from memory; its loads are

@@ -126,22 +126,45 @@ int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
     return 0;
 }
 
+/* The log-softmax backward's output streamed around the cache where the level has it */
+#if MT_CAT(MT_LANE_MASKS, ISA)
+#define LSM_STREAMED_AXPY V(exp_axpy_add_streamed)
+#define LSM_STREAM_FROM (sizeof(T) == 8 ? MT_STREAM_BYTES : 2 * MT_STREAM_BYTES)
+#else
+#define LSM_STREAMED_AXPY(...) (void)0 /* (never taken) */
+#define LSM_STREAM_FROM INT64_MAX
+#endif
+
 /* dy_ahead: the next row of dy (MT_NEXT_ROW), whose sum is that row's first pass; this row's
  * y, read by the second, is asked for during the first */
 static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
-                                        int64_t n, const T *dy_ahead) {
+                                        int64_t n, const T *dy_ahead, int stream) {
     T total = (T)V(row_dot_ahead)(dy, NULL, n, dy_ahead ? y : NULL);
-    V(row_exp_axpy)(y, dx, n, (T)0, (T)0, -total, dy, (T)0, dy_ahead); /* dy - total exp(y) */
+    if (stream) /* dy - total exp(y) */
+        LSM_STREAMED_AXPY(y, dx, n, (T)0, (T)0, -total, dy, dy_ahead);
+    else
+        V(row_exp_axpy)(y, dx, n, (T)0, (T)0, -total, dy, (T)0, dy_ahead);
 }
 
 int V(tuned_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows,
                                   int64_t cols) {
     int nt = mt_threads_for(rows * cols);
-#pragma omp parallel for schedule(static) num_threads(nt)
-    for (int64_t r = 0; r < rows; ++r)
-        V(log_softmax_backward_row)(y + r * cols, dy + r * cols, dx + r * cols, cols,
-                                    MT_NEXT_ROW(dy, r, rows, cols));
+    const int stream = rows * cols * (int64_t)sizeof(T) >= LSM_STREAM_FROM &&
+                       (uintptr_t)dx % sizeof(T) == 0;
+#pragma omp parallel num_threads(nt)
+    {
+#pragma omp for schedule(static)
+        for (int64_t r = 0; r < rows; ++r)
+            V(log_softmax_backward_row)(y + r * cols, dy + r * cols, dx + r * cols, cols,
+                                        MT_NEXT_ROW(dy, r, rows, cols), stream);
+#ifdef MT_X86
+        if (stream) _mm_sfence(); /* this thread's streaming stores done before the region ends */
+#endif
+    }
     return 0;
 }
+
+#undef LSM_STREAMED_AXPY
+#undef LSM_STREAM_FROM
 
 #endif
