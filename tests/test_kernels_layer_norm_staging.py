@@ -6,11 +6,11 @@ storing y straight (4K aliasing: see MT_ALIAS_WINDOW in tuned/row_ops.h). These 
 at chosen offsets from x, call the C entry point on those arrays, and hold every placement to
 the one that streams directly (2048 bytes apart): the arithmetic is the same, so the bits are,
 at each tuned ISA level, on 1 and 2 threads, with and without weight and bias, on rows whose
-length is and is not a multiple of the stage (4 KiB). It imports numpy, pytest and the C
-backend only.
+length is and is not a multiple of the stage (4 KiB).
 """
 import numpy as np
 import pytest
+from placed_arrays import array_at
 
 try:
     from minitorch._C import ffi, lib
@@ -25,14 +25,6 @@ TUNED_ISAS = [] if C is None else list(C.ISA_LEVELS[1:C.ISA_LEVELS.index(C.best_
 # bytes from x up to y modulo 4096: inside the window (staged), at its edge, and clear of it
 OFFSETS = [8, 48, 64, 128, 136, 1024, 4088]
 DIRECT = 2048
-
-
-def array_at(shape, offset):
-    """An uninitialised float64 array whose data starts `offset` bytes past a 4096 boundary."""
-    count = int(np.prod(shape))
-    raw = np.empty(count * 8 + 8192, np.uint8)
-    start = (offset - raw.ctypes.data) % 4096
-    return raw[start:start + count * 8].view(np.float64).reshape(shape)
 
 
 def ptr(a):
@@ -63,15 +55,15 @@ def threads(request):
 def test_staged_output_equals_direct_stream(isa, cols, affine, threads):
     rows = (16 << 20) // (8 * cols) + 1  # just over the 16 MiB where streaming starts
     rng = np.random.default_rng(cols)
-    x = array_at((rows, cols), 16)
+    x = array_at((rows, cols), 16, boundary=4096)
     x[...] = rng.standard_normal((rows, cols)) * 3 + 1
     w = rng.standard_normal(cols) if affine else None
     b = rng.standard_normal(cols) if affine else None
     with C.isa(isa):
-        expected = array_at((rows, cols), 16 + DIRECT)
+        expected = array_at((rows, cols), 16 + DIRECT, boundary=4096)
         mean_ref, rstd_ref = forward_into(expected, x, w, b)
         for offset in OFFSETS:
-            y = array_at((rows, cols), 16 + offset)
+            y = array_at((rows, cols), 16 + offset, boundary=4096)
             y.fill(np.nan)  # every element must be written
             mean, rstd = forward_into(y, x, w, b)
             np.testing.assert_array_equal(y, expected, err_msg=f"y {offset} bytes above x")
