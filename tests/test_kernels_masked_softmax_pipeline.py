@@ -117,13 +117,14 @@ def test_masked_rows_match_the_reference_level(kind, dtype, threads, isa):
 @pytest.mark.parametrize("kind", ["causal", "padding bool", "padding float", "per query float",
                                   "one value per row"])
 def test_rows_of_a_streamed_output_equal_those_of_smaller_calls(kind, keys, dtype, threads):
-    """From 16 MiB of float64 output on (MT_STREAM_BYTES; float32: 32 MiB), the pipeline works
-    its rows in a ring of three and streams each to y once done: the heads of such a call,
-    computed in two calls under that size, must come out the same bit for bit, the special rows
-    included, with rows that keep (1000 keys) or move (999) y's 32-byte boundary."""
+    """From 16 MiB of output on (MT_STREAM_BYTES), the pipeline works its rows in a ring of
+    three and streams each to y: as the next row's loop divides it where y's rows are whole
+    64-byte lines (1000 float64 keys), else copied once done (1000 float32 keys, 999). The heads
+    of such a call, computed in two calls under that size, must come out the same bit for bit,
+    the special rows included."""
     rng = np.random.default_rng([keys, len(kind), 16])
     queries = 40
-    stream_from = (16 << 20) * (2 if dtype == np.float32 else 1)
+    stream_from = 16 << 20
     heads = stream_from // (queries * keys * np.dtype(dtype).itemsize) + 1
     x, mask, causal = case(rng, kind, queries, keys, heads, dtype)
     assert x.nbytes >= stream_from

@@ -25,7 +25,8 @@
  *   next:     next->y[j] = next->x[j] * scale + add (madd[j] for kind 2), -inf where
  *             j >= next->live or mbool[j] (kind 3), for j < next->width, maxed into *best
  *             (NaN skipped);
- *   previous: prev[j] *= factor for j < n_prev.
+ *   previous: prev[j] *= factor for j < n_prev; HAS_PREV 2: streamed to prev_out[j] instead
+ *             (64-byte aligned), a last partial line's other lanes `fill`.
  * ahead / ahead_out (or NULL): a row ahead's x and y, one line of x and two of y per vector
  * (a causal row's loop is about as long as its live part; the rest of y is zeros). Each
  * vector's loads come before its stores: y starts half a page from x
@@ -36,10 +37,10 @@
 __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static void
 SR_NAME(masked_step_loop)(
     SR_T *cur, int64_t n_exp, SR_T shift, const MT_CAT(mt_masked_row, SR_SFX) *next, SR_VEC *acc,
-    SR_VEC *best, SR_T *prev, int64_t n_prev, SR_T factor, const SR_T *ahead, SR_T *ahead_out,
-    int64_t j0, int64_t j1, SR_TABLE_TYPE tab, const int HAS_PREV, const int NEXT_KIND,
-    const int FULL) {
-    const SR_VEC vshift = SR_(set1)(shift), vfactor = SR_(set1)(factor);
+    SR_VEC *best, SR_T *prev, int64_t n_prev, SR_T factor, SR_T *prev_out, SR_T fill,
+    const SR_T *ahead, SR_T *ahead_out, int64_t j0, int64_t j1, SR_TABLE_TYPE tab,
+    const int HAS_PREV, const int NEXT_KIND, const int FULL) {
+    const SR_VEC vshift = SR_(set1)(shift), vfactor = SR_(set1)(factor), vfill = SR_(set1)(fill);
     const SR_VEC minus_inf = SR_(set1)(-INFINITY);
     const SR_VEC vscale = SR_(set1)(NEXT_KIND ? next->scale : 0);
     const SR_VEC vadd = SR_(set1)(NEXT_KIND ? next->add : 0);
@@ -78,7 +79,9 @@ SR_NAME(masked_step_loop)(
         }
         const SR_VEC e = SR_EXP(SR_(sub)(z_cur, vshift));
         sum = SR_(mask_add)(sum, ke, sum, e);
-        if (HAS_PREV) SR_(mask_storeu)(prev + j, kp, SR_(mul)(y_prev, vfactor));
+        if (HAS_PREV == 1) SR_(mask_storeu)(prev + j, kp, SR_(mul)(y_prev, vfactor));
+        if (HAS_PREV == 2 && kp) /* (no masked streaming store: a whole line, filled) */
+            SR_(stream)(prev_out + j, SR_(mask_mov)(vfill, kp, SR_(mul)(y_prev, vfactor)));
         SR_(mask_storeu)(cur + j, ke, e);
         if (NEXT_KIND) SR_(mask_storeu)(ny + j, in_row, z);
     }
@@ -89,14 +92,16 @@ SR_NAME(masked_step_loop)(
 /* Columns [j0, j1) of three rows of a masked softmax in one loop: returns the sum of
  * cur[j] = exp(cur[j] - shift), j < n_exp (the current row, scored in place); scores `next`
  * (NULL for none), maxing its scores into *next_max; multiplies prev[j], j < n_prev, by factor
- * (prev NULL for none); prefetches ahead / ahead_out (the row after next's x and y, or NULL).
+ * (prev NULL for none), in place or (prev_out not NULL: 64-byte aligned) streamed to prev_out,
+ * up to the line n_prev ends in, `fill` after it; prefetches ahead / ahead_out (the row after
+ * next's x and y, or NULL).
  * The columns where every part's row goes on (full vectors, all live) take the loop without
  * lane masks, the rest the masked one. */
 __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static double SR_NAME(
     softmax_masked_step)(
     SR_T *cur, int64_t n_exp, SR_T shift, const MT_CAT(mt_masked_row, SR_SFX) *next,
-    SR_T *next_max, SR_T *prev, int64_t n_prev, SR_T factor, const SR_T *ahead,
-    SR_T *ahead_out, int64_t j0, int64_t j1) {
+    SR_T *next_max, SR_T *prev, int64_t n_prev, SR_T factor, SR_T *prev_out, SR_T fill,
+    const SR_T *ahead, SR_T *ahead_out, int64_t j0, int64_t j1) {
     const SR_TABLE_TYPE tab = SR_TABLE();
     const int kind = !next ? 0 : next->madd ? 2 : next->mbool ? 3 : 1;
     int64_t full = n_exp;
@@ -111,9 +116,11 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static double SR_
 #define MT_STEP(PREV, KIND)                                                                   \
     do {                                                                                      \
         SR_NAME(masked_step_loop)(cur, n_exp, shift, next, &acc, &best, prev, n_prev, factor, \
-                                  ahead, ahead_out, j0, full, tab, PREV, KIND, 1);            \
+                                  prev_out, fill, ahead, ahead_out, j0, full, tab, PREV,      \
+                                  KIND, 1);                                                   \
         SR_NAME(masked_step_loop)(cur, n_exp, shift, next, &acc, &best, prev, n_prev, factor, \
-                                  ahead, ahead_out, full, j1, tab, PREV, KIND, 0);            \
+                                  prev_out, fill, ahead, ahead_out, full, j1, tab, PREV,      \
+                                  KIND, 0);                                                   \
     } while (0)
 #define MT_STEP_KIND(PREV)                    \
     do {                                      \
@@ -122,7 +129,8 @@ __attribute__((target("avx512f,avx512bw,avx512vl"))) MT_INLINE static double SR_
         else if (kind == 2) MT_STEP(PREV, 2); \
         else MT_STEP(PREV, 3);                \
     } while (0)
-    if (prev) MT_STEP_KIND(1);
+    if (prev && prev_out) MT_STEP_KIND(2);
+    else if (prev) MT_STEP_KIND(1);
     else MT_STEP_KIND(0);
 #undef MT_STEP_KIND
 #undef MT_STEP

@@ -359,8 +359,8 @@ MT_INLINE static void V(stream_row_out)(const T *ring_row, T *y_row, int64_t wid
  * softmax_masked_step) that exponentiates row r's scores, scores row r + 1 and divides row
  * r - 1 by its sum, each up to its own width. A row whose max is -inf is zeros (all excluded)
  * or NaN (a NaN behind it), as softmax_row_masked's. The rows are worked in y itself, or, with
- * a ring (3 rows of scratch), in the ring, each row streamed to y once done: y's lines are then
- * written without first being read (MT_STREAM_BYTES). */
+ * a ring (3 rows of scratch), in the ring, each row streamed to y as it is divided or once done:
+ * y's lines are then written without first being read (MT_STREAM_BYTES). */
 static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64_t r1,
                                              int64_t cols, T scale, V(row_cursor) *cursor,
                                              int64_t mask_col_stride, T *ring) {
@@ -377,6 +377,10 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
      * at times; much more, with two lines of y asked for a line of x, would crowd L1) */
     const int64_t row_bytes = cols * (int64_t)sizeof(T);
     const int64_t ahead_rows = 6144 / row_bytes > 2 ? 6144 / row_bytes : 2;
+    /* y's rows all whole lines: each ring row is streamed there as the next row's loop divides
+     * it (else copied out once done; a line shared by two rows must not take both kinds of
+     * store) */
+    const int streams_rows = ring && (uintptr_t)y % 64 == 0 && row_bytes % 64 == 0;
     T *prev = NULL; /* the row before, still to be divided by its sum */
     int64_t prev_width = 0;
     T prev_factor = 0;
@@ -399,11 +403,14 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
         if (prev && prev_width > end) end = prev_width;
         const T *ahead = r + ahead_rows < r1 ? x + (r + ahead_rows) * cols : NULL;
         T *ahead_out = !ring && r + ahead_rows < r1 ? y + (r + ahead_rows) * cols : NULL;
+        T *prev_out = streams_rows && prev ? y + (r - 1) * cols : NULL;
+        const T prev_fill = prev_sum != prev_sum ? (T)NAN : (T)0;
         for (int64_t j0 = 0; j0 < end; j0 += MT_SUM_BLOCK) { /* see MT_SUM_BLOCK */
             const int64_t j1 = j0 + MT_SUM_BLOCK < end ? j0 + MT_SUM_BLOCK : end;
             /* (a block past this row's width adds an exact 0) */
             s += V(softmax_masked_step)(yr, width, m, has_next ? &next : NULL, &next_max, prev,
-                                        prev_width, prev_factor, ahead, ahead_out, j0, j1);
+                                        prev_width, prev_factor, prev_out, prev_fill, ahead,
+                                        ahead_out, j0, j1);
         }
         /* what the loop's prefetches (one line of x, two of y a 64-byte vector) did not reach:
          * the rest of that row's y, whose zeros are written without a read (row_tail), each a
@@ -416,9 +423,13 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
         if (ahead)
             for (int64_t j = end_line; j < cols && j < end_line + 2 * line; j += line)
                 __builtin_prefetch(ahead + j, 0, 3);
-        if (ring && r > r0) /* (row r - 1 was divided in this step) */
+        if (prev_out) { /* its lines after the one its width ends in */
+            const int64_t done = (prev_width + line - 1) / line * line;
+            if (done < cols) V(stream_fill)(prev_out + done, cols - done, prev_fill);
+        } else if (ring && r > r0) { /* (row r - 1 was divided in this step) */
             V(stream_row_out)(MT_WORK_ROW(r - 1), y + (r - 1) * cols, prev_width, cols,
                               prev_sum);
+        }
         if (!ring) V(row_tail)(yr, width, cols, s);
         prev = width > 0 ? yr : NULL;
         prev_width = width;
@@ -471,10 +482,8 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
     if (cols * (int64_t)sizeof(T) <= MT_PREFETCH_ROW_BYTES) {
         if (r0 == r1) return;
         /* outputs of MT_STREAM_BYTES or more go through a ring (NULL if none could be had: in
-         * place); float32 ones from twice that (at 16 MiB, x and y still share L3: streaming
-         * gained at one thread and lost at two) */
-        const int64_t stream_from = sizeof(T) == 8 ? MT_STREAM_BYTES : 2 * MT_STREAM_BYTES;
-        const int streaming = rows * cols * (int64_t)sizeof(T) >= stream_from &&
+         * place) */
+        const int streaming = rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
                               (uintptr_t)y % sizeof(T) == 0;
         T *ring = streaming ? (T *)mt_scratch_alloc(3 * cols * (int64_t)sizeof(T)) : NULL;
         V(softmax_masked_rows_pipelined)(x, y, r0, r1, cols, scale, &cursor, mask_col_stride,
