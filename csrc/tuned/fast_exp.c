@@ -260,6 +260,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
     const __m512 vs = _mm512_set1_ps(scale), vh = _mm512_set1_ps(shift);
     float *py = finish ? prev->y : NULL;
     const float *px = finish == 2 ? prev->x : NULL;
+    float *streamed = finish ? prev->stream_to : NULL; /* (else the values go back to py) */
     const __m512 pf = _mm512_set1_ps(finish ? prev->factor : 0), ps = _mm512_set1_ps(finish ? prev->shift : 0);
     const __m512 phi = _mm512_set1_ps(finish ? prev->hi : 0), plo = _mm512_set1_ps(finish ? prev->lo : 0);
     const mt_exp_table_f32 tab = exp_table_f32();
@@ -275,7 +276,9 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
         if (finish) {
             __m512 pyv = finish == 1 ? _mm512_loadu_ps(py + j) : vs;
             __m512 pxv = finish == 2 ? _mm512_loadu_ps(px + j) : vs;
-            _mm512_storeu_ps(py + j, finish_f32(pyv, pxv, pf, ps, phi, plo, finish));
+            const __m512 done = finish_f32(pyv, pxv, pf, ps, phi, plo, finish);
+            if (streamed) _mm512_stream_ps(streamed + j, done);
+            else _mm512_storeu_ps(py + j, done);
         }
         if (out) _mm512_storeu_ps(out + j, e);
         acc = _mm512_add_ps(acc, e);
@@ -289,7 +292,8 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
         if (finish) {
             __m512 pyv = finish == 1 ? _mm512_maskz_loadu_ps(k, py + j) : vs;
             __m512 pxv = finish == 2 ? _mm512_maskz_loadu_ps(k, px + j) : vs;
-            _mm512_mask_storeu_ps(py + j, k, finish_f32(pyv, pxv, pf, ps, phi, plo, finish));
+            _mm512_mask_storeu_ps(streamed ? streamed + j : py + j, k,
+                                  finish_f32(pyv, pxv, pf, ps, phi, plo, finish));
         }
         if (out) _mm512_mask_storeu_ps(out + j, k, e);
         acc = _mm512_mask_add_ps(acc, k, acc, e);
@@ -323,6 +327,7 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
     const __m512d vs = _mm512_set1_pd(scale), vh = _mm512_set1_pd(shift);
     double *py = finish ? prev->y : NULL;
     const double *px = finish == 2 ? prev->x : NULL;
+    double *streamed = finish ? prev->stream_to : NULL; /* (else the values go back to py) */
     const __m512d pf = _mm512_set1_pd(finish ? prev->factor : 0), ps = _mm512_set1_pd(finish ? prev->shift : 0);
     const __m512d phi = _mm512_set1_pd(finish ? prev->hi : 0), plo = _mm512_set1_pd(finish ? prev->lo : 0);
     const mt_exp_table_f64 tab = exp_table_f64();
@@ -338,7 +343,9 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
         if (finish) {
             __m512d pyv = finish == 1 ? _mm512_loadu_pd(py + j) : vs;
             __m512d pxv = finish == 2 ? _mm512_loadu_pd(px + j) : vs;
-            _mm512_storeu_pd(py + j, finish_f64(pyv, pxv, pf, ps, phi, plo, finish));
+            const __m512d done = finish_f64(pyv, pxv, pf, ps, phi, plo, finish);
+            if (streamed) _mm512_stream_pd(streamed + j, done);
+            else _mm512_storeu_pd(py + j, done);
         }
         if (out) _mm512_storeu_pd(out + j, e);
         acc = _mm512_add_pd(acc, e);
@@ -352,7 +359,8 @@ __attribute__((target("avx512f"))) MT_INLINE static double exp_sum_pipelined_avx
         if (finish) {
             __m512d pyv = finish == 1 ? _mm512_maskz_loadu_pd(k, py + j) : vs;
             __m512d pxv = finish == 2 ? _mm512_maskz_loadu_pd(k, px + j) : vs;
-            _mm512_mask_storeu_pd(py + j, k, finish_f64(pyv, pxv, pf, ps, phi, plo, finish));
+            _mm512_mask_storeu_pd(streamed ? streamed + j : py + j, k,
+                                  finish_f64(pyv, pxv, pf, ps, phi, plo, finish));
         }
         if (out) _mm512_mask_storeu_pd(out + j, k, e);
         acc = _mm512_mask_add_pd(acc, k, acc, e);

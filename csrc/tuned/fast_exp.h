@@ -129,16 +129,19 @@ MT_DECLARE_EXP(avx512)
 
 /* How a pipelined loop (below) finishes the previous row, y[0 .. n): y[j] *= factor
  * (softmax), or where x is not NULL, y[j] = ((x[j] - shift) - hi) - lo (log-softmax, lse split
- * in T parts). y NULL: there is none. */
+ * in T parts). y NULL: there is none. stream_to not NULL (the AVX-512 level only): the values
+ * go there instead, stored around the cache (64-byte aligned, n a multiple of 64 bytes). */
 typedef struct {
     float *y;
     const float *x;
     float factor, shift, hi, lo;
+    float *stream_to;
 } mt_row_finish_f32;
 typedef struct {
     double *y;
     const double *x;
     double factor, shift, hi, lo;
+    double *stream_to;
 } mt_row_finish_f64;
 
 /* AVX2 and AVX-512 (fast_exp.c, row_pipeline_avx2.c): exp_shifted_sum that also maxes

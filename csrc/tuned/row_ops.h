@@ -214,6 +214,18 @@ MT_INLINE static void V(whole_lines)(const T *p, int64_t n, int64_t *from, int64
     *to = n - tail > *from ? n - tail : *from;
 }
 
+/* Whether the pipelined row loops (fast_exp.h: mt_row_finish's stream_to) store y, rows x cols,
+ * around the cache: at the AVX-512 level, from MT_STREAM_BYTES, on rows of whole lines. */
+MT_INLINE static int V(streams_rows)(const T *y, int64_t rows, int64_t cols) {
+#if MT_CAT(MT_LANE_MASKS, ISA)
+    const int64_t row_bytes = cols * (int64_t)sizeof(T);
+    return rows * row_bytes >= MT_STREAM_BYTES && row_bytes % 64 == 0 && (uintptr_t)y % 64 == 0;
+#else
+    (void)y, (void)rows, (void)cols;
+    return 0;
+#endif
+}
+
 /* dst[0, n) = src[0, n), non-temporal on dst's whole lines (dst aligned to its element size) */
 MT_INLINE static void V(stream_copy)(const T *src, T *dst, int64_t n) {
     int64_t j = 0, from, to;
@@ -299,13 +311,16 @@ MT_INLINE static void V(row_finish)(const F(mt_row_finish) *f, int64_t n) {
     T *y = f->y;
     const T *x = f->x;
     if (!y) return;
+    T *to = f->stream_to ? f->stream_to : y; /* (a row's last: ordinary stores) */
     if (!x) {
-        V(row_scale)(y, n, f->factor);
+        const T factor = f->factor;
+#pragma omp simd
+        for (int64_t j = 0; j < n; ++j) to[j] = y[j] * factor;
         return;
     }
     const T shift = f->shift, hi = f->hi, lo = f->lo;
 #pragma omp simd
-    for (int64_t j = 0; j < n; ++j) y[j] = ((x[j] - shift) - hi) - lo;
+    for (int64_t j = 0; j < n; ++j) to[j] = ((x[j] - shift) - hi) - lo;
 }
 
 /* row_exp_sum(x, out, n, scale, shift) (out may be NULL), and meanwhile
@@ -328,6 +343,7 @@ MT_INLINE static double V(row_exp_sum_pipelined)(const T *x, T *out, int64_t n, 
             if (prev) {
                 block_prev.y = prev->y ? prev->y + j0 : NULL;
                 block_prev.x = prev->x ? prev->x + j0 : NULL;
+                block_prev.stream_to = prev->stream_to ? prev->stream_to + j0 : NULL;
             }
             total += V(exp_shifted_sum_pipelined)(x + j0, out ? out + j0 : NULL, len, scale, shift,
                                                   next ? next + j0 : NULL, next_max,

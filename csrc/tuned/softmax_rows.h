@@ -31,16 +31,19 @@ static void V(softmax_row_plain)(const T *x, T *y, int64_t n, T scale,
 }
 
 /* Rows [r0, r1) of an unmasked softmax, in one pass each: a row's exp loop also takes the
- * next row's max and divides the previous row by its sum (row_exp_sum_pipelined). */
+ * next row's max and divides the previous row by its sum (row_exp_sum_pipelined). Where
+ * `stream` (streams_rows), the exps go to a ring of two rows and the quotients around the cache
+ * to y (NULL if no ring could be had: in y). */
 static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n,
-                                  T scale) {
+                                  T scale, int stream) {
     /* the previous row: its exps, still to be divided by their sum */
     F(mt_row_finish) pending = {0};
     const int to_l2 = MT_AHEAD_TO_L2(2 * (r1 - r0) * n * (int64_t)sizeof(T)); /* x and y */
+    T *ring = stream && r0 < r1 ? (T *)mt_scratch_alloc(2 * n * (int64_t)sizeof(T)) : NULL;
     T m = r0 < r1 ? V(row_max_scaled)(x + r0 * n, n, scale) : 0;
     for (int64_t r = r0; r < r1; ++r) {
         const T *xr = x + r * n;
-        T *yr = y + r * n;
+        T *yr = y + r * n, *exps = ring ? ring + r % 2 * n : yr;
         const T *next = r + 1 < r1 ? xr + n : NULL;
         if (m == -(T)INFINITY) m = V(row_nan_or_minus_inf)(xr, n, scale);
         if (m == -(T)INFINITY) { /* every entry -inf: nothing to normalize */
@@ -53,14 +56,19 @@ static void V(softmax_rows_plain)(const T *x, T *y, int64_t r0, int64_t r1, int6
         /* the loop's max is max(x): row_max_scaled multiplies it by scale only where > 0 */
         const int max_in_loop = next && scale > 0;
         T next_max = -(T)INFINITY;
-        double s = V(row_exp_sum_pipelined)(xr, yr, n, scale, m, max_in_loop ? next : NULL,
+        double s = V(row_exp_sum_pipelined)(xr, exps, n, scale, m, max_in_loop ? next : NULL,
                                             &next_max, &pending, MT_ROW_AFTER_NEXT(x, r, r1, n),
-                                            next ? yr + n : NULL, to_l2);
-        pending.y = yr;
+                                            next && !ring ? yr + n : NULL, to_l2);
+        pending.y = exps;
         pending.factor = (T)(1.0 / s);
+        pending.stream_to = ring ? yr : NULL;
         if (next) m = max_in_loop ? next_max * scale : V(row_max_scaled)(next, n, scale);
     }
     V(row_finish)(&pending, n);
+#ifdef MT_X86
+    if (ring) _mm_sfence(); /* this thread's streaming stores done before the region ends */
+#endif
+    free(ring);
 }
 
 /* y[j] = x[j]*scale + add (add: madd[j] where madd is not NULL), or -inf where j >= live or
@@ -529,7 +537,7 @@ static void V(softmax_rows_general)(const T *x, T *y, int64_t rows, int64_t r0, 
             V(softmax_row_plain)(x + r * cols, y + r * cols, cols, scale,
                                  MT_NEXT_ROW(x, r, rows, cols));
     else
-        V(softmax_rows_plain)(x, y, r0, r1, cols, scale);
+        V(softmax_rows_plain)(x, y, r0, r1, cols, scale, V(streams_rows)(y, rows, cols));
 }
 
 /* Rows [r0, r1) of a softmax on the calling thread (x and y: the whole rows x cols array; y

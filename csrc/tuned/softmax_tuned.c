@@ -83,8 +83,10 @@ int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int6
 }
 
 /* Rows [r0, r1) of log-softmax in one pass each: a row's exp loop also takes the next row's
- * max and writes the previous row's y = (x - m) - log_sum (row_exp_sum_pipelined). */
-static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n) {
+ * max and writes the previous row's y = (x - m) - log_sum (row_exp_sum_pipelined), around the
+ * cache where `stream` (see MT_STREAM_BYTES). */
+static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_t n,
+                                int stream) {
     F(mt_row_finish) pending = {0}; /* the previous row, its y still to write */
     const int to_l2 = MT_AHEAD_TO_L2(2 * (r1 - r0) * n * (int64_t)sizeof(T)); /* x and y */
     T m = r0 < r1 ? V(row_max)(x + r0 * n, n) : 0;
@@ -92,9 +94,10 @@ static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_
         const T *xr = x + r * n;
         T *yr = y + r * n;
         T next_max;
-        /* (out, for rows from beyond L2: y's lines are fetched for writing now, a row ahead of
-         * its values; from cache the exps are only summed, those stores a pass of their own) */
-        double log_sum = V(row_log_sum_exp_known_max)(xr, to_l2 ? yr : NULL, n, &m,
+        /* (out, for rows from beyond L2 not streamed: y's lines are fetched for writing now, a
+         * row ahead of its values; from cache the exps are only summed, those stores a pass of
+         * their own) */
+        double log_sum = V(row_log_sum_exp_known_max)(xr, to_l2 && !stream ? yr : NULL, n, &m,
                                                       r + 1 < r1 ? xr + n : NULL,
                                                       &next_max, &pending,
                                                       MT_ROW_AFTER_NEXT(x, r, r1, n), to_l2);
@@ -110,6 +113,7 @@ static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_
             pending.shift = m;
             pending.hi = (T)log_sum;
             pending.lo = (T)(log_sum - (double)pending.hi);
+            pending.stream_to = stream ? yr : NULL;
         }
         m = next_max;
     }
@@ -118,10 +122,14 @@ static void V(log_softmax_rows)(const T *x, T *y, int64_t r0, int64_t r1, int64_
 
 int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
     int nt = mt_threads_for(rows * cols);
+    const int stream = V(streams_rows)(y, rows, cols);
 #pragma omp parallel num_threads(nt)
     {
         const int64_t tid = mt_thread_num(), team = mt_team_size();
-        V(log_softmax_rows)(x, y, rows * tid / team, rows * (tid + 1) / team, cols);
+        V(log_softmax_rows)(x, y, rows * tid / team, rows * (tid + 1) / team, cols, stream);
+#ifdef MT_X86
+        if (stream) _mm_sfence(); /* this thread's streaming stores done before the region ends */
+#endif
     }
     return 0;
 }
