@@ -388,7 +388,7 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
     /* y's rows all whole lines: each ring row is streamed there as the next row's loop divides
      * it (else copied out once done; a line shared by two rows must not take both kinds of
      * store) */
-    const int streams_rows = ring && (uintptr_t)y % 64 == 0 && row_bytes % 64 == 0;
+    const int in_loop = ring && (uintptr_t)y % 64 == 0 && row_bytes % 64 == 0;
     T *prev = NULL; /* the row before, still to be divided by its sum */
     int64_t prev_width = 0;
     T prev_factor = 0;
@@ -411,7 +411,7 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
         if (prev && prev_width > end) end = prev_width;
         const T *ahead = r + ahead_rows < r1 ? x + (r + ahead_rows) * cols : NULL;
         T *ahead_out = !ring && r + ahead_rows < r1 ? y + (r + ahead_rows) * cols : NULL;
-        T *prev_out = streams_rows && prev ? y + (r - 1) * cols : NULL;
+        T *prev_out = in_loop && prev ? y + (r - 1) * cols : NULL;
         const T prev_fill = prev_sum != prev_sum ? (T)NAN : (T)0;
         for (int64_t j0 = 0; j0 < end; j0 += MT_SUM_BLOCK) { /* see MT_SUM_BLOCK */
             const int64_t j1 = j0 + MT_SUM_BLOCK < end ? j0 + MT_SUM_BLOCK : end;
