@@ -22,12 +22,13 @@
  * plain float loop, without -ffast-math. */
 #define MT_SUM_BLOCK 1024
 
-/* float64 outputs (and the masked softmax's and the cross-entropy backward's float32 ones of
- * twice as many bytes) of at least this many bytes are written around the cache (non-temporal
- * stores, stream_store): they would not stay in it anyway, and an ordinary store first reads
- * its line from DRAM, where layer norm's forward stalled at 60% of the copy bandwidth.
- * (float32 layer norm and softmax keep ordinary stores: they already ran at the copy
- * bandwidth, and streaming made them slower.)
+/* Row outputs of at least this many bytes are written around the cache (non-temporal stores,
+ * stream_store): they would not stay in it anyway, and an ordinary store first reads its line
+ * from DRAM, where layer norm's forward stalled at 60% of the copy bandwidth. float64 ones of
+ * every row kernel; float32 ones of softmax (forward, masked, backward) and log-softmax's
+ * forward, and of log-softmax's and cross-entropy's backward from twice this. (float32 layer
+ * norm keeps ordinary stores: it already ran at the copy bandwidth, and streaming made it
+ * slower.)
  * A kernel that streams ends each thread's part with _mm_sfence: the stores are weakly
  * ordered. */
 #ifndef MT_STREAM_BYTES

@@ -64,7 +64,7 @@ static void V(softmax_backward_rows_streaming)(const T *y, const T *dy, T *dx, i
 int V(tuned_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows, int64_t cols,
                               T scale) {
     int nt = mt_threads_for(rows * cols);
-    const int streaming = sizeof(T) == 8 && rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
+    const int streaming = rows * cols * (int64_t)sizeof(T) >= MT_STREAM_BYTES &&
                           (uintptr_t)dx % sizeof(T) == 0;
 #pragma omp parallel num_threads(nt)
     {
