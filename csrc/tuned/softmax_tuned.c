@@ -137,7 +137,7 @@ int V(tuned_log_softmax_forward)(const T *x, T *y, int64_t rows, int64_t cols) {
 /* The log-softmax backward's output streamed around the cache where the level has it */
 #if MT_CAT(MT_LANE_MASKS, ISA)
 #define LSM_STREAMED_AXPY V(exp_axpy_add_streamed)
-#define LSM_STREAM_FROM (sizeof(T) == 8 ? MT_STREAM_BYTES : 2 * MT_STREAM_BYTES)
+#define LSM_STREAM_FROM MT_STREAM_BYTES
 #else
 #define LSM_STREAMED_AXPY(...) (void)0 /* (never taken) */
 #define LSM_STREAM_FROM INT64_MAX
@@ -157,8 +157,15 @@ static void V(log_softmax_backward_row)(const T *y, const T *dy, T *dx,
 int V(tuned_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows,
                                   int64_t cols) {
     int nt = mt_threads_for(rows * cols);
-    const int stream = rows * cols * (int64_t)sizeof(T) >= LSM_STREAM_FROM &&
-                       (uintptr_t)dx % sizeof(T) == 0;
+    /* (float32 below twice that only where dx, y and dy lie at one offset in a line: from
+     * another, every vector load of y and dy straddles two lines, and streaming 16 MiB ran at
+     * 0.74x ordinary stores on 1 thread; float64's exps hide that, and from 32 MiB ordinary
+     * stores lose more) */
+    const int64_t bytes = rows * cols * (int64_t)sizeof(T);
+    const uintptr_t offset = (uintptr_t)dx % 64;
+    const int congruent = (uintptr_t)y % 64 == offset && (uintptr_t)dy % 64 == offset;
+    const int stream = bytes >= LSM_STREAM_FROM && (uintptr_t)dx % sizeof(T) == 0 &&
+                       (sizeof(T) == 8 || congruent || bytes >= 2 * LSM_STREAM_FROM);
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
