@@ -367,11 +367,13 @@ MT_INLINE static void V(stream_row_out)(const T *ring_row, T *y_row, int64_t wid
  * softmax_masked_step) that exponentiates row r's scores, scores row r + 1 and divides row
  * r - 1 by its sum, each up to its own width. A row whose max is -inf is zeros (all excluded)
  * or NaN (a NaN behind it), as softmax_row_masked's. The rows are worked in y itself, or, with
- * a ring (3 rows of scratch), in the ring, each row streamed to y as it is divided or once done:
- * y's lines are then written without first being read (MT_STREAM_BYTES). */
+ * a ring (3 rows of scratch), in the ring, each row streamed to y once done: y's lines are then
+ * written without first being read (MT_STREAM_BYTES). in_loop (y's rows whole lines:
+ * streams_rows): streamed as the next row's loop divides it instead (a line shared by two rows
+ * must not take both kinds of store). */
 static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64_t r1,
                                              int64_t cols, T scale, V(row_cursor) *cursor,
-                                             int64_t mask_col_stride, T *ring) {
+                                             int64_t mask_col_stride, T *ring, int in_loop) {
 #define MT_WORK_ROW(r) (ring ? ring + (r) % 3 * cols : y + (r) * cols)
     int64_t live;
     const T *madd;
@@ -385,10 +387,6 @@ static void V(softmax_masked_rows_pipelined)(const T *x, T *y, int64_t r0, int64
      * at times; much more, with two lines of y asked for a line of x, would crowd L1) */
     const int64_t row_bytes = cols * (int64_t)sizeof(T);
     const int64_t ahead_rows = 6144 / row_bytes > 2 ? 6144 / row_bytes : 2;
-    /* y's rows all whole lines: each ring row is streamed there as the next row's loop divides
-     * it (else copied out once done; a line shared by two rows must not take both kinds of
-     * store) */
-    const int in_loop = ring && (uintptr_t)y % 64 == 0 && row_bytes % 64 == 0;
     T *prev = NULL; /* the row before, still to be divided by its sum */
     int64_t prev_width = 0;
     T prev_factor = 0;
@@ -495,7 +493,7 @@ static void V(softmax_rows_masked)(const T *x, T *y, int64_t rows, int64_t r0, i
                               (uintptr_t)y % sizeof(T) == 0;
         T *ring = streaming ? (T *)mt_scratch_alloc(3 * cols * (int64_t)sizeof(T)) : NULL;
         V(softmax_masked_rows_pipelined)(x, y, r0, r1, cols, scale, &cursor, mask_col_stride,
-                                         ring);
+                                         ring, ring && V(streams_rows)(y, rows, cols));
 #ifdef MT_X86
         if (ring) _mm_sfence(); /* this thread's streaming stores done before the region ends */
 #endif

@@ -165,7 +165,7 @@ int V(tuned_log_softmax_backward)(const T *y, const T *dy, T *dx, int64_t rows,
     const uintptr_t offset = (uintptr_t)dx % 64;
     const int congruent = (uintptr_t)y % 64 == offset && (uintptr_t)dy % 64 == offset;
     const int stream = bytes >= LSM_STREAM_FROM && (uintptr_t)dx % sizeof(T) == 0 &&
-                       (sizeof(T) == 8 || congruent || bytes >= 2 * LSM_STREAM_FROM);
+                       (sizeof(T) == 8 || congruent || bytes / 2 >= LSM_STREAM_FROM);
 #pragma omp parallel num_threads(nt)
     {
 #pragma omp for schedule(static)
