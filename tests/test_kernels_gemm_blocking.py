@@ -9,7 +9,9 @@ each thread its own column slice. Here:
 - sizes that are not multiples of MR, NR, 8 (the packers' transpose width) or kc, with k over
   one and two K blocks, every layout of A and B (transposed views), alpha and beta != 0/1, are
   held to the plain reference body (ISA level "reference", which sums in double) within the
-  float rounding bound, and to numpy's product;
+  float rounding bound, and to numpy's product; on AVX-512 most of them take the whole-K path
+  (k past one block, A and B within MT_WHOLE_K_BYTES: gemm_small's tiles over all of K), the
+  largest the blocked one;
 - the team paths (shared panels, several panels in turn; column slices) equal the 1-thread
   product bit for bit: tiles sit at the same rows and columns and each sum runs in the same
   order whichever thread computes it;
@@ -44,10 +46,12 @@ def assert_within_rounding(got, expected, a, b, c0, alpha, beta):
 
 # m, n, k: m % 8 and % 6 != 0 (partial row tiles), n % 32 and % 16 != 0 (partial column
 # slivers), k % 8 != 0 (the packers' scalar tails), k past one K block of 512 (and 256) into
-# two or three, m below one tile, one A block, several A blocks, n past one B panel.
+# two or three, m below one tile, one A block, several A blocks, n past one B panel; A and B
+# within 2.5 MiB (the whole-K path, float32: all those with k past 512 but 400 x 260 x 1100)
+# and beyond it.
 REFERENCE: dict = {}  # (dtype, m, n, k, trans_a, trans_b) -> the reference body's product
 BLOCK_SHAPES = [(203, 97, 1100), (5, 33, 513), (129, 64, 1031), (300, 130, 517),
-                (17, 300, 700), (64, 64, 64), (9, 4200, 40)]
+                (17, 300, 700), (64, 64, 64), (9, 4200, 40), (400, 260, 1100)]
 
 
 @needs_c
@@ -85,10 +89,13 @@ def test_team_paths_equal_one_thread_bit_for_bit(dtype, isa):
     rng = np.random.default_rng(12)
     # Shared B panels: 300 rows make 3+ A blocks for the team; n = 4100 is two column panels
     # (nc ~4064) and k = 1040 two or five K blocks, so the team packs into both panel buffers,
-    # several times. Column slices: 40 rows (one A block) and n = 700.
+    # several times. Column slices: 40 rows (one A block) and n = 700 (float32 on AVX-512: the
+    # whole-K path's column slices). The whole-K path's row slices: n = 40, too few columns
+    # for two threads, and 301 rows, the last tile partial.
     for m, n, k, trans_a, trans_b in [(300, 4100, 1040, False, False),
                                       (300, 4100, 1040, True, True),
-                                      (40, 700, 600, False, True), (40, 700, 600, True, False)]:
+                                      (40, 700, 600, False, True), (40, 700, 600, True, False),
+                                      (301, 40, 700, False, True), (301, 40, 700, True, False)]:
         a, b = operands(rng, m, n, k, trans_a, trans_b, dtype)
         c0 = rng.standard_normal((m, n)).astype(dtype)
         results = []

@@ -21,10 +21,12 @@ from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c
 # (rows, out, in): small path (k = rows <= kc and both operands in L1), a partial row tile;
 # blocked: rows over 1, 2 and 3 K blocks (kc 512 / 256), out past one A block (mc 128 / 144)
 # and in with a partial NR sliver; few outputs and many inputs (2 threads: column slices); an
-# odd block count (2 threads: a team splitting slivers); single rows and columns; empty dims
+# odd block count (2 threads: a team splitting slivers); single rows and columns; empty dims.
+# On AVX-512 the products with rows past 512 and dY, X within 2.5 MiB take the whole-K path;
+# 700 x 203 x 40 there splits its rows between 2 threads, each summing its own columns of dY.
 SHAPES = [(24, 13, 40), (64, 64, 64), (3, 7, 5), (300, 203, 97), (1100, 70, 301),
           (520, 9, 700), (517, 300, 130), (600, 1, 33), (1, 1, 1), (17, 130, 1),
-          (0, 5, 3), (4, 0, 3), (4, 5, 0)]
+          (700, 203, 40), (0, 5, 3), (4, 0, 3), (4, 5, 0)]
 
 
 def operands(rows, out, width, dtype, seed):

@@ -42,6 +42,7 @@ typedef struct {
     const T *bias;    /* NULL, or a row added to every row of C once its sums are done */
     int relu;         /* with bias: then C = max(C, 0) */
     T *a_sums;        /* NULL, or (transposed A) where op(A)'s row sums are added as A is packed */
+    int whole_k;      /* gemm_small's tiles over all of K, though not small (whole_k_in_place) */
 } F(gemm_problem);
 #define PROBLEM F(gemm_problem)
 
@@ -400,6 +401,20 @@ static int F(rows_crowd_l1)(int64_t stride, int64_t rows) {
     return rows > 4 * __builtin_popcountll(sets);
 }
 
+/* Whether a product runs as gemm_small does although K is longer than one block: each tile
+ * over all of K in registers, A read where it lies, B a sliver at a time. A small model's weight
+ * gradient dYᵀ X (M, N of a few hundred, K the ~1000 rows of a batch) then skips packing all of
+ * A and B for each K block, waiting on operands from memory, and a second pass over C. Beyond
+ * MT_WHOLE_K_BYTES of A and B, each tile's stream of them costs more than the packing saves.
+ * The shape alone decides, not the layout, so that a product's values never depend on an
+ * operand being passed transposed; the AVX-512 plans only (a_rows_in_place: those whose tile
+ * kernel reads strided operands at speed). */
+#define MT_WHOLE_K_BYTES (5 << 19)
+static int F(whole_k_in_place)(const PROBLEM *pr) {
+    return pr->plan.a_rows_in_place && pr->k > pr->plan.kc &&
+           pr->m + pr->n <= MT_WHOLE_K_BYTES / (int64_t)sizeof(T) / pr->k;
+}
+
 static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
                           T *apack, T *bpack) {
     const int mr = pr->plan.mr, nr = pr->plan.nr;
@@ -440,6 +455,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
                 F(store_edge)(edge, nr, ct, ldc, rows, cols, pr->alpha, pr->beta);
                 if (bias) F(add_bias_tile)(ct, ldc, rows, cols, bias, pr->relu);
             }
+            if (pr->whole_k) mt_ahead_step(); /* (as gemm_tiles: ask_ahead.c) */
         }
     }
     if (pr->a_sums) /* op(A)'s row sums (A transposed), A in cache now */
@@ -449,7 +465,7 @@ static void F(gemm_small)(const PROBLEM *pr, const T *a, const T *b, T *c,
 /* One matrix of a batch on one thread: the small path or the blocked algorithm. */
 static void F(gemm_one)(const PROBLEM *pr, const T *a, const T *b, T *c, T *apack,
                         T *bpack) {
-    if (F(is_small)(pr)) {
+    if (pr->whole_k || F(is_small)(pr)) {
         F(gemm_small)(pr, a, b, c, apack, bpack);
     } else {
         int64_t next_item[2] = {0, 0};
@@ -480,6 +496,8 @@ static void F(problem_init)(PROBLEM *pr, int isa, int trans_a, int trans_b, int6
     pr->mc = (slivers_m + blocks_m - 1) / blocks_m * pr->plan.mr;
     int64_t blocks_k = (k + pr->plan.kc - 1) / pr->plan.kc;
     pr->kc = (k + blocks_k - 1) / blocks_k;
+    pr->whole_k = F(whole_k_in_place)(pr);
+    if (pr->whole_k) pr->kc = k; /* (the scratch then holds gemm_small's slivers of all of K) */
 }
 
 /* Elements of packed A (one block) and of packed B (one panel) that a thread needs. */
@@ -504,6 +522,51 @@ void F(tuned_gemm_one)(int isa, int trans_a, int trans_b, int64_t m, int64_t n, 
     PROBLEM pr;
     F(problem_init)(&pr, isa, trans_a, trans_b, m, n, k, alpha, lda, ldb, beta, ldc, 1);
     F(gemm_one)(&pr, a, b, c, scratch, scratch + F(round_up)(F(a_pack_elems)(&pr), 64));
+}
+
+/* The whole-K path (whole_k_in_place) on a team of threads: each runs gemm_small on its own
+ * slice of C, whole NR slivers of columns where there are enough for all, else whole MR tiles
+ * of rows, so that every tile and every sum is the one-thread product's. A column slice reads
+ * all of op(A), so one thread sums op(A)'s rows; a row slice sums its own. */
+static int F(gemm_whole_k_team)(const PROBLEM *pr, int team, const T *a, int64_t stride_a,
+                                const T *b, int64_t stride_b, T *c, int64_t stride_c,
+                                int64_t batch, int64_t a_elems, int64_t b_elems) {
+    const int by_columns = pr->n >= pr->plan.nr * team;
+    const int64_t unit = by_columns ? pr->plan.nr : pr->plan.mr;
+    const int64_t extent = by_columns ? pr->n : pr->m, units = (extent + unit - 1) / unit;
+    int failed = 0;
+#pragma omp parallel num_threads(team) reduction(| : failed)
+    {
+        const int tid = mt_thread_num(), nthr = mt_team_size();
+        const int64_t s0 = units * tid / nthr * unit;
+        const int64_t s1 = units * (tid + 1) / nthr * unit < extent
+                               ? units * (tid + 1) / nthr * unit : extent;
+        PROBLEM slice = *pr;
+        const T *a_slice = a, *b_slice = b;
+        T *c_slice = c;
+        if (by_columns) {
+            slice.n = s1 - s0;
+            if (pr->bias) slice.bias = pr->bias + s0;
+            if (tid > 0) slice.a_sums = NULL;
+            b_slice = b + (pr->trans_b ? s0 * pr->ldb : s0);
+            c_slice = c + s0;
+        } else {
+            slice.m = s1 - s0;
+            if (pr->a_sums) slice.a_sums = pr->a_sums + s0;
+            a_slice = a + (pr->trans_a ? s0 : s0 * pr->lda);
+            c_slice = c + s0 * pr->ldc;
+        }
+        T *apack = s0 < s1 ? (T *)mt_scratch_alloc(a_elems * (int64_t)sizeof(T)) : NULL;
+        T *bpack = s0 < s1 ? (T *)mt_scratch_alloc(b_elems * (int64_t)sizeof(T)) : NULL;
+        if (s0 < s1 && (!apack || !bpack)) failed = 1;
+        else if (s0 < s1)
+            for (int64_t bi = 0; bi < batch; ++bi)
+                F(gemm_small)(&slice, a_slice + bi * stride_a, b_slice + bi * stride_b,
+                              c_slice + bi * stride_c, apack, bpack);
+        free(apack);
+        free(bpack);
+    }
+    return failed ? MT_ERR_NOMEM : 0;
 }
 
 /* C_b = alpha * op(A_b) op(B_b) + beta * C_b for every b, then (bias not NULL) the bias added
@@ -554,6 +617,10 @@ static int F(gemm_run_tiles)(int isa, int trans_a, int trans_b, int64_t m, int64
         return failed ? MT_ERR_NOMEM : 0;
     }
 
+    if (pr.whole_k && team > 1 && (n >= pr.plan.nr * team || m >= pr.plan.mr * team))
+        return F(gemm_whole_k_team)(&pr, team, a, stride_a, b, stride_b, c, stride_c, batch,
+                                    a_elems, b_elems);
+    if (pr.whole_k) team = 1; /* (too few tiles to share) */
     if (team > 1 && (m + pr.plan.mc - 1) / pr.plan.mc < team && n >= 2 * pr.plan.nr * team) {
         /* Too few rows for every thread to own A blocks: give each thread its own slice of
          * columns instead and let it run the whole serial algorithm on it. No shared packing,
