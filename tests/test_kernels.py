@@ -172,6 +172,26 @@ def test_matmul_batched_small_and_broadcast(dtype, isa):
 
 @needs_c
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_matmul_fast_path_equals_the_general_path(dtype, monkeypatch):
+    """Stacks of equal batch shape, each operand contiguous or its last two dims swapped (the
+    fast path: one strided-batch call with no layout analysis) give the general path's values
+    bit for bit; a misaligned or strided operand, a broadcast or an empty batch, falls back."""
+    rng = np.random.default_rng(21)
+    q, k = rand(rng, (3, 4, 17, 40), dtype), rand(rng, (3, 4, 33, 40), dtype)
+    x, w = rand(rng, (70, 40), dtype), rand(rng, (33, 40), dtype)
+    pairs = [(q, k.swapaxes(-1, -2)), (q[0], k[0].swapaxes(-1, -2)), (x, w.T),
+             (q.swapaxes(-1, -2)[..., :9], rand(rng, (3, 4, 9, 5), dtype)), (x.T.copy().T, w.T),
+             (q[..., ::2, :], k.swapaxes(-1, -2)), (q, k[:1].swapaxes(-1, -2)),
+             (np.ones((0, 2, 3), dtype), np.ones((0, 3, 4), dtype))]
+    fast = [C.matmul(a, b) for a, b in pairs]
+    monkeypatch.setattr(C, "_matmul_plain", lambda a, b: None)
+    for (a, b), got in zip(pairs, fast):
+        np.testing.assert_array_equal(got, C.matmul(a, b))
+        assert got.shape == np.matmul(a, b).shape and got.flags.c_contiguous
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_matmul_empty(dtype):
     for sa, sb in [((0, 3), (3, 4)), ((3, 0), (0, 4)), ((2, 0, 3, 5), (5, 1)), ((3, 5), (5, 0))]:
         got = C.matmul(np.ones(sa, dtype), np.ones(sb, dtype))
