@@ -175,7 +175,7 @@ def test_matmul_batched_small_and_broadcast(dtype, isa):
 def test_matmul_fast_path_equals_the_general_path(dtype, monkeypatch):
     """Stacks of equal batch shape, each operand contiguous or its last two dims swapped (the
     fast path: one strided-batch call with no layout analysis) give the general path's values
-    bit for bit; a misaligned or strided operand, a broadcast or an empty batch, falls back."""
+    bit for bit; a sliced operand, a broadcast batch or an empty one falls back to it."""
     rng = np.random.default_rng(21)
     q, k = rand(rng, (3, 4, 17, 40), dtype), rand(rng, (3, 4, 33, 40), dtype)
     x, w = rand(rng, (70, 40), dtype), rand(rng, (33, 40), dtype)

@@ -90,8 +90,8 @@ def test_team_paths_equal_one_thread_bit_for_bit(dtype, isa):
     # Shared B panels: 300 rows make 3+ A blocks for the team; n = 4100 is two column panels
     # (nc ~4064) and k = 1040 two or five K blocks, so the team packs into both panel buffers,
     # several times. Column slices: 40 rows (one A block) and n = 700 (float32 on AVX-512: the
-    # whole-K path's column slices). The whole-K path's row slices: n = 40, too few columns
-    # for two threads, and 301 rows, the last tile partial.
+    # whole-K path's column slices). The whole-K path's row slices (float32): n = 40, too few
+    # columns for two threads, and 301 rows, the last tile partial.
     for m, n, k, trans_a, trans_b in [(300, 4100, 1040, False, False),
                                       (300, 4100, 1040, True, True),
                                       (40, 700, 600, False, True), (40, 700, 600, True, False),
