@@ -26,8 +26,9 @@
  * stream_store): they would not stay in it anyway, and an ordinary store first reads its line
  * from DRAM, where layer norm's forward stalled at 60% of the copy bandwidth. float64 ones of
  * every row kernel; float32 ones of softmax (forward, masked, backward) and log-softmax
- * (forward, and backward as its note says), and of cross-entropy's backward from twice this. (float32 layer norm
- * keeps ordinary stores: it already ran at the copy bandwidth, and streaming made it slower.)
+ * (forward; backward where dx, y and dy share a line offset, else from twice this), and of
+ * cross-entropy's backward from twice this. (float32 layer norm keeps ordinary stores: it
+ * already ran at the copy bandwidth, and streaming made it slower.)
  * A kernel that streams ends each thread's part with _mm_sfence: the stores are weakly
  * ordered. */
 #ifndef MT_STREAM_BYTES
