@@ -51,6 +51,8 @@
 __attribute__((target("avx2,fma"))) MT_INLINE static RP_VEC RP(finish)(
     RP_VEC y, RP_VEC x, RP_VEC factor, RP_VEC shift, RP_VEC hi, RP_VEC lo, const int finish) {
     if (finish == 1) return RP_(mul)(y, factor);
+    /* lo is 0 in double, whose log-sum needs no split (softmax_tuned.c) */
+    if (sizeof(RP_T) == 8) return RP_(sub)(RP_(sub)(x, shift), hi);
     return RP_(sub)(RP_(sub)(RP_(sub)(x, shift), hi), lo);
 }
 
