@@ -9,7 +9,7 @@ Prints, for 1 and 2 threads:
     as a paired median, see paired_ratio), and % of the copy bandwidth timed in the same rounds;
     for the exp-bound ones (EXP_BOUND) also their floor, the vector exp alone over as many
     elements (exp_floor.c), and % of the lower of the two; softmax and log-softmax also on rows
-    that stay in L2 (see IN_L2_SHAPE),
+    that stay in L2 (see IN_L2_BYTES),
   - attention forward + backward over whole sequences in GFLOP/s: the fused C kernels vs the C
     chain they replace vs the numpy backend vs PyTorch's scaled_dot_product_attention.
 PyTorch's columns are empty ("-") where ``import torch`` fails. The tables also go to
@@ -439,20 +439,22 @@ ROW_SIZES = [((1024, 512), (1024, 512), [(1024, 1000)], False),
              ((4096, 1000), (8192, 512), [(4096, 1000), (2048, 32000)], True)]
 
 
-# Rows that stay in a core's L2 (256 KiB in float32) between calls: no memory traffic, so these
-# rows time the arithmetic alone, the kernel's passes over a row with the exp in one of them;
-# the exp floor column times that exp alone.
-IN_L2_SHAPE = (64, 1024)
+# Rows that stay in a core's L2 between calls (256 KiB of input, as many of output, in either
+# dtype: 512 KiB of float64 each would fill a 1 MiB L2): no memory traffic, so these rows time
+# the arithmetic alone, the kernel's passes over a row with the exp in one of them; the exp
+# floor column times that exp alone.
+IN_L2_BYTES, IN_L2_COLS = 256 * 1024, 1024
 # A small Transformer's layer-norm rows (bench_transformer's d_model): 512 bytes of float32, where
 # a row's chain of sums costs more than its memory traffic.
 SHORT_LN_SHAPE = (1024, 128)
 
 
 def in_l2_cases(rng, dtype):
-    """Softmax and log-softmax forward on IN_L2_SHAPE: their arithmetic alone."""
-    x = rng.standard_normal(IN_L2_SHAPE).astype(dtype)
+    """Softmax and log-softmax forward on IN_L2_BYTES of rows: their arithmetic alone."""
+    shape = (IN_L2_BYTES // (IN_L2_COLS * np.dtype(dtype).itemsize), IN_L2_COLS)
+    x = rng.standard_normal(shape).astype(dtype)
     tx = torch.from_numpy(x) if torch is not None else None
-    name = "x".join(map(str, IN_L2_SHAPE)) + " in L2"
+    name = "x".join(map(str, shape)) + " in L2"
     return [(f"softmax fwd {name}", dtype, 2 * x.nbytes, lambda: mt.softmax_forward(x),
              lambda: np_softmax(x), tx is not None and (lambda: torch.softmax(tx, -1))),
             (f"log_softmax fwd {name}", dtype, 2 * x.nbytes, lambda: mt.log_softmax_forward(x),
