@@ -23,8 +23,10 @@ The second records the tape: every C kernel call with its pointers, the numpy ca
 through ``tapes.record``/``computed``, and host callbacks for what a replay must redo in Python
 (the optimizer's update, whose step sizes change each step; a dropout mask from the next seed).
 An update that can be split runs a parameter at a time, each right after the backward is done
-with that parameter (backends/update_schedule.py), and each GEMM asks for the memory the kernels
-after it read (backends/tape_prefetch.py). The third checks the tape: ``fn`` runs
+with that parameter (backends/update_schedule.py), each GEMM asks for the memory the kernels
+after it read (backends/tape_prefetch.py), and the step's intermediates are packed into one
+arena, those whose lives do not overlap in the same memory (backends/tape_arena.py). The third
+checks the tape: ``fn`` runs
 eagerly, then those lasting arrays and the callbacks' Python state are put back as they were,
 every other array of the tape is poisoned (NaN; a bool, flipped), the tape is replayed on the
 third call's inputs, and the parameters, optimizer state and results must equal eager mode's
@@ -37,9 +39,10 @@ MiB pages (large_buffers.collapse_huge_pages).
 What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
 (ValueError otherwise; ``capture(fn, max_shapes=k)`` keeps a recording per shape instead),
 Tensors (or numbers that do not change) as arguments, Tensors as results, no Python control
-flow on values it computes. The tape keeps every intermediate of the step alive between calls:
-more memory than eager mode, which frees them as backward goes. With the numpy backend there
-are no kernels to replay: every call runs ``fn`` as it is.
+flow on values it computes. The tape keeps the step's intermediates between calls (packed):
+more memory than eager mode, which frees them as backward goes, and while it records, each in
+memory of its own. With the numpy backend there are no kernels to replay: every call runs
+``fn`` as it is.
 """
 import numpy as np
 
@@ -77,12 +80,13 @@ class CapturedStep:
         if self.calls == 2:
             self._recorded = self._record(args)
             tape = self._recorded[0]
-            from .backends import tape_prefetch, update_schedule  # (a tape: C is built)
+            from .backends import tape_arena, tape_prefetch, update_schedule  # (C is built)
             update_schedule.schedule_updates(tape)
             tape_prefetch.plan_prefetches(tape)
             # the arrays both calls touched: the parameters, the optimizer's state, constants
             # (the warm-up's arrays stay alive until now, so no new array can take an id)
             self._lasting = [a for key, a in tape.owners().items() if key in self._lasting]
+            tape_arena.pack(tape, self._lasting)
             return self._recorded[2]
         outputs = self._check(args)
         self.tape, self.inputs, self.outputs = self._recorded

@@ -287,4 +287,16 @@ def keep_freed_heap():
         mallopt(m_trim_threshold, HEAP_KEEP_BYTES))
 
 
+def release_freed_heap():
+    """Give the heap memory malloc holds freed back to the kernel now (glibc's malloc_trim),
+    as keep_freed_heap otherwise would not: for memory freed once for good (the arrays a
+    captured step's tape gave up, tape_arena.py), whose pages a later array would take from
+    the kernel again anyway. True where it gave some back."""
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        return bool(libc.malloc_trim(0))
+    except (OSError, AttributeError):  # not glibc
+        return False
+
+
 keep_freed_heap()
