@@ -174,7 +174,7 @@ def _held_outside(tape, owners, movable):
         stack = [call[1]]
         if isinstance(call[0], functools.partial) or \
                 isinstance(getattr(call[0], "__self__", None), np.ndarray):
-            stack.append(call[0])  # what _Relocation.call re-points (not a host callback)
+            stack.append(call[0])  # what _walk re-points (not a host callback: it keeps its own)
         while stack:
             value = stack.pop()
             ours.add(id(value))
