@@ -26,15 +26,14 @@ An update that can be split runs a parameter at a time, each right after the bac
 with that parameter (backends/update_schedule.py), each GEMM asks for the memory the kernels
 after it read (backends/tape_prefetch.py), and the step's intermediates are packed into one
 arena, those whose lives do not overlap in the same memory (backends/tape_arena.py). The third
-checks the tape: ``fn`` runs
-eagerly, then those lasting arrays and the callbacks' Python state are put back as they were,
-every other array of the tape is poisoned (NaN; a bool, flipped), the tape is replayed on the
-third call's inputs, and the parameters, optimizer state and results must equal eager mode's
-bit for bit; otherwise ``fn`` computed something no tape sees (numpy arithmetic outside
-minitorch's ops, a Python number computed from data) and ``RuntimeError`` says so, the state
-left as eager mode's. From the fourth call on, the new inputs are copied into the captured ones
-and the tape is replayed. The tape's memory, read all through every step, is then moved onto 2
-MiB pages (large_buffers.collapse_huge_pages).
+checks the tape: ``fn`` runs eagerly, then those lasting arrays and the callbacks' Python state
+are put back as they were, every other array of the tape is poisoned (NaN; a bool, flipped),
+the tape is replayed on the third call's inputs, and the parameters, optimizer state and
+results must equal eager mode's bit for bit; otherwise ``fn`` computed something no tape sees
+(numpy arithmetic outside minitorch's ops, a Python number computed from data) and
+``RuntimeError`` says so, the state left as eager mode's. From the fourth call on, the new
+inputs are copied into the captured ones and the tape is replayed. The tape's memory, read all
+through every step, is then moved onto 2 MiB pages (large_buffers.collapse_huge_pages).
 
 What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
 (ValueError otherwise; ``capture(fn, max_shapes=k)`` keeps a recording per shape instead),
