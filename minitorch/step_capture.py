@@ -32,16 +32,19 @@ the tape is replayed on the third call's inputs, and the parameters, optimizer s
 results must equal eager mode's bit for bit; otherwise ``fn`` computed something no tape sees
 (numpy arithmetic outside minitorch's ops, a Python number computed from data) and
 ``RuntimeError`` says so, the state left as eager mode's. From the fourth call on, the new
-inputs are copied into the captured ones and the tape is replayed. The tape's memory, read all
-through every step, is then moved onto 2 MiB pages (large_buffers.collapse_huge_pages).
+inputs are copied into the captured ones and the tape is replayed. The captured inputs are
+the capture's own copies of the second call's, so that no replay writes into a caller's
+tensor (a list of batches that the next epoch reuses, a view of a dataset). The tape's
+memory, read all through every step, is then moved onto 2 MiB pages
+(large_buffers.collapse_huge_pages).
 
 What a captured ``fn`` must be, as a CUDA graph's: the same shapes and dtypes each call
 (ValueError otherwise; ``capture(fn, max_shapes=k)`` keeps a recording per shape instead),
-Tensors (or numbers that do not change) as arguments, Tensors as results, no Python control
-flow on values it computes. The tape keeps the step's intermediates between calls (packed):
-more memory than eager mode, which frees them as backward goes, and while it records, each in
-memory of its own. With the numpy backend there are no kernels to replay: every call runs
-``fn`` as it is.
+Tensors (or numbers that do not change) as arguments, read but not changed in place
+(RuntimeError), Tensors as results, no Python control flow on values it computes. The tape
+keeps the step's intermediates between calls (packed): more memory than eager mode, which
+frees them as backward goes, and while it records, each in memory of its own. With the numpy
+backend there are no kernels to replay: every call runs ``fn`` as it is.
 """
 import numpy as np
 
@@ -77,7 +80,7 @@ class CapturedStep:
             self._lasting = tape.owners()
             return outputs
         if self.calls == 2:
-            self._recorded = self._record(args)
+            self._recorded = self._record(_own_copies(args))
             tape = self._recorded[0]
             from .backends import tape_arena, tape_prefetch, update_schedule  # (C is built)
             update_schedule.schedule_updates(tape)
@@ -96,9 +99,16 @@ class CapturedStep:
 
     def _record(self, args):
         tape = tapes.Tape()
+        versions = [a._version[0] if isinstance(a, Tensor) else None for a in args]
         with tapes.recording_into(tape):
             outputs = self.fn(*args)
         _check_outputs(outputs)
+        changed = [i for i, (a, version) in enumerate(zip(args, versions))
+                   if version is not None and a._version[0] != version]
+        if changed:
+            raise RuntimeError(
+                f"capture: the step changes argument(s) {changed} in place: a replay reads "
+                "its arguments, it cannot write back into the caller's tensors")
         owners = tape.owners()
         missing = [i for i, a in enumerate(args)
                    if isinstance(a, Tensor) and id(_owner(a._data)) not in owners]
@@ -153,6 +163,14 @@ class CapturedStep:
             elif not (new is old or new == old):
                 raise ValueError(f"capture: argument {i} was {old!r} when captured; got {new!r} "
                                  "(a replay cannot see a new Python value)")
+
+
+def _own_copies(args):
+    """The Tensor arguments copied into tensors of the capture's own, for the recording: each
+    replay copies its arguments into those, never into the caller's tensors (a list of batches
+    reused in the next epoch, a view of a dataset)."""
+    return tuple(Tensor._make(np.copy(a._data, order="K"), a.requires_grad)
+                 if isinstance(a, Tensor) else a for a in args)
 
 
 def _poison(tape, lasting):

@@ -157,6 +157,33 @@ def test_an_argument_copied_by_numpy_before_any_kernel_is_refused():
 
 
 @needs_c
+def test_replays_leave_the_callers_tensors_as_they_were_epoch_after_epoch():
+    # the batches are views of one dataset array, and the second epoch reuses them: a replay
+    # that wrote each call's inputs into the second call's tensors would change the dataset
+    dataset = np.random.default_rng(3).integers(1, VOCAB, (5, 3, 3, 5))
+    original = dataset.copy()
+    data = [tuple(minitorch.from_numpy(ids) for ids in batch) for batch in dataset]
+    eager_step, _, _ = seq2seq(minitorch.float32, 0.0)
+    step, params, _ = seq2seq(minitorch.float32, 0.0)
+    captured = minitorch.capture(step)
+    for epoch in range(2):
+        for batch in data:
+            assert captured(*batch).item() == eager_step(*batch).item(), f"epoch {epoch}"
+    np.testing.assert_array_equal(dataset, original)
+    assert captured.tape is not None
+
+
+@needs_c
+def test_a_step_that_changes_an_argument_in_place_is_refused():
+    def step(x):
+        x.mul_(2)  # a replay could only change the capture's copy, not the caller's tensor
+        return x + 1
+    captured = minitorch.capture(step)
+    with pytest.raises(RuntimeError, match=r"changes argument\(s\) \[0\] in place"):
+        captured(minitorch.ones(3))
+
+
+@needs_c
 def test_replay_checks_shapes_dtypes_and_python_arguments():
     captured = minitorch.capture(lambda x, scale: x * scale)
     x = minitorch.arange(6.0)
