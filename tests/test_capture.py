@@ -336,6 +336,31 @@ def test_gradients_accumulated_into_grad_over_captured_steps_as_eager(reset):
 
 
 @needs_c
+@pytest.mark.parametrize("optimizer", ["adam", "sgd"])
+def test_an_optimizer_state_loaded_after_the_capture_is_what_replays_update_with(optimizer):
+    # a checkpoint's moments (momentum), step counts and learning rate, loaded between replays
+    def train(capture):
+        step, params, schedule = seq2seq(minitorch.float32, 0.0, optimizer)
+        opt = schedule.optimizer
+        run = minitorch.capture(step) if capture else step
+        losses = []
+        for index, batch in enumerate(batches(9)):
+            losses.append(run(*batch).item())
+            if index == 3:
+                saved = opt.state_dict()
+            if index == 5:
+                opt.load_state_dict(saved)
+                for group in opt.param_groups:
+                    group["lr"] = 3e-3
+        return losses, [p.data.numpy().copy() for p in params]
+    eager_losses, eager_params = train(False)
+    losses, params = train(True)
+    assert losses == eager_losses
+    for p, expected in zip(params, eager_params):
+        np.testing.assert_array_equal(p, expected)
+
+
+@needs_c
 def test_a_replay_checks_embedding_ids_as_eager_mode_does():
     embed = nn.Embedding(10, 4)
     captured = minitorch.capture(lambda ids: embed(ids))

@@ -262,7 +262,10 @@ class Optimizer:
             restored_group["params"] = group["params"]
             new_groups.append(restored_group)
         self.state = new_state
-        self.param_groups = new_groups
+        # the groups' dicts refilled, not replaced: a captured step's update holds them
+        for group, restored_group in zip(self.param_groups, new_groups):
+            group.clear()
+            group.update(restored_group)
 
 
 def _copy_state_value(value):
