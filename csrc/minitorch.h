@@ -357,6 +357,26 @@ int mt_max_pool2d_backward_f32(const float *dy, const int64_t *indices, float *d
                                int64_t planes, int64_t hw, int64_t ohw);
 int mt_max_pool2d_backward_f64(const double *dy, const int64_t *indices, double *dx,
                                int64_t planes, int64_t hw, int64_t ohw);
+/* ---- batch normalization with the batch's statistics (batch_norm.c) ----
+ * x, y, dy, dx (n, channels, inner), contiguous; weight, bias, mean, var, rstd, dweight, dbias
+ * (channels,). Forward: per channel c, mean and biased var over its n * inner values,
+ * rstd = 1 / sqrt(var + eps), y = (x - mean) rstd weight + bias (weight, bias NULL: 1, 0).
+ * Backward: dbias = sum dy, dweight = sum dy xhat, dx = rstd weight (dy - mean dy - xhat
+ * mean(dy xhat)), xhat = (x - mean) rstd. n, channels, inner >= 1, eps >= 0 (else
+ * MT_ERR_ARGS). */
+int mt_batch_norm_forward_f32(const float *x, const float *weight, const float *bias, float *y,
+                              float *mean, float *var, float *rstd, int64_t n, int64_t channels,
+                              int64_t inner, double eps);
+int mt_batch_norm_forward_f64(const double *x, const double *weight, const double *bias,
+                              double *y, double *mean, double *var, double *rstd, int64_t n,
+                              int64_t channels, int64_t inner, double eps);
+int mt_batch_norm_backward_f32(const float *dy, const float *x, const float *weight,
+                               const float *mean, const float *rstd, float *dx, float *dweight,
+                               float *dbias, int64_t n, int64_t channels, int64_t inner);
+int mt_batch_norm_backward_f64(const double *dy, const double *x, const double *weight,
+                               const double *mean, const double *rstd, double *dx,
+                               double *dweight, double *dbias, int64_t n, int64_t channels,
+                               int64_t inner);
 /* ---- one Adam / AdamW step over a list of parameters, in place (adam.c) ----
  * For t < count: params[t], grads[t], exp_avgs[t], exp_avg_sqs[t] (and max_exp_avg_sqs[t]
  * when max_exp_avg_sqs is not NULL: amsgrad) hold sizes[t] contiguous elements each, none

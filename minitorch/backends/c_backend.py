@@ -44,6 +44,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_keep_triangle, check_scatter_add)
 from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_bias, check_matmul_into
 from .checks import check_real_exponent, check_where_operands
+from .checks import check_batch_norm, check_batch_norm_backward
 from . import large_buffers, numpy_backend
 from .tape import host, record, recording, replayed
 from .large_buffers import empty, empty_apart, empty_like
@@ -750,6 +751,38 @@ def layer_norm_backward(dy, x, weight, mean, rstd):
         _ptr(dy), _ptr(x), _ptr_or_null(weight), _ptr(mean), _ptr(rstd), _ptr(dx),
         _ptr_or_null(dweight), _ptr_or_null(dbias), x.size // cols, cols)
     _check_status(status, "layer_norm_backward")
+    return dx, dweight, dbias
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch norm
+# ---------------------------------------------------------------------------------------------
+def batch_norm_forward(x, weight, bias, eps=1e-5):
+    """(y, mean, var, rstd): each channel (dim 1) normalized over the batch and the later
+    dims, y = (x - mean) * rstd * weight + bias; var biased."""
+    n, channels, inner = check_batch_norm(x, weight, bias, eps)
+    weight, bias = (None if p is None else _contiguous(p) for p in (weight, bias))
+    x = _contiguous(x)
+    y = empty_like(x)  # (the kernel writes every element and every statistic)
+    mean, var, rstd = (np.empty(channels, x.dtype) for _ in range(3))
+    status = _kernel("batch_norm_forward", x.dtype)(
+        _ptr(x), _ptr_or_null(weight), _ptr_or_null(bias), _ptr(y), _ptr(mean), _ptr(var),
+        _ptr(rstd), n, channels, inner, float(eps))
+    _check_status(status, "batch_norm_forward")
+    return y, mean, var, rstd
+
+
+def batch_norm_backward(dy, x, weight, mean, rstd):
+    """(dx, dweight, dbias) of batch_norm_forward's y, given dy."""
+    n, channels, inner = check_batch_norm_backward(dy, x, weight, mean, rstd)
+    dy, x, mean, rstd = _contiguous(dy), _contiguous(x), _contiguous(mean), _contiguous(rstd)
+    weight = None if weight is None else _contiguous(weight)
+    dx = empty_like(x)
+    dweight, dbias = np.empty(channels, x.dtype), np.empty(channels, x.dtype)
+    status = _kernel("batch_norm_backward", x.dtype)(
+        _ptr(dy), _ptr(x), _ptr_or_null(weight), _ptr(mean), _ptr(rstd), _ptr(dx),
+        _ptr(dweight), _ptr(dbias), n, channels, inner)
+    _check_status(status, "batch_norm_backward")
     return dx, dweight, dbias
 
 

@@ -400,6 +400,37 @@ def check_max_pool2d_backward(dy, indices, input_size):
     return h, w
 
 
+def check_batch_norm(x, weight, bias, eps=None):
+    """x (N, C, ...) float with more than one value per channel; weight and bias (C,) of its
+    dtype, or None; eps >= 0. Returns (N, C, L), L the product of the dims after C."""
+    check_float("x", x)
+    if x.ndim < 2:
+        raise ValueError(f"x must have at least 2 dims (N, C, ...), got shape {x.shape}")
+    n, channels = x.shape[:2]
+    inner = x.size // (n * channels) if n * channels else 0
+    if n * inner <= 1:
+        raise ValueError(f"batch norm needs more than 1 value per channel, got shape {x.shape}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None:
+            check_float(name, p, x.dtype)
+            check_same_shape(name, p, (channels,))
+    if eps is not None and not float(eps) >= 0.0:
+        raise ValueError(f"eps must be >= 0, got {eps}")
+    return n, channels, inner
+
+
+def check_batch_norm_backward(dy, x, weight, mean, rstd):
+    """dy of x's shape and dtype, mean and rstd (C,) of its dtype, and what check_batch_norm
+    asks of x and weight. Returns (N, C, L)."""
+    sizes = check_batch_norm(x, weight, None)
+    check_float("dy", dy, x.dtype)
+    check_same_shape("dy", dy, x.shape)
+    for name, s in (("mean", mean), ("rstd", rstd)):
+        check_float(name, s, x.dtype)
+        check_same_shape(name, s, (x.shape[1],))
+    return sizes
+
+
 def _check_heads(q, k, v):
     """The (n, h, l, s, d, dv) of attention heads q (N, H, L, D), k (N, H, S, D), v (N, H, S,
     Dv): float arrays of one dtype."""

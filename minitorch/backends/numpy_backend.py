@@ -9,6 +9,7 @@ API (shared by every backend; arrays in, fresh arrays out, float32/float64):
   set_num_threads / get_num_threads, matmul, gemm, softmax_forward / softmax_backward,
   log_softmax_forward / log_softmax_backward, cross_entropy_forward / cross_entropy_backward,
   layer_norm_forward / layer_norm_backward, rms_norm_forward / rms_norm_backward,
+  batch_norm_forward / batch_norm_backward (per channel, with the batch's statistics),
   relu / sigmoid / silu / gelu / clamp _forward and _backward, sqrt_forward, rsqrt_forward,
   erf_forward, exp_forward, log_forward, softplus_forward, pow_int_forward, pow_scalar_forward,
   abs_forward / abs_backward (elementwise), where (a or b by a condition), sum_rows and
@@ -55,6 +56,7 @@ from .checks import (ARITH_OPS, FLOAT_DTYPES, GELU_APPROXIMATIONS, REDUCTIONS,  
                      check_keep_triangle, check_scatter_add)
 from .checks import check_bias_relu, check_bias_relu_backward, check_matmul_bias, check_matmul_into
 from .checks import check_real_exponent, check_where_operands
+from .checks import check_batch_norm, check_batch_norm_backward
 
 _num_threads = None  # None: never set, numpy's BLAS keeps its own count
 
@@ -377,6 +379,39 @@ def rms_norm_forward(x, weight, eps):
     if weight is not None:
         y = y * weight.astype(np.float64)
     return y.astype(x.dtype), rstd[..., 0].astype(x.dtype)
+
+
+def batch_norm_forward(x, weight, bias, eps=1e-5):
+    """Batch norm with the batch's statistics: each channel (dim 1) of x (N, C, ...) over its
+    N·L values (L: the product of the later dims), y = (x - mean) / sqrt(var + eps) * w + b.
+
+    Returns (y, mean, var, rstd), the last three (C,), var biased; statistics in float64."""
+    n, channels, inner = check_batch_norm(x, weight, bias, eps)
+    x64 = x.astype(np.float64).reshape(n, channels, inner)
+    mean = x64.mean(axis=(0, 2))
+    var = ((x64 - mean[:, None]) ** 2).mean(axis=(0, 2))  # two-pass: no E[x^2]-E[x]^2
+    rstd = 1.0 / np.sqrt(var + eps)
+    scale = rstd if weight is None else rstd * weight.astype(np.float64)
+    y = (x64 - mean[:, None]) * scale[:, None]
+    if bias is not None:
+        y = y + bias.astype(np.float64)[:, None]
+    return (y.reshape(x.shape).astype(x.dtype), mean.astype(x.dtype), var.astype(x.dtype),
+            rstd.astype(x.dtype))
+
+
+def batch_norm_backward(dy, x, weight, mean, rstd):
+    """xhat = (x - mean) rstd per channel: dbias = sum dy, dweight = sum dy xhat,
+    dx = rstd w (dy - dbias / (N L) - xhat dweight / (N L)). Returns (dx, dweight, dbias)."""
+    n, channels, inner = check_batch_norm_backward(dy, x, weight, mean, rstd)
+    shape = (n, channels, inner)
+    x64, dy64 = x.astype(np.float64).reshape(shape), dy.astype(np.float64).reshape(shape)
+    rstd64 = rstd.astype(np.float64)[:, None]
+    xhat = (x64 - mean.astype(np.float64)[:, None]) * rstd64
+    dbias, dweight = dy64.sum(axis=(0, 2)), (dy64 * xhat).sum(axis=(0, 2))
+    scale = rstd64 if weight is None else rstd64 * weight.astype(np.float64)[:, None]
+    count = n * inner
+    dx = scale * (dy64 - dbias[:, None] / count - xhat * (dweight[:, None] / count))
+    return dx.reshape(x.shape).astype(x.dtype), dweight.astype(x.dtype), dbias.astype(x.dtype)
 
 
 def rms_norm_backward(dy, x, weight, rstd):

@@ -7,21 +7,19 @@ batch and every other dim, then scaled and shifted per channel.
     eval:      y = (x − running_mean) / sqrt(running_var + eps) · weight + bias
 
 n is the number of values per channel; the running variance is updated with the unbiased
-estimate, as PyTorch does. Training runs as one node (``BatchNorm``: the statistics, then y =
-x·scale + shift per channel, in numpy) whose backward is a node of its own
-(``BatchNormBackward``: with x̂ = (x − mean)·rstd, dbias = Σ dy, dweight = Σ dy·x̂ and
-dx = rstd·weight·(dy − dbias/n − x̂·dweight/n)); that one's derivative autograd takes over
-the same formula in Tensor ops, so gradients of gradients work. Eval is x·scale + shift in
+estimate, as PyTorch does. Training runs as one node (``BatchNorm``: the statistics and y, the
+backend's ``batch_norm_forward``) whose backward is a node of its own (``BatchNormBackward``:
+with x̂ = (x − mean)·rstd, dbias = Σ dy, dweight = Σ dy·x̂ and
+dx = rstd·weight·(dy − dbias/n − x̂·dweight/n), the backend's ``batch_norm_backward``); that
+one's derivative autograd takes over the same formula in Tensor ops, so gradients of
+gradients work. Eval is x·scale + shift in
 Tensor ops. The statistics' update happens outside the graph.
-May import: ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.backends`` (the tape),
-``minitorch.device_arrays``, the sibling op modules.
+May import: ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.backends``, the sibling
+op modules.
 """
-import numpy as np
-
+from .. import backends
 from ..autograd.function import Function
 from ..autograd.grad_mode import no_grad
-from ..backends import tape as tapes
-from ..device_arrays import array_module
 from ..tensor import Tensor
 from .fused import _array, _differentiate_composite
 from .registry import op
@@ -29,42 +27,8 @@ from .registry import op
 _make = Tensor._make
 
 
-def _per_channel(a, ndim):
-    """A (C,) array shaped to broadcast over an (N, C, ...) one."""
-    return a.reshape((1, -1) + (1,) * (ndim - 2))
-
-
 def _reduced_dims(ndim):
     return (0,) + tuple(range(2, ndim))
-
-
-def _forward_into(data, weight, bias, eps, y, mean, var, rstd):
-    """The batch's statistics (mean, biased var, rstd) of ``data`` and its normalized y, each
-    written into the given array (weight, bias: arrays or None). One function, so that a
-    captured step (tape.py) replays it as one call."""
-    dims = _reduced_dims(data.ndim)
-    np.mean(data, axis=dims, out=mean)
-    np.subtract(data, _per_channel(mean, data.ndim), out=y)  # centered, then scaled in place
-    np.mean(np.square(y), axis=dims, out=var)
-    rstd[...] = 1.0 / np.sqrt(var + eps)
-    scale = rstd if weight is None else rstd * weight
-    y *= _per_channel(scale, data.ndim)
-    if bias is not None:
-        y += _per_channel(bias, data.ndim)
-
-
-def _backward_into(d, x, weight, mean, rstd, dx, dweight, dbias):
-    """dx, dweight and dbias of batch normalization (the formula in the module docstring),
-    each written into the given array; one function for a captured step, as _forward_into."""
-    ndim, dims = d.ndim, _reduced_dims(d.ndim)
-    count = d.size // d.shape[1]
-    xhat = (x - _per_channel(mean, ndim)) * _per_channel(rstd, ndim)
-    np.sum(d, axis=dims, out=dbias)
-    n, c = d.shape[:2]
-    dweight[...] = np.einsum("ncl,ncl->c", d.reshape(n, c, -1), xhat.reshape(n, c, -1))
-    scale = rstd if weight is None else rstd * weight
-    xhat *= _per_channel(dweight / count, ndim)
-    np.multiply(d - _per_channel(dbias / count, ndim) - xhat, _per_channel(scale, ndim), out=dx)
 
 
 class BatchNorm(Function):
@@ -73,11 +37,8 @@ class BatchNorm(Function):
 
     @staticmethod
     def forward(ctx, x, weight, bias, eps):
-        data = x._data
-        xp = array_module(data)
-        y = xp.empty(data.shape, data.dtype)
-        mean, var, rstd = (xp.empty(data.shape[1], data.dtype) for _ in range(3))
-        tapes.record(_forward_into, data, _array(weight), _array(bias), eps, y, mean, var, rstd)
+        y, mean, var, rstd = backends.current().batch_norm_forward(
+            x._data, _array(weight), _array(bias), eps)
         ctx.eps, ctx.mean, ctx.rstd = eps, _make(mean), _make(rstd)
         ctx.has_bias = bias is not None
         ctx.save_for_backward(x, weight)
@@ -99,12 +60,8 @@ class BatchNormBackward(Function):
     def forward(ctx, dy, x, weight, mean, rstd, eps):
         ctx.eps = eps
         ctx.save_for_backward(dy, x, weight)
-        d = dy._data
-        xp = array_module(d)
-        dx = xp.empty(d.shape, d.dtype)
-        dweight, dbias = xp.empty(d.shape[1], d.dtype), xp.empty(d.shape[1], d.dtype)
-        tapes.record(_backward_into, d, x._data, _array(weight), mean._data, rstd._data, dx,
-                     dweight, dbias)
+        dx, dweight, dbias = backends.current().batch_norm_backward(
+            dy._data, x._data, _array(weight), mean._data, rstd._data)
         return _make(dx), _make(dweight), _make(dbias)
 
     @staticmethod
