@@ -102,13 +102,14 @@ class RecurrentLayer(Function):
         kernels = backends.current()
         W_hh = w_hh._data
         W_hr = None if w_hr is None else w_hr._data
-        # x W_ihᵀ + b_ih for every step at once; b_hh joins it, but for the GRU, whose reset
-        # gate scales h W_hnᵀ + b_hn as a whole
-        xw = kernels.matmul(x._data, w_ih._data.T)
-        if b_ih is not None:
-            _add_into(xw, b_ih._data)
-        if b_hh is not None and mode != "GRU":
-            _add_into(xw, b_hh._data)
+        # x W_ihᵀ + b_ih for every step at once, the bias added by the GEMM; b_hh joins it, but
+        # for the GRU, whose reset gate scales h W_hnᵀ + b_hn as a whole
+        biases = [b._data for b in (b_ih, None if mode == "GRU" else b_hh) if b is not None]
+        if biases:
+            bias = biases[0] if len(biases) == 1 else tapes.computed(np.add, *biases)
+            xw = kernels.matmul_bias(x._data, w_ih._data.T, bias)
+        else:
+            xw = kernels.matmul(x._data, w_ih._data.T)
         steps = _step_order(batch_sizes, reverse)
         h = h0._data
         c = None if c0 is None else c0._data
@@ -196,13 +197,16 @@ def _backward_through_time(ctx, inputs, needs, d_out, dh, dc):
     d_xw_all = _concatenate(d_xw)
     d_hw_all = d_xw_all if mode != "GRU" else _concatenate(d_hw)
     dx = kernels.matmul(d_xw_all, w_ih._data) if need_x else None
-    dw_ih = kernels.matmul(d_xw_all.T, x._data) if need_w_ih else None
-    dw_hh = None
+    dw_ih = db_ih = dw_hh = db_hh = None
+    if need_w_ih:  # with d_xw_all's column sums, db_ih, taken while the GEMM packs it
+        dw_ih, db_ih = kernels.linear_param_grads(d_xw_all, x._data)
+    elif need_b_ih:
+        db_ih = kernels.sum_cols(d_xw_all)
     if need_w_hh:
         h_prev_all = _concatenate([ctx.per_step[t][0] for t in range(n_steps)])
-        dw_hh = kernels.matmul(d_hw_all.T, h_prev_all)
-    db_ih = tapes.computed(np.sum, d_xw_all, axis=0) if need_b_ih else None
-    db_hh = tapes.computed(np.sum, d_hw_all, axis=0) if need_b_hh else None
+        dw_hh, db_hh = kernels.linear_param_grads(d_hw_all, h_prev_all)
+    elif need_b_hh:
+        db_hh = kernels.sum_cols(d_hw_all)
     dw_hr = None
     if need_w_hr:
         h_full = _concatenate([ctx.per_step[t][4] for t in range(n_steps)])
