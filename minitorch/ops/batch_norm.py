@@ -12,8 +12,8 @@ backend's ``batch_norm_forward``) whose backward is a node of its own (``BatchNo
 with x̂ = (x − mean)·rstd, dbias = Σ dy, dweight = Σ dy·x̂ and
 dx = rstd·weight·(dy − dbias/n − x̂·dweight/n), the backend's ``batch_norm_backward``); that
 one's derivative autograd takes over the same formula in Tensor ops, so gradients of
-gradients work. Eval is x·scale + shift in
-Tensor ops. The statistics' update happens outside the graph.
+gradients work. Eval is x·scale + shift in Tensor ops. The statistics' update happens outside
+the graph.
 May import: ``minitorch.tensor``, ``minitorch.autograd``, ``minitorch.backends``, the sibling
 op modules.
 """
