@@ -9,14 +9,16 @@
  * b < kw. As PyTorch's CPU kernel: the running maximum starts at -inf at the window's first
  * element inside the input and an element replaces it if greater, or if NaN (so equal maxima
  * give the first one's index, and a NaN wins). Planes are independent: OpenMP splits them.
- * Only the reference body exists: every ISA level runs it. This file is its own body,
- * compiled once per element type T (each_dtype.h).
+ * The forward's most common window (2x2, stride 2, no padding or dilation, inside the input) has
+ * a tuned body (tuned/max_pool2d_tuned.c); the backward is this file's only. This file is its
+ * own body, compiled once per element type T (each_dtype.h).
  */
 #ifndef T
 #define MT_BODY "max_pool2d.c"
 #include "each_dtype.h"
 
 #else
+#include "tuned/tuned.h"
 
 int F(mt_max_pool2d_forward)(const T *x, T *y, int64_t *indices, int64_t planes, int64_t h,
                              int64_t w, int64_t oh, int64_t ow, int64_t kh, int64_t kw,
@@ -30,6 +32,9 @@ int F(mt_max_pool2d_forward)(const T *x, T *y, int64_t *indices, int64_t planes,
     if ((oh - 1) * sh - ph >= h || (ow - 1) * sw - pw >= w || 2 * ph > dh * (kh - 1) + 1 ||
         2 * pw > dw * (kw - 1) + 1)
         return MT_ERR_ARGS;
+    if (kh == 2 && kw == 2 && sh == 2 && sw == 2 && ph == 0 && pw == 0 && dh == 1 && dw == 1 &&
+        2 * oh <= h && 2 * ow <= w)
+        MT_RUN_TUNED(tuned_max_pool2x2_forward, x, y, indices, planes, h, w, oh, ow);
     int nt = mt_threads_for(planes * oh * ow * kh * kw);
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t p = 0; p < planes; ++p) {

@@ -10,7 +10,8 @@ in the manner of test_kernels.py:
 - non-contiguous and misaligned inputs give their contiguous copies' results;
 - the three kernels are adjoint: <dy, conv(x, w)> = <dx, x> = <dw, w>;
 - max_pool2d_forward/backward equal the numpy reference exactly (values, indices, gradients)
-  on drawn windows, with NaN, -inf and ties, both dtypes, 1 and 2 threads.
+  on drawn windows, with NaN, -inf and ties, both dtypes, 1 and 2 threads; the 2x2, stride 2
+  window's tuned forward too, at every ISA level.
 Bad input is in test_kernels_bad_input.py. If ``minitorch._C`` does not import, the tests are
 skipped with "C extension not built".
 """
@@ -20,8 +21,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from minitorch.backends import numpy_backend as N
-from test_kernels import DTYPES, ISAS, THREADS, C, needs_c  # the kernel tests' common ground
-from test_kernels_elementwise import c_threads
+from test_kernels import DTYPES, ISAS, THREADS, C, c_threads, needs_c  # common ground
 
 
 def assert_close(got, expected, dtype, name):
@@ -197,3 +197,24 @@ def test_max_pool2d_large_input_over_threads(threads):
     np.testing.assert_array_equal(y, expected_y)
     np.testing.assert_array_equal(indices, expected_indices)
     assert dx.sum() == y.size   # each output's gradient lands once
+
+
+@needs_c
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("isa", ISAS)
+@pytest.mark.parametrize("threads", THREADS)
+@pytest.mark.parametrize("shape, ceil_mode", [((2, 3, 8, 8), False), ((3, 2, 7, 9), False),
+                                              ((1, 1, 2, 2), False), ((2, 4, 5, 7), True),
+                                              ((4, 16, 34, 66), False)])
+def test_the_2x2_window_at_every_isa_level_equals_numpy(dtype, isa, threads, shape, ceil_mode):
+    # the tuned body's window (an odd side's last row or column is left out, as the floor
+    # does); ceil_mode's windows past the input stay with the reference
+    rng = np.random.default_rng(7)
+    x = rng.integers(-2, 3, shape).astype(dtype)   # ties in most windows
+    x.flat[rng.integers(0, x.size, 6)] = [np.nan, np.nan, -np.inf, np.inf, -np.inf, np.nan]
+    geometry = ((2, 2), (2, 2), (0, 0), (1, 1), ceil_mode)
+    with c_threads(threads, isa):
+        y, indices = C.max_pool2d_forward(x, *geometry)
+    expected_y, expected_indices = N.max_pool2d_forward(x, *geometry)
+    np.testing.assert_array_equal(y, expected_y)
+    np.testing.assert_array_equal(indices, expected_indices)

@@ -94,6 +94,8 @@ MT_DECLARE_TUNED(tuned_adam_run,
                   int64_t total, const double *step_sizes, const double *bias_correction2_sqrts,
                   double eps, double beta2, T lerp_w, int lerp_from_end, double weight_decay,
                   int l2, T decay, int decoupled, int maximize))
+MT_DECLARE_TUNED(tuned_max_pool2x2_forward, (const T *x, T *y, int64_t *indices, int64_t planes,
+                                             int64_t h, int64_t w, int64_t oh, int64_t ow))
 MT_DECLARE_TUNED(tuned_dropout_keep,
                  (T *keep, int64_t n, uint64_t seed, uint32_t threshold, T scale))
 MT_DECLARE_TUNED(tuned_arith, (int op, const T *a, int a_layout, const T *b, int b_layout, T *y,
