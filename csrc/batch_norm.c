@@ -23,25 +23,20 @@
  * wait for the one before it: one running sum would make a pass four times slower. */
 #define BN_PARTS 8
 
-/* sum of x[l] - c and, if squares is not NULL, of (x[l] - c)^2, for l < len, added on */
-static void F(bn_sums)(const T *x, int64_t len, double c, double *sum, double *squares) {
-    double s[BN_PARTS] = {0}, q[BN_PARTS] = {0};
+/* *total += the sum of x[l] - c (squared: of (x[l] - c)^2) for l < len */
+static void F(bn_add_sum)(const T *x, int64_t len, double c, int squared, double *total) {
+    double s[BN_PARTS] = {0};
     int64_t l = 0;
     for (; l + BN_PARTS <= len; l += BN_PARTS)
         for (int k = 0; k < BN_PARTS; ++k) {
             const double d = x[l + k] - c;
-            s[k] += d;
-            q[k] += d * d;
+            s[k] += squared ? d * d : d;
         }
     for (; l < len; ++l) {
         const double d = x[l] - c;
-        s[0] += d;
-        q[0] += d * d;
+        s[0] += squared ? d * d : d;
     }
-    for (int k = 0; k < BN_PARTS; ++k) {
-        *sum += s[k];
-        if (squares) *squares += q[k];
-    }
+    for (int k = 0; k < BN_PARTS; ++k) *total += s[k];
 }
 
 int F(mt_batch_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T *mean, T *var,
@@ -52,11 +47,11 @@ int F(mt_batch_norm_forward)(const T *x, const T *weight, const T *bias, T *y, T
     if (nt > channels) nt = (int)channels;
 #pragma omp parallel for schedule(static) num_threads(nt)
     for (int64_t c = 0; c < channels; ++c) {
-        double sum = 0, squares = 0, unused = 0;
-        for (int64_t b = 0; b < n; ++b) F(bn_sums)(x + b * plane + c * inner, inner, 0, &sum, NULL);
+        double sum = 0, squares = 0;
+        for (int64_t b = 0; b < n; ++b) F(bn_add_sum)(x + b * plane + c * inner, inner, 0, 0, &sum);
         const double m = sum / (double)count;
         for (int64_t b = 0; b < n; ++b)
-            F(bn_sums)(x + b * plane + c * inner, inner, m, &unused, &squares);
+            F(bn_add_sum)(x + b * plane + c * inner, inner, m, 1, &squares);
         const double v = squares / (double)count, s = 1.0 / sqrt(v + eps);
         const double scale = weight ? s * weight[c] : s, shift = bias ? bias[c] : 0.0;
         for (int64_t b = 0; b < n; ++b) {
